@@ -1,0 +1,47 @@
+# ARI Bench toolkit. Two commands set everything up: `make demo` and `make test`.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# State of demo runs (prepared data, built exams, results) stays out of git.
+DEMO_DIR ?= .ari/demo
+
+.PHONY: help venv demo test check lint format site clean bench
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch is pinned to the CPU build (2.13.0); see README for the GPU install.
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)  ## create .venv and install the project
+
+demo: $(STAMP)  ## the main job end to end on the embedded defaults (no GPU, no Docker)
+	DEMO_DIR=$(DEMO_DIR) BIN=$(BIN) bash scripts/demo.sh
+
+test: $(STAMP)  ## the whole test suite
+	bash scripts/test-setup.sh
+	$(BIN)/python -m pytest -q
+
+check: $(STAMP)  ## ruff (lint + format check) and mypy (strict on the library)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(STAMP)  ## apply ruff's formatting and safe fixes
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+site: $(STAMP)  ## build the leaderboard site from results/ into public/
+	$(BIN)/mkdocs build --strict
+
+bench: $(STAMP)  ## run every benchmark (prints numbers)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:  ## remove the environment, caches and demo state
+	rm -rf $(VENV) .ari public .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,30 @@
+"""The `toolkit` command line: one click group; each command lives in `toolkit/commands/`."""
+
+from __future__ import annotations
+
+import click
+
+from toolkit import __version__
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="toolkit")
+def cli() -> None:
+    """ARI Bench toolkit: build the exam, run agents, grade bundles, publish results.
+
+    \b
+    Examples:
+      toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/exam --allow-in-repo
+      toolkit grade path/to/bundle --exam /tmp/exam/exam.jsonl
+      toolkit run --model none --agent scripted --backend local --track demo-cpu --seed 0
+    """
+
+
+# Commands register themselves here, one import each (nothing imports this module).
+# (added by each command's module below)
+
+
+def main() -> None:
+    cli()

@@ -1,0 +1,18 @@
+"""Where the toolkit keeps its state (prepared corpora, caches).
+
+`ARI_HOME` moves it; tests point it at a temporary directory so that they never touch a user's
+home. Nothing here is secret: hidden banks and exams live wherever the operator keeps them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def state_dir() -> Path:
+    """The toolkit's state directory (`$ARI_HOME`, default `~/.cache/ari-bench`), created."""
+    root = os.environ.get("ARI_HOME")
+    path = Path(root) if root else Path.home() / ".cache" / "ari-bench"
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,231 @@
+"""The per-run result: one JSON file per run under `results/<track>/<run_id>.json`.
+
+This is the only thing the site reads (DESIGN §6). It is a versioned pydantic model; every field
+carries a description, which is also what the exported JSON Schema documents. Bump
+`SCHEMA_VERSION` on any change that an older reader could misread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+SCHEMA_VERSION = 1
+
+RunStatus = Literal["valid", "failed", "invalid"]
+
+
+class _Model(BaseModel):
+    # Unknown fields are an error: a typo in a results file must not pass silently.
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Score(_Model):
+    """The official score: exact-match pass rate on the hidden exam."""
+
+    percent: float = Field(ge=0, le=100, description="Percent of exam questions passed (0-100).")
+    passed: int = Field(ge=0, description="Questions whose greedy completion matched exactly.")
+    total: int = Field(ge=0, description="Questions in the exam.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Score:
+        if self.passed > self.total:
+            raise ValueError(f"passed ({self.passed}) exceeds total ({self.total})")
+        expected = 100.0 * self.passed / self.total if self.total else 0.0
+        if abs(self.percent - expected) > 1e-6:
+            raise ValueError(f"percent {self.percent} does not equal 100*passed/total {expected}")
+        return self
+
+
+class FamilyScore(_Model):
+    """Pass count of one exam family."""
+
+    passed: int = Field(ge=0, description="Questions of this family passed.")
+    total: int = Field(ge=0, description="Questions of this family in the exam.")
+
+
+class Candidate(_Model):
+    """One submission the agent made during the run."""
+
+    id: str = Field(description="Candidate id as printed by `runner submit` (e.g. 'c003').")
+    submitted_at: datetime = Field(description="When it was submitted (UTC).")
+    elapsed_s: float = Field(ge=0, description="Seconds since the run started.")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the packed bundle.")
+    packed_bytes: int = Field(ge=0, description="Size of the packed .tar.gz.")
+    public_score: float | None = Field(
+        default=None, ge=0, le=100, description="Percent passed on the public validation set."
+    )
+    error: str | None = Field(default=None, description="Why public scoring failed, if it did.")
+
+
+class PromotedCandidate(_Model):
+    """The candidate the agent promoted last: the one graded on the hidden exam."""
+
+    id: str = Field(description="Candidate id.")
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the packed bundle.")
+    packed_bytes: int = Field(ge=0, description="Size of the packed bundle in bytes.")
+    promoted_at: datetime = Field(description="When it was promoted (UTC).")
+    elapsed_s: float = Field(ge=0, description="Seconds since the run started, at promotion.")
+
+
+class Timings(_Model):
+    """Wall-clock accounting of the run."""
+
+    budget_s: float = Field(gt=0, description="The run's wall-clock budget in seconds.")
+    used_s: float = Field(ge=0, description="Seconds from start until the agent stopped.")
+    runner_s: float = Field(ge=0, description="Seconds spent inside `runner` compute calls.")
+    grading_s: float | None = Field(default=None, ge=0, description="Seconds of final grading.")
+
+
+class Usage(_Model):
+    """Model usage, as reported by the agent scaffold."""
+
+    input_tokens: int | None = Field(default=None, ge=0, description="Prompt tokens.")
+    output_tokens: int | None = Field(default=None, ge=0, description="Completion tokens.")
+    reasoning_tokens: int | None = Field(default=None, ge=0, description="Reasoning tokens.")
+    cost_usd: float | None = Field(default=None, ge=0, description="Cost in USD, when known.")
+
+
+class EffectiveConfig(_Model):
+    """Everything that could change a score, pinned so that deviations are detectable."""
+
+    toolkit_version: str = Field(description="Version of this toolkit.")
+    git_commit: str | None = Field(default=None, description="Toolkit git commit, when known.")
+    image_digests: dict[str, str | None] = Field(
+        default_factory=dict,
+        description="Image digest per role (controller, runner, grader); null on local backend.",
+    )
+    task_brief_sha256: str = Field(description="SHA-256 of the TASK.md handed to the agent.")
+    scaffold_version: str | None = Field(default=None, description="Agent scaffold version.")
+    scaffold_config_sha256: str | None = Field(
+        default=None, description="SHA-256 of the scaffold's per-run configuration."
+    )
+    exam_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of exam.jsonl.")
+    public_set_sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the public validation set."
+    )
+    grading: dict[str, float | int | str] = Field(
+        default_factory=dict, description="Grading parameters (context bytes, limits, ...)."
+    )
+    budget: dict[str, float | int] = Field(
+        default_factory=dict, description="Budget parameters (budget, per-call, reserved)."
+    )
+    backend: Literal["docker", "local"] = Field(description="Sandbox backend.")
+    isolation: list[str] = Field(
+        default_factory=list,
+        description="Isolation in force, e.g. 'netns', 'pgroup', 'scrubbed-env'.",
+    )
+    protocol_revision: int = Field(ge=1, description="Protocol revision the run was graded under.")
+
+
+class RunResult(_Model):
+    """One agent run, as published. The site reads nothing else."""
+
+    schema_version: Literal[1] = Field(default=1, description="Version of this file format.")
+    run_id: str = Field(pattern=r"^[A-Za-z0-9._-]+$", description="Unique id of the run.")
+    track: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Track id (see tracks).")
+    model: str = Field(min_length=1, description="Model under test, e.g. 'gpt-5'.")
+    provider: str | None = Field(default=None, description="Model provider, e.g. 'openai'.")
+    effort: str | None = Field(default=None, description="Reasoning effort; part of row identity.")
+    agent: str = Field(description="Agent scaffold: 'opencode' or 'scripted'.")
+    agent_version: str | None = Field(default=None, description="Scaffold version.")
+    seed: int = Field(ge=0, description="Run seed.")
+    started_at: datetime = Field(description="Start time (UTC).")
+    finished_at: datetime | None = Field(default=None, description="End time (UTC).")
+    status: RunStatus = Field(
+        description="valid: graded; failed: no usable promoted artifact (scores 0); "
+        "invalid: infrastructure failure, to be rerun, never averaged."
+    )
+    status_reason: str | None = Field(default=None, description="Why failed or invalid.")
+    score: Score = Field(description="Official score on the hidden exam.")
+    bits_per_byte: float | None = Field(
+        default=None, ge=0, description="Bits-per-byte on the hidden answer spans (diagnostic)."
+    )
+    families: dict[str, FamilyScore] = Field(
+        default_factory=dict, description="Pass counts per exam family."
+    )
+    promoted: PromotedCandidate | None = Field(
+        default=None, description="The graded candidate; null when none was promoted."
+    )
+    candidates: list[Candidate] = Field(
+        default_factory=list, description="Every candidate submitted, in order."
+    )
+    timings: Timings = Field(description="Budget and time used.")
+    usage: Usage = Field(default_factory=Usage, description="Token usage and cost.")
+    config: EffectiveConfig = Field(description="The effective configuration of the run.")
+    artifacts: dict[str, str] = Field(
+        default_factory=dict,
+        description="Run artifacts, relative to the results file (audit log, history, transcript).",
+    )
+
+    @model_validator(mode="after")
+    def _status_rules(self) -> RunResult:
+        if self.status == "failed" and self.score.passed != 0:
+            raise ValueError("a failed run scores 0")
+        if self.status != "valid" and not self.status_reason:
+            raise ValueError(f"status '{self.status}' needs a status_reason")
+        return self
+
+    @property
+    def best_public_score(self) -> float | None:
+        """Best public-validation score over the run's candidates."""
+        scores = [c.public_score for c in self.candidates if c.public_score is not None]
+        return max(scores) if scores else None
+
+
+class ResultsError(ValueError):
+    """A results file that does not match the model; the message names the file and field."""
+
+
+def _describe(path: Path, exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    field = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"{path}: field '{field}': {first['msg']}{more}"
+
+
+def load_run(path: Path) -> RunResult:
+    """Read and validate one results file, raising `ResultsError` naming file and field."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: cannot read: {exc}") from exc
+    try:
+        return RunResult.model_validate(raw)
+    except ValidationError as exc:
+        raise ResultsError(_describe(path, exc)) from exc
+
+
+def write_json_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the new one, never a part."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_run(result: RunResult, results_dir: Path) -> Path:
+    """Write `results/<track>/<run_id>.json` atomically and return its path."""
+    path = results_dir / result.track / f"{result.run_id}.json"
+    write_json_atomic(path, result.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def json_schema() -> str:
+    """The JSON Schema of a results file, for other tools."""
+    return json.dumps(RunResult.model_json_schema(), indent=2, sort_keys=True) + "\n"

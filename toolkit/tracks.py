@@ -1,0 +1,137 @@
+"""Tracks and protocol fixes: the registry kept in `results/` (DESIGN §7).
+
+A *track* freezes together everything that could shift scores: benchmark version, exam hash,
+budget, per-call limit, reserved window, size limit and grading parameters. A *protocol fix*
+records a change of protocol semantics within a track: what changed, when, which revision it
+introduced, and whether runs graded before it are rerun or kept as legacy.
+
+Files: `results/tracks.json` (a list of tracks) and `results/protocol_fixes.json` (a list of
+fixes). Both are validated here; errors name the file and the field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+T = TypeVar("T")
+
+TRACKS_FILE = "tracks.json"
+FIXES_FILE = "protocol_fixes.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GradingParams(_Model):
+    """How bundles are graded on this track."""
+
+    context_bytes: int = Field(default=1024, gt=0, description="Prompt bytes the model sees.")
+    load_timeout_s: float = Field(default=300, gt=0, description="Limit on `load()`.")
+    batch_timeout_s: float = Field(default=120, gt=0, description="Limit on one batch call.")
+    total_timeout_s: float = Field(default=1800, gt=0, description="Limit on one grading phase.")
+    memory_bytes: int = Field(default=32 * 2**30, gt=0, description="Memory limit of the worker.")
+    batch_size: int = Field(default=32, gt=0, description="Questions per generate() call.")
+
+
+class Track(_Model):
+    """A frozen set of rules under which runs are comparable."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Track id, used in paths.")
+    title: str = Field(description="Human title, e.g. 'Official: 1 hour on one H100'.")
+    description: str = Field(default="", description="One paragraph about the track.")
+    benchmark_version: str = Field(description="Benchmark version, e.g. '1.0'.")
+    exam_sha256: str = Field(
+        pattern=r"^[0-9a-f]{8,64}$",
+        description="SHA-256 of the exam (full, or the published prefix of at least 8 digits).",
+    )
+    public_set_sha256: str | None = Field(
+        default=None, pattern=r"^[0-9a-f]{8,64}$", description="SHA-256 of the public set."
+    )
+    exam_questions: int = Field(gt=0, description="Questions in the exam.")
+    budget_s: float = Field(gt=0, description="Wall-clock budget of a run.")
+    per_call_limit_s: float = Field(gt=0, description="Longest single `runner` call.")
+    reserved_s: float = Field(ge=0, description="Final window where new compute is refused.")
+    size_limit_bytes: int = Field(gt=0, description="Largest packed bundle (.tar.gz bytes).")
+    grading: GradingParams = Field(default_factory=GradingParams, description="Grading.")
+    hardware: str = Field(description="Hardware of the runner, e.g. '1x NVIDIA H100 80GB'.")
+    protocol_revision: int = Field(default=1, ge=1, description="Current protocol revision.")
+    seeds_required: int = Field(default=3, ge=1, description="Seeds for a non-provisional row.")
+    demo: bool = Field(default=False, description="A demonstration track, not official.")
+
+    def matches_exam(self, sha256: str) -> bool:
+        """Whether a full exam hash agrees with this track's (possibly short) hash."""
+        return sha256.startswith(self.exam_sha256)
+
+
+class ProtocolFix(_Model):
+    """A change of protocol within a track, and what happened to the runs it affects."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Fix id, used in links.")
+    track: str = Field(description="Track the fix applies to.")
+    date: dt.date = Field(description="When the fix took effect.")
+    title: str = Field(description="One line: what changed.")
+    description: str = Field(description="What was wrong, what changed, why.")
+    revision: int = Field(ge=2, description="Protocol revision this fix introduces.")
+    action: Literal["rerun", "legacy"] = Field(
+        description="rerun: affected runs are rerun; legacy: they stay, labelled, unranked."
+    )
+
+
+class RegistryError(ValueError):
+    """A registry file that does not match the model; the message names file and field."""
+
+
+def _load_list(path: Path, adapter: TypeAdapter[list[T]]) -> list[T]:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except json.JSONDecodeError as exc:
+        raise RegistryError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    try:
+        return adapter.validate_python(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise RegistryError(f"{path}: field '{field}': {err['msg']}") from exc
+
+
+def load_tracks(results_dir: Path) -> dict[str, Track]:
+    """Tracks by id from `results/tracks.json` (empty when the file does not exist)."""
+    tracks = _load_list(results_dir / TRACKS_FILE, TypeAdapter(list[Track]))
+    by_id: dict[str, Track] = {}
+    for i, track in enumerate(tracks):
+        if track.id in by_id:
+            raise RegistryError(f"{results_dir / TRACKS_FILE}: field '{i}.id': duplicate track id")
+        by_id[track.id] = track
+    return by_id
+
+
+def load_fixes(results_dir: Path, tracks: dict[str, Track]) -> list[ProtocolFix]:
+    """Protocol fixes from `results/protocol_fixes.json`, checked against the tracks."""
+    path = results_dir / FIXES_FILE
+    fixes = _load_list(path, TypeAdapter(list[ProtocolFix]))
+    for i, fix in enumerate(fixes):
+        if fix.track not in tracks:
+            raise RegistryError(f"{path}: field '{i}.track': unknown track '{fix.track}'")
+        if fix.revision > tracks[fix.track].protocol_revision:
+            raise RegistryError(
+                f"{path}: field '{i}.revision': {fix.revision} is newer than track "
+                f"'{fix.track}' protocol_revision {tracks[fix.track].protocol_revision}"
+            )
+    return fixes
+
+
+def get_track(results_dir: Path, track_id: str) -> Track:
+    """One track by id, with a clear error listing the known ones."""
+    tracks = load_tracks(results_dir)
+    if track_id not in tracks:
+        known = ", ".join(sorted(tracks)) or "none"
+        raise RegistryError(f"unknown track '{track_id}' (known: {known}) in {results_dir}")
+    return tracks[track_id]
