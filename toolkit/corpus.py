@@ -42,20 +42,21 @@ class CorpusError(RuntimeError):
 
 def _drop_balanced(text: str, open_: str, close: str) -> str:
     """Remove every (possibly nested) `open_ ... close` region, e.g. `{{templates}}`."""
+    token = re.compile(re.escape(open_) + "|" + re.escape(close))
     out: list[str] = []
     depth = 0
-    i = 0
-    while i < len(text):
-        if text.startswith(open_, i):
+    start = 0
+    for m in token.finditer(text):
+        if m.group() == open_:
+            if depth == 0:
+                out.append(text[start : m.start()])
             depth += 1
-            i += len(open_)
-        elif depth and text.startswith(close, i):
+        elif depth:
             depth -= 1
-            i += len(close)
-        else:
-            if not depth:
-                out.append(text[i])
-            i += 1
+            if depth == 0:
+                start = m.end()
+    if depth == 0:
+        out.append(text[start:])
     return "".join(out)
 
 
