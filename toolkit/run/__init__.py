@@ -1,0 +1,1 @@
+"""One agent run under the benchmark's rules: workspace, clock, submissions, grading, result."""

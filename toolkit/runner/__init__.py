@@ -1,0 +1,1 @@
+"""The runner service and the agent's `runner` command (see `service` and `client`)."""
