@@ -128,9 +128,9 @@ class Call:
             os.replace(tmp, self.folder / "rc")
         except OSError:
             pass  # the client removed its folder: it is gone, nobody reads the code
-        for fd in (self._out_fd, self._err_fd):
-            if fd is not None:
-                os.close(fd)
+        for stream_fd in (self._out_fd, self._err_fd):
+            if stream_fd is not None:
+                os.close(stream_fd)
         self._out_fd = self._err_fd = None
 
 

@@ -12,6 +12,7 @@ so this module knows nothing of bundles or grading.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -123,10 +124,8 @@ class RunnerService:
             item.reason = item.reason or f"client gone: {exc}"
         except Exception as exc:  # a bug of ours: tell the agent and keep the log honest
             item.reason = f"runner error: {type(exc).__name__}: {exc}"
-            try:
+            with contextlib.suppress(ClientGone):
                 call.say(f"[runner] internal error: {exc}")
-            except ClientGone:
-                pass
             code = 70
         finally:
             with self._lock:
@@ -200,10 +199,8 @@ class RunnerService:
         with self._lock:
             self.runner_seconds += self.clock.elapsed() - started
         if item.reason and not item.reason.startswith("client gone"):
-            try:
+            with contextlib.suppress(ClientGone):
                 call.say(f"[runner] {item.reason}")
-            except ClientGone:
-                pass
             return KILLED
         return code if code is not None else KILLED
 
