@@ -1,0 +1,262 @@
+"""A small byte-level GPT: the starter model, shared by training and by the exported bundle.
+
+Vocabulary = the 256 byte values, so there is no tokenizer to ship or to get wrong. The blocks
+are pre-norm (RMSNorm), attention uses rotary position embeddings (RoPE) and PyTorch's
+`scaled_dot_product_attention` (flash attention on a GPU), and the MLP is a plain GELU MLP.
+
+This file is copied verbatim into every bundle, next to `inference.py`, so it must only import
+torch and the standard library.
+
+Batched inference with prompts of different lengths uses *left padding*: every row is padded on
+the left to the longest prompt, pad keys are masked out of attention, and each row's positions
+start at 0 at its first real byte. Because RoPE is relative and pads are invisible, a padded row
+computes the same thing as the same prompt alone; the KV cache then grows by one column per step
+for the whole batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int = 256  # bytes
+    block_size: int = 1024  # longest context trained on (the grader sends at most 1,024 bytes)
+    n_layer: int = 8
+    n_head: int = 6
+    d_model: int = 384
+    mlp_ratio: int = 4
+    rope_base: float = 10000.0
+
+    def to_dict(self) -> dict[str, float | int]:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------------------------
+# Building blocks
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        # Normalise in float32 for stability under bf16 autocast.
+        xf = x.float()
+        xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+        return xf.type_as(x) * self.weight
+
+
+def rope_tables(positions: Tensor, head_dim: int, base: float) -> tuple[Tensor, Tensor]:
+    """cos/sin tables for `positions` (any shape), shape positions.shape + (head_dim/2,)."""
+    inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device) / head_dim))
+    angles = positions.float()[..., None] * inv_freq
+    return angles.cos(), angles.sin()
+
+
+def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """Rotate pairs (x1, x2) of the last dim; x is (B, H, T, D), cos/sin broadcast to (B,1,T,D/2)."""
+    x1, x2 = x.float().chunk(2, dim=-1)
+    out = torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    return out.type_as(x)
+
+
+class LayerCache:
+    """Keys and values seen so far by one attention layer, preallocated for the whole generation."""
+
+    def __init__(self, batch: int, heads: int, capacity: int, head_dim: int, like: Tensor) -> None:
+        shape = (batch, heads, capacity, head_dim)
+        self.k = torch.zeros(shape, dtype=like.dtype, device=like.device)
+        self.v = torch.zeros(shape, dtype=like.dtype, device=like.device)
+        self.length = 0
+
+    def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        end = self.length + k.shape[2]
+        self.k[:, :, self.length : end] = k
+        self.v[:, :, self.length : end] = v
+        self.length = end
+        return self.k[:, :, :end], self.v[:, :, :end]
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model, bias=False)
+        self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
+
+    def forward(
+        self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None, cache: LayerCache | None
+    ) -> Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
+        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        if cache is not None:
+            k, v = cache.append(k, v)
+        if mask is None:  # training: plain causal attention, the flash-attention fast path
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.up = nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model, bias=False)
+        self.down = nn.Linear(cfg.mlp_ratio * cfg.d_model, cfg.d_model, bias=False)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down(F.gelu(self.up(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.norm1 = RMSNorm(cfg.d_model)
+        self.attn = Attention(cfg)
+        self.norm2 = RMSNorm(cfg.d_model)
+        self.mlp = MLP(cfg)
+
+    def forward(
+        self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None, cache: LayerCache | None
+    ) -> Tensor:
+        x = x + self.attn(self.norm1(x), cos, sin, mask, cache)
+        return x + self.mlp(self.norm2(x))
+
+
+# ----------------------------------------------------------------------------------------------
+# The model
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.vocab_size, cfg.d_model)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.norm = RMSNorm(cfg.d_model)
+        self.head = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
+        self.apply(self._init)
+        # GPT-2 style: shrink the residual projections so the residual stream does not grow with
+        # depth at initialisation.
+        for name, p in self.named_parameters():
+            if name.endswith(("attn.proj.weight", "mlp.down.weight")):
+                nn.init.normal_(p, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init(module: nn.Module) -> None:
+        if isinstance(module, nn.Linear | nn.Embedding):
+            nn.init.normal_(module.weight, std=0.02)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(
+        self,
+        idx: Tensor,
+        positions: Tensor | None = None,
+        mask: Tensor | None = None,
+        caches: list[LayerCache] | None = None,
+    ) -> Tensor:
+        """Logits (B, T, 256). Training passes only `idx`; inference adds positions/mask/caches."""
+        if positions is None:
+            positions = torch.arange(idx.shape[1], device=idx.device)[None]
+        cos, sin = rope_tables(positions, self.cfg.d_model // self.cfg.n_head, self.cfg.rope_base)
+        cos, sin = cos[:, None], sin[:, None]  # broadcast over heads
+        x = self.embed(idx)
+        for i, block in enumerate(self.blocks):
+            x = block(x, cos, sin, mask, caches[i] if caches is not None else None)
+        return self.head(self.norm(x)).float()
+
+    # ------------------------------------------------------------------------------------------
+    # Inference: batched, left-padded, with a KV cache
+
+    def _pad_left(self, rows: list[bytes]) -> tuple[Tensor, Tensor, Tensor]:
+        """(ids, positions, valid) for rows padded on the left to the longest one."""
+        device = self.head.weight.device
+        width = max(len(r) for r in rows)
+        ids = torch.zeros(len(rows), width, dtype=torch.long)
+        valid = torch.zeros(len(rows), width, dtype=torch.bool)
+        for i, r in enumerate(rows):
+            if r:
+                ids[i, width - len(r) :] = torch.frombuffer(bytearray(r), dtype=torch.uint8)
+            valid[i, width - len(r) :] = True
+        pad = (~valid).sum(1, keepdim=True)
+        positions = (torch.arange(width)[None] - pad).clamp(min=0)
+        return ids.to(device), positions.to(device), valid.to(device)
+
+    @staticmethod
+    def _prefill_mask(valid: Tensor) -> Tensor:
+        """Causal mask that hides pad keys; a pad query sees itself so no row is all -inf."""
+        T = valid.shape[1]
+        causal = torch.ones(T, T, dtype=torch.bool, device=valid.device).tril()
+        eye = torch.eye(T, dtype=torch.bool, device=valid.device)
+        return (causal & (valid[:, None, :] | eye))[:, None]  # (B, 1, T, T)
+
+    def _context_limit(self, new_bytes: int) -> int:
+        # Keep prompt + generated bytes within the trained context where possible.
+        return max(self.cfg.block_size - new_bytes, self.cfg.block_size // 2)
+
+    @torch.no_grad()
+    def generate(self, prompts: list[bytes], lengths: list[int], use_cache: bool = True) -> list[bytes]:
+        """Greedy continuation of each prompt by exactly `lengths[i]` bytes."""
+        if not prompts:
+            return []
+        steps = max(lengths)
+        if steps == 0:
+            return [b"" for _ in prompts]
+        keep = self._context_limit(steps)
+        rows = [p[-keep:] or b"\n" for p in prompts]  # an empty prompt starts at a doc boundary
+        ids, positions, valid = self._pad_left(rows)
+        out = torch.zeros(len(rows), steps, dtype=torch.long, device=ids.device)
+        if use_cache:
+            head_dim = self.cfg.d_model // self.cfg.n_head
+            capacity = ids.shape[1] + steps
+            like = self.head.weight
+            caches = [
+                LayerCache(len(rows), self.cfg.n_head, capacity, head_dim, like)
+                for _ in self.blocks
+            ]
+            logits = self(ids, positions, self._prefill_mask(valid), caches)[:, -1]
+            for t in range(steps):
+                nxt = logits.argmax(-1)
+                out[:, t] = nxt
+                if t == steps - 1:
+                    break
+                valid = torch.cat([valid, valid.new_ones(len(rows), 1)], dim=1)
+                positions = positions[:, -1:] + 1
+                mask = valid[:, None, None, :]  # (B, 1, 1, S): the new byte sees all real bytes
+                logits = self(nxt[:, None], positions, mask, caches)[:, -1]
+        else:  # reference path: recompute everything each step (used by the tests)
+            for t in range(steps):
+                logits = self(ids, positions, self._prefill_mask(valid))[:, -1]
+                nxt = logits.argmax(-1)
+                out[:, t] = nxt
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+                valid = torch.cat([valid, valid.new_ones(len(rows), 1)], dim=1)
+                positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)
+        data = out.to(torch.uint8).cpu().numpy()
+        return [bytes(data[i, : lengths[i]]) for i in range(len(rows))]
+
+    @torch.no_grad()
+    def next_byte_logprobs(self, contexts: list[bytes], chunk: int = 64) -> Tensor:
+        """(len(contexts), 256) log-probabilities of the byte that follows each context."""
+        results = []
+        for start in range(0, len(contexts), chunk):
+            rows = [c[-self.cfg.block_size :] or b"\n" for c in contexts[start : start + chunk]]
+            ids, positions, valid = self._pad_left(rows)
+            logits = self(ids, positions, self._prefill_mask(valid))[:, -1]
+            results.append(F.log_softmax(logits.float(), dim=-1).cpu())
+        if not results:
+            return torch.zeros(0, 256)
+        return torch.cat(results)

@@ -1,0 +1,251 @@
+"""Train the starter byte-level GPT for a fixed wall-clock budget, then export a bundle.
+
+    python starter/train.py --data data --out bundles/b1 --budget-s 600
+
+Everything is driven by the clock, because a run is judged on a wall-clock budget:
+the learning rate warms up and then decays linearly to zero exactly at the end of the training
+time, validation runs every few seconds of wall time, and the export (write + reload + re-check)
+is reserved out of the same budget, so the script finishes within `--budget-s` seconds of its
+start. The bundle it writes is what `runner submit` expects (see TASK.md, "The bundle").
+
+Sections in reading order: config, data, schedule, evaluation, training loop, export.
+"""
+
+from __future__ import annotations
+
+import time
+
+T0 = time.monotonic()  # the budget starts before the (slow) torch import
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+from dataclasses import asdict, dataclass, field  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from export import bundle_bytes, import_bundle, write_bundle  # noqa: E402
+from model import GPT, ModelConfig  # noqa: E402
+
+# ----------------------------------------------------------------------------------------------
+# Config
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    batch_size: int = 64  # sequences per step (each block_size + 1 bytes)
+    lr: float = 2e-3  # peak learning rate
+    min_lr_frac: float = 0.0  # the LR decays to lr * min_lr_frac at the end of the budget
+    warmup_frac: float = 0.03  # fraction of the training time spent warming up
+    weight_decay: float = 0.1  # on matrices only, not on norms or embeddings
+    grad_clip: float = 1.0
+    eval_every_s: float = 120.0  # wall-clock seconds between validation runs
+    eval_batches: int = 8  # validation batches per evaluation (fixed windows: comparable runs)
+    export_reserve_frac: float = 0.08  # share of the budget kept for export + round-trip check
+    export_reserve_max_s: float = 90.0
+    export_reserve_min_s: float = 6.0
+    compile: bool = True  # torch.compile on a GPU (compile time counts against the budget)
+    seed: int = 1337
+
+
+PRESETS = {
+    # One H100 for an hour: ~14M parameters, so that int8 weights fit the 16 MB limit gzipped.
+    "default": TrainConfig(),
+    # Two CPU cores for a few minutes: small enough to learn something in the demo.
+    "tiny": TrainConfig(
+        model=ModelConfig(block_size=256, n_layer=4, n_head=4, d_model=128),
+        batch_size=16,
+        lr=3e-3,
+        eval_every_s=20.0,
+        eval_batches=4,
+        compile=False,
+    ),
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Data: flat uint8 files, random windows for training, fixed windows for validation
+
+
+def load_split(data_dir: Path, name: str) -> np.ndarray:
+    path = data_dir / f"{name}.bin"
+    if not path.is_file():
+        sys.exit(f"error: {path} not found; --data must be the folder holding train.bin/val.bin")
+    return np.memmap(path, dtype=np.uint8, mode="r")
+
+
+def get_batch(data: np.ndarray, cfg: TrainConfig, device: str, rng: np.random.Generator):
+    T = cfg.model.block_size
+    starts = rng.integers(0, len(data) - T - 1, size=cfg.batch_size)
+    return to_device(np.stack([data[s : s + T + 1] for s in starts]), device)
+
+
+def to_device(windows: np.ndarray, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    xy = torch.from_numpy(windows.astype(np.int64))
+    if device == "cuda":
+        xy = xy.pin_memory().to(device, non_blocking=True)
+    return xy[:, :-1], xy[:, 1:]
+
+
+def val_windows(val: np.ndarray, cfg: TrainConfig) -> list[np.ndarray]:
+    """Evenly spaced windows over val.bin: the same bytes at every evaluation."""
+    T = min(cfg.model.block_size, len(val) - 1)
+    count = cfg.eval_batches * cfg.batch_size
+    starts = np.linspace(0, len(val) - T - 1, num=count).astype(np.int64)
+    windows = np.stack([val[s : s + T + 1] for s in starts])
+    return [windows[i : i + cfg.batch_size] for i in range(0, count, cfg.batch_size)]
+
+
+# ----------------------------------------------------------------------------------------------
+# Schedule: driven by the fraction of the training time that has elapsed
+
+
+def get_lr(progress: float, cfg: TrainConfig) -> float:
+    if progress < cfg.warmup_frac:
+        return cfg.lr * progress / cfg.warmup_frac
+    decay = min(1.0, (progress - cfg.warmup_frac) / (1.0 - cfg.warmup_frac))
+    return cfg.lr * (1.0 - (1.0 - cfg.min_lr_frac) * decay)
+
+
+# ----------------------------------------------------------------------------------------------
+# Evaluation: bits per byte = cross-entropy in nats / ln 2 (one byte = one token)
+
+
+@torch.no_grad()
+def evaluate_bpb(model: torch.nn.Module, windows: list[np.ndarray], device: str) -> float:
+    model.eval()
+    total, count = 0.0, 0
+    for w in windows:
+        x, y = to_device(w, device)
+        with autocast(device):
+            logits = model(x)
+        total += F.cross_entropy(logits.view(-1, 256), y.reshape(-1), reduction="sum").item()
+        count += y.numel()
+    model.train()
+    return total / count / math.log(2)
+
+
+def autocast(device: str) -> torch.autocast:
+    # bf16 on a GPU (tensor cores, no loss scaling needed); plain float32 on CPU.
+    return torch.autocast(device_type="cuda" if device == "cuda" else "cpu", dtype=torch.bfloat16,
+                          enabled=device == "cuda")
+
+
+# ----------------------------------------------------------------------------------------------
+# Training loop
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--data", type=Path, required=True, help="folder with train.bin and val.bin")
+    p.add_argument("--out", type=Path, required=True, help="bundle folder to write")
+    p.add_argument("--budget-s", type=float, required=True, help="wall-clock seconds, all in")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="model size (default: 'default' on a GPU, 'tiny' on CPU)")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--no-compile", action="store_true", help="skip torch.compile on a GPU")
+    return p.parse_args()
+
+
+def main() -> None:
+    args = parse_args()
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    cfg = PRESETS[args.preset or ("default" if device == "cuda" else "tiny")]
+    if args.seed is not None:
+        cfg.seed = args.seed
+    reserve = min(cfg.export_reserve_max_s,
+                  max(cfg.export_reserve_min_s, cfg.export_reserve_frac * args.budget_s))
+    train_deadline = T0 + args.budget_s - reserve
+    if device == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    train, val = load_split(args.data, "train"), load_split(args.data, "val")
+    windows = val_windows(val, cfg)
+    model = GPT(cfg.model).to(device)
+    print(f"torch {torch.__version__} on {device} ({platform.node()}), python {platform.python_version()}")
+    print(f"model: {model.num_params() / 1e6:.2f}M parameters, config {asdict(cfg.model)}")
+    print(f"data: {len(train):,} train bytes, {len(val):,} val bytes; budget {args.budget_s:.0f}s "
+          f"({reserve:.0f}s kept for export)")
+
+    matrices = [p for p in model.parameters() if p.ndim == 2 and p is not model.embed.weight]
+    others = [p for p in model.parameters() if p.ndim != 2 or p is model.embed.weight]
+    optimizer = torch.optim.AdamW(
+        [{"params": matrices, "weight_decay": cfg.weight_decay},
+         {"params": others, "weight_decay": 0.0}],
+        lr=cfg.lr, betas=(0.9, 0.95), fused=device == "cuda",
+    )
+    step_fn = torch.compile(model) if device == "cuda" and cfg.compile and not args.no_compile \
+        else model
+
+    train_start = time.monotonic()
+    train_time = max(1e-3, train_deadline - train_start)
+    next_eval = train_start + cfg.eval_every_s
+    step, seen, last_loss = 0, 0, float("nan")
+    while time.monotonic() < train_deadline:
+        progress = (time.monotonic() - train_start) / train_time
+        for group in optimizer.param_groups:
+            group["lr"] = get_lr(progress, cfg)
+        x, y = get_batch(train, cfg, device, rng)
+        with autocast(device):
+            logits = step_fn(x)
+        loss = F.cross_entropy(logits.view(-1, 256), y.reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        step += 1
+        seen += x.numel()
+        if time.monotonic() >= next_eval:
+            last_loss = loss.item()
+            bpb = evaluate_bpb(model, windows, device)
+            elapsed = time.monotonic() - T0
+            print(f"step {step:6d} | {elapsed:7.1f}s | train loss {last_loss:.3f} | "
+                  f"val bpb {bpb:.4f} | {seen / (time.monotonic() - train_start):,.0f} bytes/s",
+                  flush=True)
+            next_eval = time.monotonic() + cfg.eval_every_s
+    train_s = time.monotonic() - train_start
+    final_bpb = evaluate_bpb(model, windows, device)
+    print(f"trained {step} steps, {seen:,} bytes in {train_s:.1f}s; val bpb {final_bpb:.4f}")
+
+    # ------------------------------------------------------------------------------------------
+    # Export: write the bundle, then load it back the way the grader will and re-check it.
+    write_bundle(model, args.out)
+    bundle = import_bundle(args.out).load(str(args.out), device)
+    reloaded_bpb = evaluate_bpb(bundle.gpt, windows, device)
+    sample = bundle.generate([b"The ", b""], [16, 4])
+    logprobs = bundle.next_byte_logprobs([b"The "])
+    problems = []
+    if not math.isfinite(reloaded_bpb) or reloaded_bpb > final_bpb + 0.05:
+        problems.append(f"reloaded val bpb {reloaded_bpb:.4f} vs trained {final_bpb:.4f}")
+    if [len(s) for s in sample] != [16, 4]:
+        problems.append(f"generate returned lengths {[len(s) for s in sample]}, wanted [16, 4]")
+    if logprobs.shape != (1, 256) or not np.isfinite(logprobs).all():
+        problems.append(f"next_byte_logprobs returned shape {logprobs.shape} or non-finite values")
+    summary = {
+        "preset": args.preset or ("default" if device == "cuda" else "tiny"),
+        "device": device, "torch": torch.__version__, "steps": step, "train_bytes_seen": seen,
+        "train_s": round(train_s, 2), "val_bpb": round(final_bpb, 4),
+        "bundle_val_bpb": round(reloaded_bpb, 4), "bundle_bytes": bundle_bytes(args.out),
+        "elapsed_s": round(time.monotonic() - T0, 2), "config": asdict(cfg),
+    }
+    (args.out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"bundle {args.out}: {summary['bundle_bytes']:,} bytes unpacked, reloaded val bpb "
+          f"{reloaded_bpb:.4f}, sample {sample[0]!r}; total {summary['elapsed_s']:.1f}s")
+    if problems:
+        sys.exit("error: the bundle did not round-trip: " + "; ".join(problems))
+
+
+if __name__ == "__main__":
+    main()
