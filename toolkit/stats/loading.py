@@ -1,0 +1,115 @@
+"""Load and cross-check everything under `results/`: the registry and every per-run file.
+
+`toolkit.results.load_run` checks one file against the model. This module checks what only the
+whole folder can tell: that a run's track is registered and matches the folder it sits in, that
+run ids are unique, that the run was graded on the track's exam, that its protocol revision
+exists, and that the artifacts it lists are really there (and inside `results/`). Every problem
+is one `ResultsError` line naming the file and the field, because `mkdocs build` shows exactly
+that line to whoever published the bad file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from toolkit.results import ResultsError, RunResult, load_run
+from toolkit.tracks import ProtocolFix, RegistryError, Track, load_fixes, load_tracks
+
+
+@dataclass(frozen=True)
+class LoadedRun:
+    """One validated run and the file it came from."""
+
+    path: Path
+    result: RunResult
+
+    def artifact_path(self, name: str) -> Path:
+        """Absolute path of one of the run's artifacts (listed relative to its JSON file)."""
+        return (self.path.parent / self.result.artifacts[name]).resolve()
+
+
+@dataclass(frozen=True)
+class ResultsSet:
+    """Everything published in one `results/` folder, validated together."""
+
+    results_dir: Path
+    tracks: dict[str, Track]
+    fixes: list[ProtocolFix]
+    runs: list[LoadedRun] = field(default_factory=list)
+
+    def runs_of(self, track_id: str) -> list[LoadedRun]:
+        """The runs of one track, in file order."""
+        return [r for r in self.runs if r.result.track == track_id]
+
+    def run(self, run_id: str) -> LoadedRun:
+        """One run by id (ids are unique across the whole folder)."""
+        for r in self.runs:
+            if r.result.run_id == run_id:
+                return r
+        raise KeyError(run_id)
+
+
+def _check_run(path: Path, run: RunResult, tracks: dict[str, Track], root: Path) -> None:
+    folder = path.parent.name
+    if run.track != folder:
+        raise ResultsError(
+            f"{path}: field 'track': '{run.track}' does not match its folder '{folder}'; "
+            "move the file to results/<track>/"
+        )
+    if run.track not in tracks:
+        known = ", ".join(sorted(tracks)) or "none registered"
+        raise ResultsError(
+            f"{path}: field 'track': unknown track '{run.track}' (known: {known}); "
+            "register it in results/tracks.json"
+        )
+    if path.stem != run.run_id:
+        raise ResultsError(
+            f"{path}: field 'run_id': '{run.run_id}' does not match the file name '{path.name}'"
+        )
+    track = tracks[run.track]
+    if not track.matches_exam(run.config.exam_sha256):
+        raise ResultsError(
+            f"{path}: field 'config.exam_sha256': {run.config.exam_sha256[:12]}... was not "
+            f"the exam of track '{track.id}' ({track.exam_sha256[:12]}...)"
+        )
+    if run.config.protocol_revision > track.protocol_revision:
+        raise ResultsError(
+            f"{path}: field 'config.protocol_revision': {run.config.protocol_revision} is newer "
+            f"than track '{track.id}' revision {track.protocol_revision}"
+        )
+    for name, rel in run.artifacts.items():
+        target = (path.parent / rel).resolve()
+        if not target.is_relative_to(root):
+            raise ResultsError(f"{path}: field 'artifacts.{name}': '{rel}' is outside results/")
+        if not target.is_file():
+            raise ResultsError(f"{path}: field 'artifacts.{name}': no such file '{rel}'")
+
+
+def load_results(results_dir: Path) -> ResultsSet:
+    """Load the registry and every `results/<track>/<run_id>.json`, checking them together.
+
+    A missing or empty folder is not an error: it is a benchmark with no results yet.
+    Raises `ResultsError` (or `RegistryError`, a sibling) with one line naming file and field.
+    """
+    root = results_dir.resolve()
+    if not root.is_dir():
+        return ResultsSet(results_dir=results_dir, tracks={}, fixes=[])
+    tracks = load_tracks(results_dir)
+    fixes = load_fixes(results_dir, tracks)
+    runs: list[LoadedRun] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(results_dir.glob("*/*.json")):
+        run = load_run(path)
+        if run.run_id in seen:
+            raise ResultsError(
+                f"{path}: field 'run_id': duplicate run id '{run.run_id}' "
+                f"(also in {seen[run.run_id]})"
+            )
+        _check_run(path, run, tracks, root)
+        seen[run.run_id] = path
+        runs.append(LoadedRun(path=path, result=run))
+    return ResultsSet(results_dir=results_dir, tracks=tracks, fixes=fixes, runs=runs)
+
+
+__all__ = ["LoadedRun", "RegistryError", "ResultsError", "ResultsSet", "load_results"]
