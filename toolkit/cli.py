@@ -24,6 +24,9 @@ def cli() -> None:
 
 # Commands register themselves here, one import each (nothing imports this module).
 # (added by each command's module below)
+from toolkit.commands.leaderboard import leaderboard_command  # noqa: E402
+
+cli.add_command(leaderboard_command)
 
 
 def main() -> None:

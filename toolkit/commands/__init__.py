@@ -1,0 +1,1 @@
+"""One module per `toolkit` command; each is registered in `toolkit/cli.py`."""

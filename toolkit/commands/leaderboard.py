@@ -1,0 +1,125 @@
+"""`toolkit leaderboard`: the site's leaderboard, in the terminal (or as CSV / JSON)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from toolkit.results import ResultsError
+from toolkit.stats import Row, leaderboard, load_results, to_csv, to_json
+from toolkit.tracks import RegistryError, Track
+
+
+def _num(value: float | None, fmt: str = "{:.1f}") -> str:
+    return "—" if value is None else fmt.format(value)
+
+
+def _score(row: Row) -> str:
+    if row.mean is None:
+        return "—"
+    se = "n/a" if row.se is None else f"{row.se:.1f}"
+    return f"{row.mean:.1f} ± {se}"
+
+
+def _flags(row: Row) -> str:
+    flags = []
+    if row.legacy:
+        flags.append(f"legacy (r{row.protocol_revision}, fix {row.superseded_by or '?'})")
+    if row.provisional and not row.legacy:
+        flags.append("provisional")
+    if row.awaiting_rerun:
+        flags.append(f"{len(row.awaiting_rerun)} awaiting rerun")
+    return ", ".join(flags)
+
+
+def _table(track: Track, rows: list[Row]) -> Table:
+    title = escape(f"{track.title} [{track.id}] exam {track.exam_sha256[:8]}")
+    table = Table(title=title, title_justify="left", header_style="bold")
+    for name, justify in [
+        ("rank", "right"),
+        ("model", "left"),
+        ("effort", "left"),
+        ("score % ± SE", "right"),
+        ("seeds", "right"),
+        ("bpb", "right"),
+        ("best public", "right"),
+        ("gap", "right"),
+        ("notes", "left"),
+    ]:
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for row in rows:
+        table.add_row(
+            row.rank_label or "—",
+            row.model,
+            row.effort or "",
+            _score(row),
+            f"{row.n}/{row.seeds_required}",
+            _num(row.bits_per_byte, "{:.3f}"),
+            _num(row.best_public),
+            _num(row.gap, "{:+.1f}"),
+            _flags(row),
+        )
+    if not rows:
+        table.caption = "no results yet"
+    return table
+
+
+@click.command("leaderboard")
+@click.option("--track", "track_id", metavar="T", help="Only this track (default: every track).")
+@click.option(
+    "--results",
+    "results_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    envvar="ARI_RESULTS_DIR",
+    help="The results folder (registry + per-run files); env ARI_RESULTS_DIR.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "csv", "json"]),
+    default="table",
+    show_default=True,
+    help="table: for people; csv / json: the same columns as the site's downloads.",
+)
+def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> None:
+    """Print the leaderboard: mean ± SE per (model, effort), overlap-aware rank.
+
+    Rows with fewer than the track's required seeds are provisional; invalid runs are counted
+    as awaiting rerun; runs graded under a superseded protocol revision are legacy rows, shown
+    last and never ranked. A rank like "=2" is a tie: the intervals (mean ± SE) overlap.
+
+    \b
+    Example:
+      toolkit leaderboard --track v1-h100-1h --results results --format table
+    """
+    try:
+        results = load_results(results_dir)
+    except (ResultsError, RegistryError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if track_id is not None and track_id not in results.tracks:
+        known = ", ".join(sorted(results.tracks)) or "none"
+        raise click.BadParameter(
+            f"unknown track '{track_id}' in {results_dir}/tracks.json (known: {known})",
+            param_hint="--track",
+        )
+    tracks = [results.tracks[track_id]] if track_id else list(results.tracks.values())
+    boards = [(t, leaderboard(results, t)) for t in tracks]
+    all_rows = [r for _, rows in boards for r in rows]
+    if fmt == "csv":
+        click.echo(to_csv(all_rows), nl=False)
+    elif fmt == "json":
+        click.echo(to_json(all_rows, tracks), nl=False)
+    else:
+        console = Console()
+        if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
+            console = Console(width=160)
+        if not tracks:
+            console.print(f"No tracks registered in {results_dir} yet: no results to show.")
+        for track, rows in boards:
+            console.print(_table(track, rows))
