@@ -1,0 +1,149 @@
+"""The sandbox interface: run untrusted code somewhere it cannot reach what it must not.
+
+One small abstract class, after Inspect's sandbox environments. A command that fails is *data*
+(an `ExecResult` with its return code, or a process's exit status); a sandbox that breaks
+*raises* `SandboxError`. Backends are chosen by name through `create_sandbox` (see `__init__`).
+The layer knows nothing about runs, exams or grading: callers say which paths to hide and which
+to mount read-only.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """The outcome of one command. A non-zero `returncode` is a result, not an error."""
+
+    returncode: int
+    """Exit status; negative = killed by that signal (as `subprocess` reports it)."""
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    """True when the command ran past its timeout and its whole process tree was killed."""
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        """True when the command exited 0 within its time."""
+        return self.returncode == 0 and not self.timed_out
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource caps for each process tree started in a sandbox (None = no cap).
+
+    `max_processes` counts threads too where it is enforced by the pids cgroup (that is what the
+    kernel counts there): leave room for the threads of numeric libraries.
+    """
+
+    memory_bytes: int | None = None
+    max_processes: int | None = None
+    cpu_seconds: int | None = None
+    file_size_bytes: int | None = None
+
+
+NO_LIMITS = Limits()
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself broke (could not be set up, lost a process): not the command's fault."""
+
+
+class SandboxProcess(abc.ABC):
+    """A long-lived process started in a sandbox, with pipes the host can speak over."""
+
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+    pid: int
+    """Host pid of the process that represents the tree (signal it only through `kill`)."""
+
+    @abc.abstractmethod
+    def wait(self, timeout: float | None = None) -> int | None:
+        """Exit status once it has exited; None if `timeout` seconds pass first."""
+
+    @abc.abstractmethod
+    def poll(self) -> int | None:
+        """Exit status if it has exited, else None."""
+
+    @abc.abstractmethod
+    def kill(self) -> None:
+        """Kill the whole tree it started, including children that setsid() or ignore SIGTERM."""
+
+
+class Sandbox(abc.ABC):
+    """Somewhere to run commands, with a working directory `root` the host can read and write."""
+
+    name: str
+    """Backend name: "local" or "docker"."""
+    isolation: list[str]
+    """The protections actually in force, e.g. ["pgroup", "pidns", "netns", "uid:nobody"]."""
+    not_isolated: list[str]
+    """What this backend, on this host, does not isolate (recorded with every run)."""
+    root: Path
+    """The sandbox's working directory (a host path for the local backend)."""
+
+    @abc.abstractmethod
+    def exec(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        input: bytes | None = None,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        """Run `argv` to completion (or until `timeout`, then kill its tree) and collect output."""
+
+    @abc.abstractmethod
+    def start(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bool = True,
+        stdout: bool = True,
+        stderr: bool = True,
+    ) -> SandboxProcess:
+        """Start `argv` and return at once; each True stream becomes a pipe to the host."""
+
+    @abc.abstractmethod
+    def read_file(self, path: str) -> bytes:
+        """Bytes of `path`, relative to `root` (must not lead outside it)."""
+
+    @abc.abstractmethod
+    def write_file(self, path: str, data: bytes) -> None:
+        """Write `path` relative to `root`, creating parent directories, readable in the sandbox."""
+
+    @abc.abstractmethod
+    def cleanup(self) -> None:
+        """Kill every process ever started in the sandbox and release its resources. Idempotent."""
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.cleanup()
+
+
+def relative_parts(path: str) -> Sequence[str]:
+    """Split a sandbox-relative path into components; refuse absolute paths and `..`."""
+    if not path or path.startswith("/"):
+        raise ValueError(f"sandbox path {path!r} must be relative to the sandbox root")
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise ValueError(f"sandbox path {path!r} must name a file inside the sandbox root")
+    return parts
