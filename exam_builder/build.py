@@ -1,0 +1,109 @@
+"""Build an exam from a bank: generate, check quality, write `exam.jsonl` + `manifest.json`.
+
+The output rules protect a hidden exam: the build refuses to write inside a git working tree
+(unless `allow_in_repo`, for public sets and tests), refuses to overwrite an existing exam, and
+writes each file to a temporary name first, then links it into place, so no half-written file
+is ever left and a concurrent build cannot clobber another. It also refuses an exam that fails
+the quality gates (see `exam_builder.quality`).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from exam_builder import BUILDER_VERSION
+from exam_builder.bank import load_bank
+from exam_builder.document import MASK
+from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, serialize, sha256_bytes
+from exam_builder.generate import generate_documents, generate_questions
+from exam_builder.manifest import Manifest
+from exam_builder.quality import quality_problems, quality_report
+
+__all__ = ["BuildError", "build_exam", "generate_questions", "git_worktree"]
+
+
+class BuildError(ValueError):
+    """The exam cannot be built or written; the message says what, where, and what to do."""
+
+
+def git_worktree(path: Path) -> Path | None:
+    """The root of the git working tree holding `path` (which need not exist yet), if any."""
+    path = path.absolute()
+    for candidate in (path, *path.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return None
+
+
+def check_destination(out_dir: Path, *, allow_in_repo: bool) -> None:
+    """Refuse a destination inside a git working tree, or one that already holds an exam."""
+    root = git_worktree(out_dir.resolve())
+    if root is not None and not allow_in_repo:
+        raise BuildError(
+            f"{out_dir}: inside the git working tree {root}; a hidden exam must never be "
+            "committed: choose an --out outside it (or pass --allow-in-repo for a public set)"
+        )
+    for name in (EXAM_FILE, MANIFEST_FILE):
+        if (out_dir / name).exists():
+            raise BuildError(
+                f"{out_dir / name}: already exists; an exam is never overwritten: "
+                "choose a new --out directory or delete the old exam first"
+            )
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Create `path` with `data` atomically; fail if it exists (temp file, fsync, hard link)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)  # unlike rename, never replaces an existing file
+    except FileExistsError as exc:
+        raise BuildError(f"{path}: appeared while building; not overwritten") from exc
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def build_exam(
+    bank_dir: Path, out_dir: Path, *, english_text: bytes | None, allow_in_repo: bool = False
+) -> Manifest:
+    """Build the exam of `bank_dir` into `out_dir` and return its manifest.
+
+    `english_text` trains the context-free baseline of the quality report (the toolkit passes
+    its default corpus); None skips that column. Raises `BankError` for a bad bank and
+    `BuildError` for a refused destination or a failed quality gate.
+    """
+    check_destination(out_dir, allow_in_repo=allow_in_repo)
+    bank = load_bank(bank_dir)
+    documents = generate_documents(bank)
+    questions = [q for d in documents for q in d.questions]
+    report = quality_report(bank, documents, english_text)
+    problems = quality_problems(report)
+    if problems:
+        raise BuildError(f"{bank.path}: exam refused: " + "; ".join(problems))
+    exam_bytes = serialize(questions)
+    counts: dict[str, int] = {}
+    for q in questions:
+        counts[q.family] = counts.get(q.family, 0) + 1
+    manifest = Manifest(
+        exam_sha256=sha256_bytes(exam_bytes),
+        questions=len(questions),
+        families=counts,
+        builder_version=BUILDER_VERSION,
+        bank_id=bank.id,
+        bank_sha256=bank.hash,
+        mask=MASK,
+        quality=report,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _write_new(out_dir / EXAM_FILE, exam_bytes)
+    try:
+        _write_new(out_dir / MANIFEST_FILE, manifest.to_json().encode("utf-8"))
+    except BaseException:
+        (out_dir / EXAM_FILE).unlink(missing_ok=True)  # no exam without its manifest
+        raise
+    return manifest

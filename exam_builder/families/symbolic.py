@@ -1,0 +1,133 @@
+"""Symbolic sequences: a string rule shown by examples, then applied to new words.
+
+    The Kelvan machine turns words into words:
+    tarvo -> ovrat
+    mesk -> ksem
+    dolmi -> imlod
+
+The rule (reverse, rotate, double letters, swap pairs, add an invented affix, ...) is never
+named: it must be induced from the examples. The generator keeps only example sets that exactly
+one known rule explains, so the answer is determined. Example counts are bank parameters.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable
+
+from pydantic import Field, field_validator
+
+from exam_builder.document import Document
+from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.lexicon import Lexicon
+
+Rule = Callable[[str], str]
+
+
+def _swap_pairs(w: str) -> str:
+    return "".join(w[i + 1] + w[i] if i + 1 < len(w) else w[i] for i in range(0, len(w), 2))
+
+
+FIXED_RULES: dict[str, Rule] = {
+    "reverse": lambda w: w[::-1],
+    "rotate_left": lambda w: w[1:] + w[:1],
+    "rotate_right": lambda w: w[-1:] + w[:-1],
+    "double_letters": lambda w: "".join(c + c for c in w),
+    "swap_pairs": _swap_pairs,
+    "mirror": lambda w: w + w[::-1],
+    "repeat": lambda w: w + w,
+    "first_last_swap": lambda w: w[-1] + w[1:-1] + w[0] if len(w) > 1 else w,
+}
+RULE_NAMES = [*FIXED_RULES, "suffix", "prefix"]
+
+
+class SymbolicParams(Params):
+    examples: int = Field(default=3, ge=2, le=8, description="Worked examples before questions.")
+    rules: list[str] = Field(
+        default_factory=lambda: list(RULE_NAMES),
+        min_length=1,
+        description=f"Rules to draw from, out of {RULE_NAMES}.",
+    )
+    machines: list[str] = Field(
+        default_factory=lambda: ["machine", "mirror", "loom", "press"],
+        min_length=1,
+        description="What turns words into words (a word for the heading).",
+    )
+
+    @field_validator("rules")
+    @classmethod
+    def _known(cls, v: list[str]) -> list[str]:
+        unknown = [r for r in v if r not in RULE_NAMES]
+        if unknown:
+            raise ValueError(f"unknown rules {unknown}; known: {RULE_NAMES}")
+        return v
+
+
+def _candidates(examples: list[tuple[str, str]]) -> dict[str, Rule]:
+    """Every rule we know that could explain the first example (affixes read from it)."""
+    rules = dict(FIXED_RULES)
+    src, dst = examples[0]
+    if dst.startswith(src) and len(dst) > len(src):
+        suffix = dst[len(src) :]
+        rules["suffix"] = lambda w: w + suffix
+    if dst.endswith(src) and len(dst) > len(src):
+        prefix = dst[: len(dst) - len(src)]
+        rules["prefix"] = lambda w: prefix + w
+    return rules
+
+
+def _fitting(examples: list[tuple[str, str]]) -> list[str]:
+    rules = _candidates(examples)
+    return [n for n, r in rules.items() if all(r(s) == d for s, d in examples)]
+
+
+def _rule(name: str, lex: Lexicon) -> Rule:
+    if name == "suffix":
+        affix = lex.word(1, 1, min_len=2)
+        return lambda w: w + affix
+    if name == "prefix":
+        affix = lex.word(1, 1, min_len=2)
+        return lambda w: affix + w
+    return FIXED_RULES[name]
+
+
+def generate(rng: random.Random, p: SymbolicParams, lex: Lexicon) -> Document:
+    name = rng.choice(p.rules)
+    rule = _rule(name, lex)
+    for _ in range(100):
+        examples = [(w, rule(w)) for w in lex.words(p.examples)]
+        if _fitting(examples) == [name]:
+            break
+    else:
+        raise ValueError(f"could not find examples that single out the rule {name!r}")
+    doc = Document()
+    doc.say(f"The {lex.name()} {rng.choice(p.machines)} turns words into words:\n")
+    for src, dst in examples:
+        doc.say(f"{src} -> {dst}\n")
+    for _ in range(p.questions):
+        word = lex.word()
+        doc.say(f"{word} -> ")
+        doc.ask(rule(word))
+        doc.say("\n")
+    return doc
+
+
+def solve(prompt: str, p: SymbolicParams) -> str:
+    examples = re.findall(r"^([a-z]+) -> ([a-z]+)$", prompt, re.M)
+    m = re.fullmatch(r"([a-z]+) -> ", last_line(prompt))
+    if not examples or not m:
+        raise SolveError("no examples or no word to transform")
+    fitting = _fitting(examples)
+    if len(fitting) != 1:
+        raise SolveError(f"the examples fit {len(fitting)} rules: {fitting}")
+    return _candidates(examples)[fitting[0]](m.group(1))
+
+
+FAMILY = Family(
+    name="symbolic",
+    params=SymbolicParams,
+    generate=generate,
+    solve=solve,
+    description="string rules induced from examples",
+)

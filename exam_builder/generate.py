@@ -1,0 +1,72 @@
+"""From a bank to questions: seeded documents, masked into prompts, in a fixed order.
+
+Determinism: every document gets its own `random.Random`, seeded from SHA-256 of (bank seed,
+family name, document number). Nothing else is random: no global `random`, no `hash()`, no
+iteration over sets, no locale or clock. So the same bank gives the same bytes in any process,
+and generation is linear in the number of questions (document n never depends on document n-1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+
+from exam_builder.bank import Bank, BankError, BankFamily
+from exam_builder.document import MASK, Document
+from exam_builder.exam_file import Question
+from exam_builder.lexicon import Lexicon
+
+
+@dataclass(frozen=True)
+class GeneratedDocument:
+    """One document and the questions taken from it (the last one of a family may be cut)."""
+
+    entry: BankFamily
+    number: int
+    document: Document
+    questions: list[Question]
+
+
+def document_rng(seed: str, family: str, number: int) -> random.Random:
+    material = f"{seed}\0{family}\0{number}".encode()
+    return random.Random(int.from_bytes(hashlib.sha256(material).digest(), "big"))
+
+
+def _document(bank: Bank, entry: BankFamily, number: int) -> Document:
+    rng = document_rng(bank.seed, entry.family.name, number)
+    builtin = entry.source == "built-in"
+    try:
+        doc = entry.family.generate(rng, entry.params, Lexicon(rng, bank.syllables))
+    except Exception as exc:
+        if builtin and not isinstance(exc, ValueError):
+            raise  # our bug: a traceback helps more than a one-liner
+        msg = f"generate raised {type(exc).__name__}: {exc}"
+        raise BankError(f"{bank.where(entry)}: {msg}") from exc
+    if not isinstance(doc, Document) or not doc.answers:
+        raise BankError(f"{bank.where(entry)}: generate must return a Document with an answer")
+    if "\u2592" in doc.text():
+        raise BankError(f"{bank.where(entry)}: a document contains the mask character of {MASK}")
+    return doc
+
+
+def generate_documents(bank: Bank) -> list[GeneratedDocument]:
+    """Every document of the exam, with its questions, families in the bank's order."""
+    out: list[GeneratedDocument] = []
+    for entry in bank.families:
+        name, left, number = entry.family.name, entry.count, 0
+        while left > 0:
+            doc = _document(bank, entry, number)
+            questions = [
+                Question(id=f"{name}-{number:04d}-{span}", family=name, prompt=p, answer=a)
+                for span, (p, a) in enumerate(doc.prompts()[:left])
+            ]
+            out.append(GeneratedDocument(entry, number, doc, questions))
+            left -= len(questions)
+            number += 1
+    return out
+
+
+def generate_questions(bank: Bank) -> list[Question]:
+    """The exam's questions, in file order (pure: the same bank gives the same list)."""
+    return [q for d in generate_documents(bank) for q in d.questions]

@@ -1,0 +1,134 @@
+"""The quality report: is each family locally learnable and globally unfamiliar?
+
+Per family, three solvers answer every question from the prompt as the grader sends it (its
+last `CONTEXT_BYTES` bytes):
+
+- reference: the family's own solver, parsing the visible context. Must be 100%: otherwise some
+  answer is not determined by what the model can see.
+- baseline: a byte n-gram model of ordinary English text (`baselines.NgramModel`). Must be at
+  most `BASELINE_LIMIT` percent: otherwise English statistics alone answer the family.
+- copy: continue the longest earlier match (`baselines.copy_continue`); reported, not gated.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from exam_builder.bank import Bank, BankError
+from exam_builder.baselines import copy_continue, trained_ngram
+from exam_builder.document import visible_tail
+from exam_builder.generate import GeneratedDocument
+
+CONTEXT_BYTES = 1024
+"""The grader sends each prompt's last 1,024 bytes; every solver here sees the same."""
+BASELINE_LIMIT = 5.0
+"""Highest context-free baseline score (percent) a family may have."""
+NGRAM_ORDER = 6
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, serialize_by_alias=True)
+
+
+class FamilyQuality(_Model):
+    """Scores (percent of questions answered exactly) of one family, or of the whole exam."""
+
+    questions: int = Field(description="Questions scored.")
+    reference: float = Field(description="Reference solver (reads only the prompt), percent.")
+    baseline: float | None = Field(description="Context-free English byte model, percent.")
+    copy_: float = Field(alias="copy", description="Copy heuristic, percent.")
+    max_prompt_bytes: int = Field(description="Longest prompt in bytes (the grader sends 1,024).")
+
+
+class BaselineInfo(_Model):
+    """What the context-free baseline was trained on."""
+
+    kind: str = Field(description="Model, e.g. 'byte 6-gram, greedy, back-off'.")
+    training_bytes: int = Field(description="Size of the training text.")
+    training_sha256: str = Field(description="SHA-256 of the training text.")
+
+
+class QualityReport(_Model):
+    """The per-family quality report stored in the manifest and printed by `build-exam`."""
+
+    context_bytes: int = Field(description="Bytes of each prompt the solvers saw.")
+    baseline: BaselineInfo | None = Field(description="None when no English text was given.")
+    families: dict[str, FamilyQuality] = Field(description="Per family, in exam order.")
+    total: FamilyQuality = Field(description="Over the whole exam.")
+
+
+def _pct(hits: int, n: int) -> float:
+    return round(100.0 * hits / n, 2) if n else 0.0
+
+
+def quality_report(
+    bank: Bank, documents: list[GeneratedDocument], english_text: bytes | None
+) -> QualityReport:
+    """Score the three solvers on every question (`BankError` if a plug-in solver crashes)."""
+    ngram = trained_ngram(english_text, NGRAM_ORDER) if english_text is not None else None
+    tallies: dict[str, list[int]] = {}  # family -> [questions, reference, baseline, copy, max]
+    for doc in documents:
+        entry = doc.entry
+        t = tallies.setdefault(entry.family.name, [0, 0, 0, 0, 0])
+        for q in doc.questions:
+            prompt = visible_tail(q.prompt, CONTEXT_BYTES)
+            context = prompt.encode("utf-8")
+            answer = q.answer.encode("utf-8")
+            try:
+                solved = entry.family.solve(prompt, entry.params)
+            except Exception as exc:
+                if entry.source != "built-in":
+                    msg = f"solve raised {type(exc).__name__} on {q.id}: {exc}"
+                    raise BankError(f"{bank.where(entry)}: {msg}") from exc
+                solved = None  # a built-in solver that cannot read a prompt: counted as wrong
+            t[0] += 1
+            t[1] += solved == q.answer
+            if ngram is not None:
+                t[2] += ngram.generate(context, len(answer)) == answer
+            t[3] += copy_continue(context, len(answer)) == answer
+            t[4] = max(t[4], len(q.prompt.encode("utf-8")))
+
+    def row(t: list[int]) -> FamilyQuality:
+        return FamilyQuality.model_validate(
+            {
+                "questions": t[0],
+                "reference": _pct(t[1], t[0]),
+                "baseline": _pct(t[2], t[0]) if ngram is not None else None,
+                "copy": _pct(t[3], t[0]),
+                "max_prompt_bytes": t[4],
+            }
+        )
+
+    total = [sum(t[i] for t in tallies.values()) for i in range(4)]
+    total.append(max((t[4] for t in tallies.values()), default=0))
+    info = None
+    if ngram is not None:
+        info = BaselineInfo(
+            kind=f"byte {ngram.order}-gram, greedy, back-off",
+            training_bytes=ngram.training_bytes,
+            training_sha256=ngram.training_sha256,
+        )
+    return QualityReport(
+        context_bytes=CONTEXT_BYTES,
+        baseline=info,
+        families={name: row(t) for name, t in tallies.items()},
+        total=row(total),
+    )
+
+
+def quality_problems(report: QualityReport) -> list[str]:
+    """Why an exam with this report must not be published (empty when it may)."""
+    problems = []
+    for name, fq in report.families.items():
+        if fq.reference < 100.0:
+            problems.append(
+                f"family {name}: the reference solver answers only {fq.reference}% from the "
+                f"visible {report.context_bytes} bytes (longest prompt {fq.max_prompt_bytes} "
+                "bytes): some answers are not determined by the prompt; shrink the documents"
+            )
+        if fq.baseline is not None and fq.baseline > BASELINE_LIMIT:
+            problems.append(
+                f"family {name}: the context-free English baseline answers {fq.baseline}% "
+                f"(limit {BASELINE_LIMIT}%): its answers are guessable without the prompt"
+            )
+    return problems
