@@ -1,0 +1,170 @@
+"""`toolkit build-exam` and `toolkit verify-exam`: make an exam from a bank, check one by hash.
+
+The engine is `exam_builder` (which knows nothing of the toolkit); this module only adds the
+command line: it loads the English text for the quality report's context-free baseline (the
+default corpus unless `--train-data` says otherwise), prints the report, and turns the engine's
+one-line errors into clean exits.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from exam_builder.bank import BankError
+from exam_builder.build import BuildError, build_exam
+from exam_builder.exam_file import EXAM_FILE, sha256_file
+from exam_builder.manifest import Manifest
+from exam_builder.quality import FamilyQuality
+from toolkit.corpus import CorpusError, default_corpus
+
+SHORT_HASH = 8
+"""Hex digits of a published short hash (and the fewest `verify-exam` accepts)."""
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def quality_table(manifest: Manifest) -> Table:
+    """The per-family quality report as a rich table."""
+    report = manifest.quality
+    table = Table(
+        title="Quality report (percent exact)", title_justify="left", caption_justify="left"
+    )
+    for name in ("family", "questions", "reference", "baseline", "copy", "longest prompt"):
+        table.add_column(name, justify="left" if name == "family" else "right")
+
+    def add(name: str, fq: FamilyQuality) -> None:
+        table.add_row(
+            name,
+            str(fq.questions),
+            _pct(fq.reference),
+            _pct(fq.baseline),
+            _pct(fq.copy_),
+            f"{fq.max_prompt_bytes} B",
+        )
+
+    for name, fq in report.families.items():
+        add(name, fq)
+    table.add_section()
+    add("all", report.total)
+    table.caption = (
+        f"Solvers see each prompt's last {report.context_bytes} bytes. reference: the family's "
+        "own solver (must be 100); baseline: "
+        + (report.baseline.kind + " of English text" if report.baseline else "not run")
+        + " (must be <= 5); copy: longest earlier match continued."
+    )
+    return table
+
+
+def _english_text(train_data: Path | None) -> bytes:
+    if train_data is not None:
+        return train_data.read_bytes()
+    try:
+        return default_corpus()
+    except CorpusError as exc:
+        raise click.ClickException(f"{exc} (the quality report's baseline needs it)") from exc
+
+
+@click.command("build-exam")
+@click.option(
+    "--bank",
+    "bank_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Bank directory (bank.toml, optional plugins/).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output directory for exam.jsonl and manifest.json (must not hold an exam yet).",
+)
+@click.option(
+    "--allow-in-repo",
+    is_flag=True,
+    help="Allow writing inside a git working tree (public sets and tests only).",
+)
+@click.option(
+    "--train-data",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="English text that trains the context-free baseline (default: the default corpus).",
+)
+def build_exam_command(
+    bank_dir: Path, out_dir: Path, allow_in_repo: bool, train_data: Path | None
+) -> None:
+    """Build an exam (exam.jsonl + manifest.json) from a bank and print its hash and quality.
+
+    The same bank always gives the same bytes, hence the same hash. The build refuses to
+    write inside a git working tree (a hidden exam must never be committed) unless
+    --allow-in-repo, refuses to overwrite an existing exam, and refuses an exam whose
+    reference solver is below 100% or whose English baseline is above 5% on any family.
+
+    \b
+    Example:
+      toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/demo-exam --allow-in-repo
+    """
+    console = Console()
+    with console.status("Loading the English text for the baseline..."):
+        english = _english_text(train_data)
+    with console.status(f"Building the exam of {bank_dir}..."):
+        try:
+            manifest = build_exam(
+                bank_dir, out_dir, english_text=english, allow_in_repo=allow_in_repo
+            )
+        except (BankError, BuildError) as exc:
+            raise click.ClickException(str(exc)) from exc
+    console.print(quality_table(manifest))
+    console.print(
+        f"bank {manifest.bank_id} (sha256 {manifest.bank_sha256[:SHORT_HASH]}), "
+        f"builder {manifest.builder_version}, {manifest.questions} questions"
+    )
+    console.print(f"wrote {out_dir / EXAM_FILE} and manifest.json")
+    console.print(f"exam sha256 {manifest.exam_sha256}", soft_wrap=True)
+    console.print(f"short hash  {manifest.exam_sha256[:SHORT_HASH]}")
+
+
+@click.command("verify-exam")
+@click.argument("exam", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--sha256",
+    "expected",
+    required=True,
+    metavar="HEX",
+    help=f"The published exam hash: all 64 hex digits, or a prefix of at least {SHORT_HASH}.",
+)
+def verify_exam_command(exam: Path, expected: str) -> None:
+    """Check that an exam file is the published one: its SHA-256 must match HEX.
+
+    EXAM is an exam.jsonl (or a directory holding one). HEX may be the full hash or a
+    published short hash (a prefix of at least 8 hex digits). Exits non-zero on a
+    mismatch and shows both hashes.
+
+    \b
+    Example:
+      toolkit verify-exam /tmp/demo-exam/exam.jsonl --sha256 3f571c9c
+    """
+    path = exam / EXAM_FILE if exam.is_dir() else exam
+    want = expected.strip().lower()
+    if not re.fullmatch(rf"[0-9a-f]{{{SHORT_HASH},64}}", want):
+        raise click.BadParameter(
+            f"{expected!r} is not a SHA-256 or a prefix of at least {SHORT_HASH} hex digits",
+            param_hint="--sha256",
+        )
+    try:
+        actual = sha256_file(path)
+    except OSError as exc:
+        raise click.ClickException(f"{path}: cannot read: {exc}") from exc
+    if not actual.startswith(want):
+        click.echo(f"MISMATCH {path}", err=True)
+        click.echo(f"  expected {want}", err=True)
+        click.echo(f"  actual   {actual}", err=True)
+        raise SystemExit(1)
+    kind = "full hash" if len(want) == 64 else f"{len(want)}-digit prefix"
+    click.echo(f"OK {path}: sha256 {actual} (matches the {kind})")
