@@ -16,7 +16,6 @@ from pathlib import Path
 from types import ModuleType
 
 import torch
-
 from model import GPT
 
 HERE = Path(__file__).resolve().parent

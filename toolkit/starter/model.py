@@ -63,7 +63,7 @@ def rope_tables(positions: Tensor, head_dim: int, base: float) -> tuple[Tensor, 
 
 
 def apply_rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
-    """Rotate pairs (x1, x2) of the last dim; x is (B, H, T, D), cos/sin broadcast to (B,1,T,D/2)."""
+    """Rotate pairs (x1, x2) of the last dim; x is (B, H, T, D), cos/sin (B, 1, T, D/2)."""
     x1, x2 = x.float().chunk(2, dim=-1)
     out = torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
     return out.type_as(x)
@@ -208,7 +208,9 @@ class GPT(nn.Module):
         return max(self.cfg.block_size - new_bytes, self.cfg.block_size // 2)
 
     @torch.no_grad()
-    def generate(self, prompts: list[bytes], lengths: list[int], use_cache: bool = True) -> list[bytes]:
+    def generate(
+        self, prompts: list[bytes], lengths: list[int], use_cache: bool = True
+    ) -> list[bytes]:
         """Greedy continuation of each prompt by exactly `lengths[i]` bytes."""
         if not prompts:
             return []

@@ -28,7 +28,6 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-
 from export import bundle_bytes, import_bundle, write_bundle  # noqa: E402
 from model import GPT, ModelConfig  # noqa: E402
 
@@ -133,8 +132,11 @@ def evaluate_bpb(model: torch.nn.Module, windows: list[np.ndarray], device: str)
 
 def autocast(device: str) -> torch.autocast:
     # bf16 on a GPU (tensor cores, no loss scaling needed); plain float32 on CPU.
-    return torch.autocast(device_type="cuda" if device == "cuda" else "cpu", dtype=torch.bfloat16,
-                          enabled=device == "cuda")
+    return torch.autocast(
+        device_type="cuda" if device == "cuda" else "cpu",
+        dtype=torch.bfloat16,
+        enabled=device == "cuda",
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -147,8 +149,12 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--out", type=Path, required=True, help="bundle folder to write")
     p.add_argument("--budget-s", type=float, required=True, help="wall-clock seconds, all in")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--preset", choices=sorted(PRESETS), default=None,
-                   help="model size (default: 'default' on a GPU, 'tiny' on CPU)")
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="model size (default: 'default' on a GPU, 'tiny' on CPU)",
+    )
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile on a GPU")
     return p.parse_args()
@@ -162,8 +168,10 @@ def main() -> None:
     cfg = PRESETS[args.preset or ("default" if device == "cuda" else "tiny")]
     if args.seed is not None:
         cfg.seed = args.seed
-    reserve = min(cfg.export_reserve_max_s,
-                  max(cfg.export_reserve_min_s, cfg.export_reserve_frac * args.budget_s))
+    reserve = min(
+        cfg.export_reserve_max_s,
+        max(cfg.export_reserve_min_s, cfg.export_reserve_frac * args.budget_s),
+    )
     train_deadline = T0 + args.budget_s - reserve
     if device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
@@ -174,20 +182,27 @@ def main() -> None:
     train, val = load_split(args.data, "train"), load_split(args.data, "val")
     windows = val_windows(val, cfg)
     model = GPT(cfg.model).to(device)
-    print(f"torch {torch.__version__} on {device} ({platform.node()}), python {platform.python_version()}")
+    print(f"torch {torch.__version__} on {device}, python {platform.python_version()}")
     print(f"model: {model.num_params() / 1e6:.2f}M parameters, config {asdict(cfg.model)}")
-    print(f"data: {len(train):,} train bytes, {len(val):,} val bytes; budget {args.budget_s:.0f}s "
-          f"({reserve:.0f}s kept for export)")
+    print(
+        f"data: {len(train):,} train bytes, {len(val):,} val bytes; budget {args.budget_s:.0f}s "
+        f"({reserve:.0f}s kept for export)"
+    )
 
     matrices = [p for p in model.parameters() if p.ndim == 2 and p is not model.embed.weight]
     others = [p for p in model.parameters() if p.ndim != 2 or p is model.embed.weight]
     optimizer = torch.optim.AdamW(
-        [{"params": matrices, "weight_decay": cfg.weight_decay},
-         {"params": others, "weight_decay": 0.0}],
-        lr=cfg.lr, betas=(0.9, 0.95), fused=device == "cuda",
+        [
+            {"params": matrices, "weight_decay": cfg.weight_decay},
+            {"params": others, "weight_decay": 0.0},
+        ],
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
+        fused=device == "cuda",
     )
-    step_fn = torch.compile(model) if device == "cuda" and cfg.compile and not args.no_compile \
-        else model
+    step_fn = (
+        torch.compile(model) if device == "cuda" and cfg.compile and not args.no_compile else model
+    )
 
     train_start = time.monotonic()
     train_time = max(1e-3, train_deadline - train_start)
@@ -211,9 +226,11 @@ def main() -> None:
             last_loss = loss.item()
             bpb = evaluate_bpb(model, windows, device)
             elapsed = time.monotonic() - T0
-            print(f"step {step:6d} | {elapsed:7.1f}s | train loss {last_loss:.3f} | "
-                  f"val bpb {bpb:.4f} | {seen / (time.monotonic() - train_start):,.0f} bytes/s",
-                  flush=True)
+            print(
+                f"step {step:6d} | {elapsed:7.1f}s | train loss {last_loss:.3f} | "
+                f"val bpb {bpb:.4f} | {seen / (time.monotonic() - train_start):,.0f} bytes/s",
+                flush=True,
+            )
             next_eval = time.monotonic() + cfg.eval_every_s
     train_s = time.monotonic() - train_start
     final_bpb = evaluate_bpb(model, windows, device)
@@ -235,14 +252,22 @@ def main() -> None:
         problems.append(f"next_byte_logprobs returned shape {logprobs.shape} or non-finite values")
     summary = {
         "preset": args.preset or ("default" if device == "cuda" else "tiny"),
-        "device": device, "torch": torch.__version__, "steps": step, "train_bytes_seen": seen,
-        "train_s": round(train_s, 2), "val_bpb": round(final_bpb, 4),
-        "bundle_val_bpb": round(reloaded_bpb, 4), "bundle_bytes": bundle_bytes(args.out),
-        "elapsed_s": round(time.monotonic() - T0, 2), "config": asdict(cfg),
+        "device": device,
+        "torch": torch.__version__,
+        "steps": step,
+        "train_bytes_seen": seen,
+        "train_s": round(train_s, 2),
+        "val_bpb": round(final_bpb, 4),
+        "bundle_val_bpb": round(reloaded_bpb, 4),
+        "bundle_bytes": bundle_bytes(args.out),
+        "elapsed_s": round(time.monotonic() - T0, 2),
+        "config": asdict(cfg),
     }
     (args.out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"bundle {args.out}: {summary['bundle_bytes']:,} bytes unpacked, reloaded val bpb "
-          f"{reloaded_bpb:.4f}, sample {sample[0]!r}; total {summary['elapsed_s']:.1f}s")
+    print(
+        f"bundle {args.out}: {summary['bundle_bytes']:,} bytes unpacked, reloaded val bpb "
+        f"{reloaded_bpb:.4f}, sample {sample[0]!r}; total {summary['elapsed_s']:.1f}s"
+    )
     if problems:
         sys.exit("error: the bundle did not round-trip: " + "; ".join(problems))
 

@@ -1,0 +1,56 @@
+"""The grade report: what `grade_bundle` returns and `toolkit grade --json` writes.
+
+A bad bundle is a *result*, not an error: `ok` is False (or a question failed) and `reason` says
+what went wrong in one line. Every field is described, so the JSON is self-documenting.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from toolkit.results import FamilyScore, Score
+
+REPORT_VERSION = 1
+
+
+class Timings(BaseModel):
+    """Wall-clock seconds of each part of the grading."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    pack: float = Field(default=0.0, description="Packing (or reading) the archive.")
+    load: float = Field(default=0.0, description="The bundle's load() in the phase 1 worker.")
+    phase1: float = Field(default=0.0, description="Greedy generation of every answer.")
+    phase2: float = Field(default=0.0, description="Bits per byte, including its own load().")
+    total: float = Field(default=0.0, description="Everything, from packing to the last result.")
+
+
+class GradeReport(BaseModel):
+    """The outcome of grading one bundle on one exam."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(default=REPORT_VERSION, description="Version of this report format.")
+    ok: bool = Field(description="False when the bundle failed as a whole (size, load, crash).")
+    reason: str | None = Field(default=None, description="One line: what went wrong, if anything.")
+    score: Score = Field(description="Exact-match pass rate: the official score.")
+    families: dict[str, FamilyScore] = Field(description="Pass counts per exam family.")
+    bits_per_byte: float | None = Field(
+        default=None, description="Bits per byte on the answer spans (None: not measured)."
+    )
+    bpb_reason: str | None = Field(default=None, description="Why bits per byte is missing.")
+    sha256: str | None = Field(default=None, description="SHA-256 of the packed bundle.")
+    packed_bytes: int | None = Field(default=None, description="Size of the packed bundle.")
+    size_limit_bytes: int = Field(description="The size limit the bundle was held to.")
+    exam_sha256: str = Field(description="SHA-256 of the exam file graded against.")
+    backend: str = Field(description="Sandbox backend the worker ran in.")
+    device: str = Field(description="Device passed to the bundle's load().")
+    isolation: list[str] = Field(default_factory=list, description="Protections in force.")
+    not_isolated: list[str] = Field(
+        default_factory=list, description="What the sandbox could not isolate on this host."
+    )
+    timings: Timings = Field(default_factory=Timings, description="Seconds per part.")
+    passed_ids: list[str] = Field(default_factory=list, description="Ids of passed questions.")
+    problems: list[str] = Field(
+        default_factory=list, description="Per-question problems (wrong length or type), capped."
+    )

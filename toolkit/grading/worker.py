@@ -1,0 +1,155 @@
+"""The grading worker: runs inside the sandbox, loads the bundle, answers the host's requests.
+
+Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE`, with the frame nonce in the
+environment variable ARI_GRADER_NONCE. Standalone on purpose (standard library, plus numpy for
+log-probabilities): the same file runs in a local sandbox or in a container.
+
+Why the pipe cannot be corrupted by the bundle's prints: before the bundle is imported, the
+worker keeps private duplicates of its stdin/stdout for the protocol and points fds 0 and 1 at
+/dev/null and stderr, so `print`, C extensions and subprocesses write to stderr (which the host
+only keeps a tail of). Frames are `MAGIC + nonce + 4-byte length + JSON`; the host rejects
+anything else. Bytes travel base64-encoded.
+
+What this does not do: protect itself from the bundle. The bundle runs in this process and could
+rewrite the worker; that gains it nothing, because the worker never holds anything secret: in
+phase 1 it receives prompts (already truncated by the host) and lengths, never answers.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import os
+import struct
+import sys
+import time
+import traceback
+from types import ModuleType
+from typing import Any
+
+MAGIC = b"ARIG"
+
+
+class Channel:
+    def __init__(self, fd_in: int, fd_out: int, nonce: bytes) -> None:
+        self.fd_in, self.fd_out, self.nonce = fd_in, fd_out, nonce
+
+    def _read_exact(self, n: int) -> bytes:
+        chunks = []
+        while n:
+            chunk = os.read(self.fd_in, n)
+            if not chunk:
+                raise EOFError("host closed the pipe")
+            chunks.append(chunk)
+            n -= len(chunk)
+        return b"".join(chunks)
+
+    def receive(self) -> dict[str, Any]:
+        head = self._read_exact(len(MAGIC) + len(self.nonce) + 4)
+        if head[: len(MAGIC) + len(self.nonce)] != MAGIC + self.nonce:
+            raise EOFError("bad frame from host")
+        (size,) = struct.unpack(">I", head[-4:])
+        message: dict[str, Any] = json.loads(self._read_exact(size))
+        return message
+
+    def send(self, message: dict[str, Any]) -> None:
+        body = json.dumps(message).encode()
+        data = MAGIC + self.nonce + struct.pack(">I", len(body)) + body
+        while data:
+            data = data[os.write(self.fd_out, data) :]
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    tail = "".join(traceback.format_exception(exc)[-3:])[-1500:]
+    return {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:500], "traceback": tail}
+
+
+def _import_inference(bundle_dir: str) -> ModuleType:
+    path = os.path.join(bundle_dir, "inference.py")
+    if not os.path.isfile(path):
+        raise FileNotFoundError("the bundle has no inference.py")
+    spec = importlib.util.spec_from_file_location("inference", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["inference"] = module
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "load", None)):
+        raise AttributeError("inference.py defines no load(bundle_dir, device)")
+    return module
+
+
+def _generate(model: Any, request: dict[str, Any]) -> dict[str, Any]:
+    prompts = [base64.b64decode(p) for p in request["prompts"]]
+    lengths = list(request["lengths"])
+    result = model.generate(prompts, lengths)
+    if not isinstance(result, list | tuple) or len(result) != len(prompts):
+        kind = type(result).__name__
+        size = len(result) if isinstance(result, list | tuple) else "?"
+        return {
+            "ok": False,
+            "error": f"generate() returned {kind} of {size} items "
+            f"for {len(prompts)} prompts (want a list of bytes)",
+        }
+    outputs: list[str | None] = []
+    types: list[str] = []
+    for item in result:
+        if isinstance(item, bytes | bytearray):
+            outputs.append(base64.b64encode(bytes(item)).decode())
+            types.append("bytes")
+        else:
+            outputs.append(None)
+            types.append(type(item).__name__)
+    return {"ok": True, "outputs": outputs, "types": types}
+
+
+def _logprobs(model: Any, request: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+
+    contexts = [base64.b64decode(c) for c in request["contexts"]]
+    if not callable(getattr(model, "next_byte_logprobs", None)):
+        return {"ok": False, "error": "the model has no next_byte_logprobs(contexts)"}
+    result = model.next_byte_logprobs(contexts)
+    if hasattr(result, "detach"):  # a torch tensor
+        result = result.detach().float().cpu().numpy()
+    array = np.asarray(result, dtype=np.float32)
+    if array.shape != (len(contexts), 256):
+        return {
+            "ok": False,
+            "error": f"next_byte_logprobs() returned shape {array.shape}, "
+            f"want ({len(contexts)}, 256)",
+        }
+    return {"ok": True, "logprobs": base64.b64encode(array.tobytes()).decode()}
+
+
+def main() -> None:
+    bundle_dir, device = sys.argv[1], sys.argv[2]
+    nonce = os.environ.pop("ARI_GRADER_NONCE", "").encode()
+    # Private protocol fds (not inherited by the bundle's subprocesses), then silence 0 and 1.
+    channel = Channel(os.dup(0), os.dup(1), nonce)
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    started = time.monotonic()
+    try:
+        model = _import_inference(bundle_dir).load(bundle_dir, device)
+    except BaseException as exc:  # the bundle's failure is a result to report, SystemExit too
+        channel.send({**_error(exc), "stage": "load"})
+        return
+    channel.send({"ok": True, "stage": "load", "load_s": time.monotonic() - started})
+    handlers = {"generate": _generate, "logprobs": _logprobs}
+    while True:
+        request = channel.receive()
+        if request.get("op") == "bye":
+            return
+        try:
+            reply = handlers[request["op"]](model, request)
+        except BaseException as exc:
+            reply = _error(exc)
+        channel.send(reply)
+
+
+if __name__ == "__main__":
+    main()
