@@ -1,0 +1,508 @@
+"""One whole run: set up, let the agent work until it stops or the clock runs out, grade, publish.
+
+Order of events (DESIGN §5):
+1. inputs: the exam (hash checked against the track), the public set, the training data;
+2. the workspace, checked for leaks (no exam text, no secret value anywhere in it);
+3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
+   marker in the harness folder, so a crash of this process is recorded later, not lost;
+4. the runner sandbox + runner service, then the agent in the controller sandbox; the clock
+   starts when the agent does;
+5. the agent exits, or the deadline comes: everything is killed (whatever it does with
+   signals), the service stops; the history is checked against what the harness wrote;
+6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
+   `failed` with 0; a harness or sandbox failure => `invalid` with its reason;
+7. the result is written atomically, the marker removed.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import subprocess
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO
+
+from exam_builder.exam_file import load_exam, sha256_file
+from toolkit import __version__
+from toolkit.agents import Agent, AgentContext
+from toolkit.results import EffectiveConfig, FamilyScore, RunResult, Score, Timings, save_run
+from toolkit.run import recovery, roles
+from toolkit.run.chain import ChainedLog, ChainError
+from toolkit.run.clock import Clock
+from toolkit.run.history import HISTORY_FILE, SubmissionHistory
+from toolkit.run.inputs import PUBLIC_BANKS
+from toolkit.run.submissions import Grader, Submissions
+from toolkit.run.workspace import Workspace, assemble, find_leaks
+from toolkit.runner.channel import make_channel
+from toolkit.runner.client import install_client
+from toolkit.runner.service import RunnerService
+from toolkit.sandbox import Sandbox, SandboxProcess
+from toolkit.tracks import Track
+
+AUDIT_FILE = "audit.jsonl"
+TRANSCRIPT_FILE = "transcript.txt"
+AGENT_LOG = "agent.log"
+CANDIDATES_DIR = "candidates"
+KILL_GRACE_S = 1.0  # after the deadline, how long teardown may take before we call it a bug
+
+
+@dataclass
+class RunSpec:
+    """Everything that defines a run (the CLI fills it from its options and the track)."""
+
+    track: Track
+    model: str
+    seed: int
+    agent: Agent
+    exam: Path
+    public_set: Path
+    data_dir: Path
+    results_dir: Path
+    backend: str = "local"
+    device: str = "cpu"
+    effort: str | None = None
+    budget_s: float | None = None  # None: the track's
+    per_call_limit_s: float | None = None
+    reserved_s: float | None = None
+    run_id: str | None = None
+    secrets: list[str] = field(default_factory=list)  # values that must never reach the agent
+    bank_dirs: list[Path] = field(default_factory=list)  # banks to hide (public ones always)
+
+    @property
+    def budget(self) -> tuple[float, float, float]:
+        t = self.track
+        return (
+            self.budget_s if self.budget_s is not None else t.budget_s,
+            self.per_call_limit_s if self.per_call_limit_s is not None else t.per_call_limit_s,
+            self.reserved_s if self.reserved_s is not None else t.reserved_s,
+        )
+
+
+def new_run_id(model: str, seed: int) -> str:
+    slug = "".join(c if c.isalnum() or c in "._-" else "-" for c in model)[:40] or "model"
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{slug}-s{seed}-{secrets.token_hex(2)}"
+
+
+def git_commit() -> str | None:
+    repo = Path(__file__).resolve().parent.parent.parent
+    if not (repo / ".git").exists():
+        return None
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if head.returncode != 0:
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+class AgentLog:
+    """The harness's own notes about the run (`agent.log`): what happened when, and why."""
+
+    def __init__(self, path: Path, clock: Callable[[], float], echo: Callable[[str], None]):
+        self.path = path
+        self._clock = clock
+        self._echo = echo
+        self._lock = threading.Lock()
+
+    def __call__(self, message: str) -> None:
+        line = f"[{self._clock():8.1f}s] {message}"
+        with self._lock, self.path.open("a", encoding="utf-8") as f:
+            f.write(line + "\n")
+        self._echo(line)
+
+
+class Transcript:
+    """The agent's console, copied to `transcript.txt` as it comes (and echoed, if asked)."""
+
+    def __init__(self, path: Path, echo: Callable[[str], None] | None) -> None:
+        self.path = path
+        self._echo = echo
+        self._lock = threading.Lock()
+        self._file = path.open("ab")
+        self._threads: list[threading.Thread] = []
+
+    def follow(self, pipe: IO[bytes] | None) -> None:
+        if pipe is None:
+            return
+        thread = threading.Thread(target=self._pump, args=(pipe,), daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _pump(self, pipe: IO[bytes]) -> None:
+        for line in iter(pipe.readline, b""):
+            with self._lock:
+                self._file.write(line)
+                self._file.flush()
+            if self._echo:
+                self._echo(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def close(self) -> str:
+        for thread in self._threads:
+            thread.join(timeout=5)
+        with self._lock:
+            self._file.close()
+        return self.path.read_text(encoding="utf-8", errors="replace")
+
+
+def _quiet(_: str) -> None:
+    pass
+
+
+class Run:
+    """One run in progress. `execute()` returns the published result."""
+
+    def __init__(
+        self,
+        spec: RunSpec,
+        *,
+        echo: Callable[[str], None] = _quiet,
+        tick: Callable[[float, float], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.echo = echo
+        self.tick = tick
+        self.run_id = spec.run_id or new_run_id(spec.model, spec.seed)
+        self.work = recovery.runs_root() / self.run_id
+        self.harness = self.work / "harness"
+        self.artifacts = spec.results_dir / spec.track.id / self.run_id
+        budget, per_call, reserved = spec.budget
+        self.clock = Clock(budget_s=budget, reserved_s=reserved, per_call_limit_s=per_call)
+        self.started_at = datetime.now(UTC)
+        self.log = AgentLog(self.artifacts / AGENT_LOG, lambda: self.clock.elapsed(), echo)
+        self.boxes: list[Sandbox] = []
+        self.service: RunnerService | None = None
+        self.history: SubmissionHistory | None = None
+        self.workspace: Workspace | None = None
+        self.isolation: list[str] = []
+        self.runner_s = 0.0
+
+    # -- result skeleton ----------------------------------------------------------------------
+
+    def skeleton(self, status_reason: str) -> RunResult:
+        spec, track = self.spec, self.spec.track
+        budget, per_call, reserved = spec.budget
+        ws = self.workspace
+        exam_questions = len(load_exam(spec.exam))
+        return RunResult(
+            run_id=self.run_id,
+            track=track.id,
+            model=spec.model,
+            provider=spec.agent.provider,
+            effort=spec.effort,
+            agent=spec.agent.name,
+            agent_version=spec.agent.version,
+            seed=spec.seed,
+            started_at=self.started_at,
+            status="invalid",
+            status_reason=status_reason,
+            score=Score(percent=0.0, passed=0, total=exam_questions),
+            timings=Timings(budget_s=budget, used_s=0.0, runner_s=0.0),
+            config=EffectiveConfig(
+                toolkit_version=__version__,
+                git_commit=git_commit(),
+                image_digests={"controller": None, "runner": None, "grader": None},
+                task_brief_sha256=ws.task_brief_sha256 if ws else "0" * 64,
+                scaffold_version=spec.agent.version,
+                scaffold_config_sha256=spec.agent.config_sha256(),
+                exam_sha256=sha256_file(spec.exam),
+                public_set_sha256=sha256_file(spec.public_set),
+                grading={
+                    **track.grading.model_dump(),
+                    "size_limit_bytes": track.size_limit_bytes,
+                    "device": spec.device,
+                },
+                budget={
+                    "budget_s": budget,
+                    "per_call_limit_s": per_call,
+                    "reserved_s": reserved,
+                    "track_budget_s": track.budget_s,
+                    "overridden": int(
+                        (budget, per_call, reserved)
+                        != (track.budget_s, track.per_call_limit_s, track.reserved_s)
+                    ),
+                },
+                backend="docker" if spec.backend == "docker" else "local",
+                isolation=self.isolation,
+                protocol_revision=track.protocol_revision,
+            ),
+            artifacts={
+                "audit": f"{self.run_id}/{AUDIT_FILE}",
+                "history": f"{self.run_id}/{HISTORY_FILE}",
+                "transcript": f"{self.run_id}/{TRANSCRIPT_FILE}",
+                "agent_log": f"{self.run_id}/{AGENT_LOG}",
+            },
+        )
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def execute(self) -> RunResult:
+        recovery.recover_runs()  # runs whose harness died are recorded before a new one starts
+        self.artifacts.mkdir(parents=True, exist_ok=False)
+        try:
+            self._setup()
+        except BaseException as exc:
+            self._teardown()
+            self.log(f"set-up failed: {exc}")
+            raise
+        try:
+            stop_reason = self._supervise()
+        except Exception as exc:
+            self.log(f"harness error: {traceback.format_exc()}")
+            self._teardown()
+            return self._finish_invalid(f"harness error during the run: {exc}")
+        self._teardown()
+        return self._grade_and_publish(stop_reason)
+
+    def _setup(self) -> None:
+        spec = self.spec
+        self.harness.mkdir(parents=True)
+        self.workspace = assemble(
+            self.work / "workspace", data_dir=spec.data_dir, public_set=spec.public_set
+        )
+        ws = self.workspace.root
+        leaks = find_leaks(ws, exam=spec.exam, secrets=spec.secrets)
+        if leaks:
+            raise RuntimeError(
+                f"the workspace would contain the exam or a secret: {', '.join(leaks)} in {ws}; "
+                "check --train-data and the environment"
+            )
+        make_channel(self.workspace.channel)
+        bin_dir = roles.controller_bin(self.workspace.channel / "bin")
+        install_client(bin_dir, self.workspace.channel)
+        budget, per_call, reserved = spec.budget
+        spec.agent.prepare(
+            ws,
+            AgentContext(
+                model=spec.model,
+                effort=spec.effort,
+                seed=spec.seed,
+                budget_s=budget,
+                reserved_s=reserved,
+                per_call_limit_s=per_call,
+                bin_dir=bin_dir,
+            ),
+        )
+        self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)
+        recovery.write_marker(
+            self.harness,
+            recovery.Marker(
+                pid=os.getpid(),
+                pid_start=recovery.process_start(os.getpid()),
+                results_dir=str(spec.results_dir.resolve()),
+                artifacts=str(self.artifacts.resolve()),
+                skeleton=self.skeleton("the harness died before the run finished"),
+            ),
+        )
+        hidden = [
+            spec.results_dir.resolve(),
+            self.artifacts.resolve(),
+            self.harness,
+            spec.exam,
+            spec.exam.parent,
+            PUBLIC_BANKS,
+            *spec.bank_dirs,
+            recovery.runs_root().parent / "exams",
+        ]
+        readonly = [self.workspace.data]
+        runner_box = roles.make_runner(
+            spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
+        )
+        self.boxes.append(runner_box)
+        controller = roles.make_controller(
+            spec.backend,
+            ws,
+            bin_dir=bin_dir,
+            hide=hidden,
+            network=spec.agent.needs_network(),
+            env=spec.agent.env(),
+            readonly=readonly,
+        )
+        self.boxes.append(controller)
+        self.isolation = sorted(
+            {f"controller:{i}" for i in controller.isolation}
+            | {f"runner:{i}" for i in runner_box.isolation}
+        )
+        self.log(f"workspace {ws}; results {self.artifacts}")
+        self.log(f"controller isolation: {', '.join(controller.isolation)}")
+        self.log(f"controller NOT isolated: {', '.join(controller.not_isolated)}")
+        self.log(f"runner isolation: {', '.join(runner_box.isolation)}")
+        self.log(f"runner NOT isolated: {', '.join(runner_box.not_isolated)}")
+        self._controller = controller
+        self._runner_box = runner_box
+
+    def _start_runner_process(self, argv: list[str]) -> SandboxProcess:
+        process = self._runner_box.start(argv, stdin=False)
+        recovery.record_pid(self.harness, process.pid)
+        return process
+
+    def _supervise(self) -> str:
+        """Run the agent until it exits or the deadline; return why it stopped."""
+        assert self.workspace is not None and self.history is not None
+        spec = self.spec
+        budget, per_call, reserved = spec.budget
+        self.clock = Clock(budget_s=budget, reserved_s=reserved, per_call_limit_s=per_call)
+        self.started_at = self.clock.started_at
+        grader = Grader(
+            params=spec.track.grading,
+            size_limit_bytes=spec.track.size_limit_bytes,
+            backend=spec.backend,
+            device=spec.device,
+        )
+        submissions = Submissions(
+            workspace=self.workspace.root,
+            store=self.artifacts / CANDIDATES_DIR,
+            history=self.history,
+            clock=self.clock,
+            grader=grader,
+            public_set=spec.public_set,
+        )
+        self.grader = grader
+        self.submissions = submissions
+        self.service = RunnerService(
+            channel=self.workspace.channel,
+            clock=self.clock,
+            audit=ChainedLog(self.artifacts / AUDIT_FILE),
+            start_process=self._start_runner_process,
+            handlers=submissions.handlers(),
+        )
+        self.service.start()
+        transcript = Transcript(self.artifacts / TRANSCRIPT_FILE, self.echo)
+        self._transcript = transcript
+        agent = self._controller.start(spec.agent.command(), stdin=False)
+        recovery.record_pid(self.harness, agent.pid)
+        self.log(f"agent '{spec.agent.name}' started: {' '.join(spec.agent.command())}")
+        transcript.follow(agent.stdout)
+        transcript.follow(agent.stderr)
+        while True:
+            left = self.clock.time_left()
+            if self.tick:
+                self.tick(self.clock.elapsed(), self.clock.budget_s)
+            code = agent.wait(timeout=min(0.5, left) if left > 0 else 0)
+            if code is not None:
+                self.used_s = self.clock.elapsed()
+                self.log(f"agent exited with status {code}")
+                return f"the agent exited with status {code}"
+            if self.clock.expired():
+                self.used_s = self.clock.budget_s
+                self.log("deadline reached: stopping the agent and every call in flight")
+                return "deadline"
+
+    def _teardown(self) -> None:
+        """Kill everything the run started (fast: a PID namespace dies with its first process)."""
+        started = time.monotonic()
+        if self.service is not None:
+            self.service.stop()
+            self.runner_s = self.service.runner_seconds
+        errors: list[str] = []
+        for box in self.boxes:
+            try:
+                box.cleanup()
+            except Exception as exc:
+                errors.append(str(exc))
+        self.boxes = []
+        took = time.monotonic() - started
+        if hasattr(self, "_transcript"):
+            self._transcript.close()
+        self.log(f"stopped everything in {took:.2f}s")
+        if errors:
+            raise RuntimeError("teardown failed: " + "; ".join(errors))
+
+    # -- grading and the result ---------------------------------------------------------------
+
+    def _finish_invalid(self, reason: str) -> RunResult:
+        result = self.skeleton(reason)
+        return self._publish(result)
+
+    def _publish(self, result: RunResult) -> RunResult:
+        if self.history is not None:
+            result.candidates = self.history.candidates()
+            result.promoted = result.promoted or None
+        result.finished_at = datetime.now(UTC)
+        result.started_at = self.started_at
+        result.timings.used_s = round(getattr(self, "used_s", self.clock.elapsed()), 3)
+        result.timings.runner_s = round(self.runner_s, 3)
+        result.config.isolation = self.isolation
+        transcript = self.artifacts / TRANSCRIPT_FILE
+        text = (
+            transcript.read_text(encoding="utf-8", errors="replace") if transcript.exists() else ""
+        )
+        outcome = self.spec.agent.collect(self.work / "workspace", text)
+        result.usage = outcome.usage
+        if outcome.transcript != text:
+            transcript.write_text(outcome.transcript, encoding="utf-8")
+        save_run(result, self.spec.results_dir)
+        recovery.clear_marker(self.harness)
+        self.log(f"result: {result.status} {result.score.percent:.1f}% ({result.status_reason})")
+        return result
+
+    def _grade_and_publish(self, stop_reason: str) -> RunResult:
+        assert self.history is not None
+        try:
+            self.history.verify()
+        except ChainError as exc:
+            return self._finish_invalid(f"the submission history was altered during the run: {exc}")
+        promoted = self.history.promoted()
+        result = self.skeleton("")
+        result.candidates = self.history.candidates()
+        if promoted is None:
+            result.status = "failed"
+            result.status_reason = f"no candidate was promoted ({stop_reason}): scores 0"
+            return self._publish(result)
+        result.promoted = promoted
+        archive = self.submissions.archive(promoted.id)
+        if not archive.is_file() or sha256_file(archive) != promoted.sha256:
+            return self._finish_invalid(
+                f"the stored archive of {promoted.id} is missing or changed"
+            )
+        self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
+        started = time.monotonic()
+        try:
+            report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"))
+        except Exception as exc:
+            self.log(f"grading error: {traceback.format_exc()}")
+            return self._finish_invalid(f"grading failed (infrastructure): {exc}")
+        result.timings.grading_s = round(time.monotonic() - started, 3)
+        result.score = report.score
+        result.families = {
+            k: FamilyScore(passed=v.passed, total=v.total) for k, v in report.families.items()
+        }
+        result.bits_per_byte = report.bits_per_byte
+        if report.ok:
+            result.status = "valid"
+            result.status_reason = None
+        else:
+            result.status = "failed"
+            result.status_reason = (
+                f"the promoted candidate {promoted.id} failed grading: {report.reason}"
+            )
+            result.score = Score(percent=0.0, passed=0, total=report.score.total)
+            result.families = {}
+        return self._publish(result)
+
+
+def execute_run(
+    spec: RunSpec,
+    *,
+    echo: Callable[[str], None] = _quiet,
+    tick: Callable[[float, float], None] | None = None,
+) -> RunResult:
+    """Run one agent under `spec` and return the published result."""
+    return Run(spec, echo=echo, tick=tick).execute()

@@ -1,0 +1,133 @@
+"""Crash safety: a run whose harness died is found and recorded as `invalid`, nothing lost.
+
+While a run lasts, its harness folder holds a `RUNNING` marker: the harness's pid and process
+start time (so a reused pid is not mistaken for it), where the result goes, and the result
+skeleton (identity and effective config). It also lists the host pids of the sandbox launchers
+it started (`pids`), because an agent whose harness was SIGKILLed would otherwise keep running
+unsupervised. The audit log and the history are fsynced on every entry, so they are complete up
+to the moment of the crash.
+
+`recover_runs()` (called by `toolkit run` and `toolkit runs recover`) kills what is left of such
+a run, writes its result as `invalid` with a reason and the candidates it had, and renames the
+marker so it is handled once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from toolkit.paths import state_dir
+from toolkit.results import RunResult, save_run
+from toolkit.run.chain import ChainError, read_chain
+from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
+
+MARKER = "RUNNING"
+PIDS = "pids"
+
+
+class Marker(BaseModel):
+    pid: int
+    pid_start: str | None
+    results_dir: str
+    artifacts: str
+    skeleton: RunResult
+
+
+def runs_root() -> Path:
+    return state_dir() / "runs"
+
+
+def process_start(pid: int) -> str | None:
+    """The kernel's start time of `pid` (field 22 of /proc/PID/stat), or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[19].decode()
+    except (OSError, IndexError):
+        return None
+
+
+def is_alive(pid: int, start: str | None) -> bool:
+    now = process_start(pid)
+    return now is not None and now == start
+
+
+def write_marker(harness: Path, marker: Marker) -> None:
+    harness.mkdir(parents=True, exist_ok=True)
+    tmp = harness / f".{MARKER}.tmp"
+    tmp.write_text(marker.model_dump_json(indent=2))
+    os.replace(tmp, harness / MARKER)
+
+
+def record_pid(harness: Path, pid: int) -> None:
+    """Append a launcher pid (with its start time) for recovery to kill if the harness dies."""
+    with (harness / PIDS).open("a") as f:
+        f.write(f"{pid} {process_start(pid)}\n")
+
+
+def clear_marker(harness: Path) -> None:
+    (harness / MARKER).unlink(missing_ok=True)
+
+
+def _kill_leftovers(harness: Path) -> int:
+    killed = 0
+    try:
+        lines = (harness / PIDS).read_text().splitlines()
+    except OSError:
+        return 0
+    for line in lines:
+        pid_text, _, start = line.partition(" ")
+        pid = int(pid_text)
+        if is_alive(pid, start):
+            # Each launcher leads its own process group; `unshare --kill-child` takes the PID
+            # namespace (the whole agent tree) down with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+            killed += 1
+    return killed
+
+
+def recover_runs(root: Path | None = None) -> list[Path]:
+    """Record every run whose harness is dead as `invalid`; return the result files written."""
+    root = root or runs_root()
+    written: list[Path] = []
+    for path in sorted(root.glob(f"*/harness/{MARKER}")):
+        marker = Marker.model_validate_json(path.read_text())
+        if marker.pid != os.getpid() and is_alive(marker.pid, marker.pid_start):
+            continue  # still running
+        written.append(_recover(path.parent, marker))
+    return written
+
+
+def _recover(harness: Path, marker: Marker) -> Path:
+    killed = _kill_leftovers(harness)
+    result = marker.skeleton.model_copy(deep=True)
+    artifacts = Path(marker.artifacts)
+    now = datetime.now(UTC)
+    reason = (
+        f"the harness (pid {marker.pid}) died during the run; found at {now:%Y-%m-%d %H:%M:%S} "
+        f"UTC{f', {killed} leftover process trees killed' if killed else ''}: rerun"
+    )
+    try:
+        entries = read_chain(artifacts / HISTORY_FILE)
+        result.candidates = candidates_of(entries)
+        result.promoted = promoted_of(entries)
+    except ChainError as exc:
+        reason += f"; the submission history is damaged: {exc}"
+    result.status = "invalid"
+    result.status_reason = reason
+    result.finished_at = now
+    result.timings.used_s = min(result.timings.budget_s, (now - result.started_at).total_seconds())
+    out = save_run(result, Path(marker.results_dir))
+    os.replace(harness / MARKER, harness / f"{MARKER}.recovered")
+    return out
+
+
+def load_marker(harness: Path) -> Marker:
+    return Marker.model_validate(json.loads((harness / MARKER).read_text()))

@@ -1,0 +1,107 @@
+"""The three roles of a run as sandboxes: controller, runner (grader: see `toolkit.grading`).
+
+controller: the agent's shell, at the workspace root. Its PATH is one folder holding links to
+    ordinary shell tools plus the `runner` client, and the Python interpreters we know of are
+    hidden, so the agent has no Python of its own. Network only if the scaffold needs a model
+    API. The local backend cannot take away every interpreter a host may have (perl, awk):
+    nothing the controller runs has the GPU or the data's write access anyway, and all compute
+    that counts goes through `runner`, which is audited.
+runner: runs the agent's `runner CMD` calls at the workspace root with Python, no network, the
+    training data read-only, and the results, the exam, the banks and the harness's own files
+    hidden.
+"""
+
+from __future__ import annotations
+
+import glob
+import shutil
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from toolkit.sandbox import Limits, Sandbox, create_sandbox
+
+# What an agent's shell needs; missing ones are skipped (the list is a courtesy, not a promise).
+SHELL_TOOLS = (
+    "sh", "bash", "dash", "cat", "ls", "cp", "mv", "rm", "mkdir", "rmdir", "ln", "touch",
+    "chmod", "echo", "printf", "test", "[", "true", "false", "env", "pwd", "basename",
+    "dirname", "head", "tail", "wc", "sort", "uniq", "cut", "tr", "tee", "grep", "egrep",
+    "sed", "awk", "find", "xargs", "diff", "cmp", "date", "sleep", "du", "df", "stat",
+    "mktemp", "mkfifo", "od", "sha256sum", "md5sum", "tar", "gzip", "gunzip", "zcat",
+    "less", "more", "file", "seq", "expr", "id", "whoami", "uname", "nl", "fold", "paste",
+    "comm", "split", "realpath", "readlink", "timeout", "kill", "ps", "git", "patch", "vi",
+    "nano", "jq", "curl",
+)  # fmt: skip
+
+
+def controller_bin(bin_dir: Path) -> Path:
+    """Fill `bin_dir` with links to the shell tools this host has (the `runner` goes there too)."""
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for tool in SHELL_TOOLS:
+        found = shutil.which(tool, path="/usr/local/bin:/usr/bin:/bin")
+        link = bin_dir / tool
+        if found and not link.exists():
+            link.symlink_to(found)
+    return bin_dir
+
+
+def python_paths() -> list[Path]:
+    """Interpreters to hide from the controller: this toolkit's and the system's."""
+    found = {Path(sys.prefix)}
+    for pattern in ("/usr/bin/python*", "/usr/local/bin/python*", "/bin/python*"):
+        found.update(Path(p) for p in glob.glob(pattern))
+    return sorted(found)
+
+
+def visible_hide(paths: Sequence[Path], root: Path) -> list[Path]:
+    """Existing paths to hide, leaving out any that contain the sandbox root itself."""
+    root = root.resolve()
+    keep: list[Path] = []
+    for path in paths:
+        if not path.exists() and not path.is_symlink():
+            continue
+        resolved = path.resolve()
+        if resolved == root or resolved in root.parents:
+            continue
+        keep.append(path.absolute())
+    return sorted(set(keep))
+
+
+def make_controller(
+    backend: str,
+    workspace: Path,
+    *,
+    bin_dir: Path,
+    hide: Sequence[Path],
+    network: bool,
+    env: dict[str, str],
+    readonly: Sequence[Path],
+) -> Sandbox:
+    return create_sandbox(
+        backend,
+        root=workspace,
+        network=network,
+        hide=visible_hide([*hide, *python_paths()], workspace),
+        env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
+        readonly=readonly,
+    )
+
+
+def make_runner(
+    backend: str,
+    workspace: Path,
+    *,
+    hide: Sequence[Path],
+    readonly: Sequence[Path],
+    limits: Limits | None = None,
+) -> Sandbox:
+    return create_sandbox(
+        backend,
+        root=workspace,
+        network=False,
+        hide=visible_hide(hide, workspace),
+        # Unbuffered Python, so that training logs stream back as they are printed.
+        env={"PYTHONUNBUFFERED": "1", "HOME": str(workspace)},
+        readonly=readonly,
+        limits=limits or Limits(),
+    )

@@ -1,0 +1,168 @@
+"""`runner submit`, `runner promote`, `runner history`: the harness side of candidate handling.
+
+`submit DIR` packs the folder the way the grader does (so the size the agent is told is the size
+that counts), refuses it over the size limit, stores the archive out of the agent's reach, scores
+that stored copy on the public validation set (feedback only: never used to choose), and records
+a candidate in the history. Scoring the stored archive, not the folder, means the agent cannot
+change the files between the check and the grade.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from toolkit.grading import BundleError, grade_bundle, pack_bundle
+from toolkit.grading.report import GradeReport
+from toolkit.results import Candidate
+from toolkit.run.clock import Clock
+from toolkit.run.history import SubmissionHistory
+from toolkit.runner.channel import Call
+from toolkit.runner.service import Handler
+from toolkit.tracks import GradingParams
+
+USAGE = 64
+REJECTED = 1
+
+
+@dataclass
+class Grader:
+    """How bundles are graded in this run (the public set during the run, the exam after)."""
+
+    params: GradingParams
+    size_limit_bytes: int
+    backend: str
+    device: str
+
+    def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
+        """Grade a stored archive (the grader unpacks it where the agent cannot reach)."""
+        return grade_bundle(
+            archive,
+            exam,
+            params=self.params,
+            size_limit_bytes=self.size_limit_bytes,
+            backend=self.backend,
+            device=self.device,
+            phases=phases,
+        )
+
+
+class Submissions:
+    """Handlers for the runner's candidate commands, sharing one history and store."""
+
+    def __init__(
+        self,
+        *,
+        workspace: Path,
+        store: Path,
+        history: SubmissionHistory,
+        clock: Clock,
+        grader: Grader,
+        public_set: Path,
+    ) -> None:
+        self.workspace = workspace.resolve()
+        self.store = store
+        self.history = history
+        self.clock = clock
+        self.grader = grader
+        self.public_set = public_set
+        self._lock = threading.Lock()  # one submission at a time: ids and history stay ordered
+        store.mkdir(parents=True, exist_ok=True)
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"submit": self.submit, "promote": self.promote, "history": self.show_history}
+
+    def archive(self, candidate_id: str) -> Path:
+        return self.store / f"{candidate_id}.tar.gz"
+
+    def _resolve(self, arg: str) -> Path | None:
+        path = (self.workspace / arg).resolve()
+        return path if path.is_relative_to(self.workspace) else None
+
+    def submit(self, call: Call) -> int:
+        if len(call.argv) != 2:
+            call.say("usage: runner submit DIR   (DIR: a bundle folder in the workspace)")
+            return USAGE
+        folder = self._resolve(call.argv[1])
+        if folder is None or not folder.is_dir():
+            call.say(f"[runner] submit: {call.argv[1]} is not a folder inside the workspace")
+            return REJECTED
+        with self._lock:
+            candidate_id = self.history.next_id()
+            archive = self.archive(candidate_id)
+            try:
+                packed = pack_bundle(folder, archive)
+            except BundleError as exc:
+                archive.unlink(missing_ok=True)
+                call.say(f"[runner] submit refused: {exc}")
+                return REJECTED
+            limit = self.grader.size_limit_bytes
+            if packed.packed_bytes > limit:
+                archive.unlink(missing_ok=True)
+                call.say(
+                    f"[runner] submit refused: the packed bundle is {packed.packed_bytes:,} bytes, "
+                    f"over the limit of {limit:,} (.tar.gz, gzip -9, as the grader packs it)"
+                )
+                return REJECTED
+            submitted_at = datetime.now(UTC)
+            elapsed = self.clock.elapsed()
+            call.say(
+                f"[runner] packed {call.argv[1]}: {packed.packed_bytes:,} bytes; "
+                "scoring on the public validation set (feedback only)..."
+            )
+            report = self.grader.grade(archive, self.public_set, ("generate",))
+            public = report.score.percent if report.ok else None
+            candidate = Candidate(
+                id=candidate_id,
+                submitted_at=submitted_at,
+                elapsed_s=round(elapsed, 3),
+                sha256=packed.sha256,
+                packed_bytes=packed.packed_bytes,
+                public_score=public,
+                error=None if report.ok else (report.reason or "public scoring failed"),
+            )
+            self.history.add_candidate(candidate, source=call.argv[1])
+        score = (
+            f"public score {report.score.percent:.1f}% ({report.score.passed}/{report.score.total})"
+            if report.ok
+            else f"public scoring failed: {report.reason}"
+        )
+        call.write(
+            "stdout",
+            (
+                f"candidate {candidate_id}: {packed.packed_bytes:,} bytes packed, "
+                f"sha256 {packed.sha256[:12]}, {score}\n"
+                f"promote it with: runner promote {candidate_id}\n"
+            ).encode(),
+        )
+        return 0
+
+    def promote(self, call: Call) -> int:
+        if len(call.argv) != 2:
+            call.say("usage: runner promote ID   (ID as printed by `runner submit`, e.g. c001)")
+            return USAGE
+        with self._lock:
+            try:
+                promoted = self.history.promote(
+                    call.argv[1], datetime.now(UTC), self.clock.elapsed()
+                )
+            except KeyError:
+                known = ", ".join(c.id for c in self.history.candidates()) or "none yet"
+                call.say(f"[runner] promote: no candidate '{call.argv[1]}' (candidates: {known})")
+                return REJECTED
+        call.write(
+            "stdout",
+            (
+                f"promoted {promoted.id} (sha256 {promoted.sha256[:12]}): the hidden exam grades "
+                "the candidate promoted last\n"
+            ).encode(),
+        )
+        return 0
+
+    def show_history(self, call: Call) -> int:
+        with self._lock:
+            text = self.history.render()
+        call.write("stdout", (text + "\n").encode())
+        return 0
