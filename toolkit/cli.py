@@ -31,6 +31,9 @@ from toolkit.commands.exam import build_exam_command, verify_exam_command  # noq
 
 cli.add_command(build_exam_command)
 cli.add_command(verify_exam_command)
+from toolkit.commands.grade import grade_command  # noqa: E402
+
+cli.add_command(grade_command)
 
 
 def main() -> None:
