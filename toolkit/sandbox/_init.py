@@ -8,11 +8,13 @@ runs as root (where the host allows) inside the fresh namespaces, and in this or
    that the sandbox user could not traverse, re-exposes the sandbox root and the read-only paths
    from file descriptors opened beforehand, remounts the read-only ones read-only, then covers
    every hidden path with an empty read-only tmpfs (or /dev/null for a file);
-3. brings the namespace's loopback up, sets rlimits, drops to the sandbox uid/gid with
-   no_new_privs (so the mounts above cannot be undone and no setuid binary helps);
-4. chdirs and execs the command with exactly the environment it was given.
+3. brings the namespace's loopback up, then forks: it stays as the namespace's init
+   (`supervise`) while the child sets rlimits, drops to the sandbox uid/gid with no_new_privs
+   (so the mounts above cannot be undone and no setuid binary helps), chdirs and execs the
+   command with exactly the environment it was given.
 
-It must stay standalone (stdlib only, no toolkit import): it starts before the hidden paths are
+It must stay standalone (stdlib only, no toolkit import, and cheap imports: no typing, json or
+socket, each of which costs 8-20 ms at every start): it starts before the hidden paths are
 hidden and may run where the toolkit is not importable by the sandbox user. Failures of the set-up
 are the sandbox breaking: they exit with status 125 and write a line starting
 `ari-sandbox:` on the status pipe, which the host turns into a SandboxError (a working
@@ -23,19 +25,16 @@ broken sandbox.
 
 from __future__ import annotations
 
+import _signal
+import _socket
 import ctypes
 import fcntl
-import json
+import marshal
 import os
 import resource
-import socket
 import stat
 import struct
 import sys
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from typing import Any
 
 SETUP_FAILED = 125
 MS_RDONLY = 0x1
@@ -103,12 +102,9 @@ def make_mountpoint(path: str, is_dir: bool) -> None:
             pass
 
 
-def rebuild_filesystem(spec: dict[str, Any]) -> None:
-    expose: list[str] = spec["expose"]
-    readonly = set(spec["readonly"])
-    shadow: list[str] = spec["shadow"]
-    hide: list[str] = spec["hide"]
-    tmpfs_size = str(spec["tmpfs_size"])
+def rebuild_filesystem(
+    expose: list[str], readonly: list[str], shadow: list[str], hide: list[str], tmpfs_size: str
+) -> None:
 
     # File descriptors first: they keep pointing at the real directories after a tmpfs covers
     # the path they were reached by, so they can be bound back in below.
@@ -141,10 +137,13 @@ def rebuild_filesystem(spec: dict[str, Any]) -> None:
 
 def loopback_up() -> None:
     """A new network namespace has only `lo`, and it is down; bring it up (local servers work)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
+    try:
         ifreq = struct.pack("16sH14x", b"lo", 0)
-        flags = struct.unpack("16sH14x", fcntl.ioctl(s, SIOCGIFFLAGS, ifreq))[1]
-        fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+        flags = struct.unpack("16sH14x", fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, ifreq))[1]
+        fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
+    finally:
+        s.close()
 
 
 def set_rlimits(limits: dict[str, int]) -> None:
@@ -166,30 +165,71 @@ def drop_privileges(uid: int, gid: int) -> None:
 
 def main() -> None:
     global _status_fd
-    with open(sys.argv[1]) as f:
-        spec = json.load(f)
+    with open(sys.argv[1], "rb") as f:
+        spec = marshal.load(f)
     _status_fd = spec["status_fd"]
     os.set_inheritable(_status_fd, False)
     join_cgroups(spec["cgroups"])
     if spec["mounts"]:
-        rebuild_filesystem(spec)
+        rebuild_filesystem(
+            spec["expose"], spec["readonly"], spec["shadow"], spec["hide"], spec["tmpfs_size"]
+        )
     if spec["loopback"]:
         try:
             loopback_up()
         except OSError as e:
             fail(f"cannot bring loopback up: {e}")
-    set_rlimits(spec["rlimits"])
+    child = os.fork()
+    if child == 0:
+        run_command(spec)
+    supervise(child)
+
+
+def supervise(child: int) -> None:
+    """Stay as the namespace's init: reap orphans, and report the command's own exit status.
+
+    The command must not be PID 1 itself: PID 1 ignores signals it has no handler for, even
+    SIGKILL from inside, so `kill $$` or a default SIGTERM would not work as usual. And a command
+    killed by a signal is reported on the status pipe as -signal (PID 1 cannot kill itself to
+    pass the signal on). When this process exits the kernel kills the rest of the namespace.
+    """
+    devnull = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):  # only the command holds the host's pipes: EOF means it is gone
+        os.dup2(devnull, fd)
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            os._exit(SETUP_FAILED)
+        except InterruptedError:
+            continue
+        if pid != child:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        try:
+            os.write(_status_fd, f"exit {code}\n".encode())
+        except OSError:  # the host is gone: nobody left to tell
+            os._exit(SETUP_FAILED)
+        os._exit(code if code >= 0 else 128 - code)
+
+
+def run_command(spec: dict[str, object]) -> None:
+    """In the forked child: limits, the uid switch, then exec (never returns)."""
+    set_rlimits(spec["rlimits"])  # type: ignore[arg-type]
     os.umask(0o022)
+    for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):  # Python ignores these; exec keeps that
+        _signal.signal(signum, _signal.SIG_DFL)
     if spec["uid"] is not None:
-        drop_privileges(spec["uid"], spec["gid"])
+        drop_privileges(spec["uid"], spec["gid"])  # type: ignore[arg-type]
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         fail("prctl(PR_SET_NO_NEW_PRIVS) failed")
+    cwd = str(spec["cwd"])
     try:
-        os.chdir(spec["cwd"])
+        os.chdir(cwd)
     except OSError as e:
-        fail(f"cannot enter working directory {spec['cwd']}: {e.strerror}")
-    argv: list[str] = spec["argv"]
-    env: dict[str, str] = spec["env"]
+        fail(f"cannot enter working directory {cwd}: {e.strerror}")
+    argv: list[str] = spec["argv"]  # type: ignore[assignment]
+    env: dict[str, str] = spec["env"]  # type: ignore[assignment]
     os.write(_status_fd, b"ok\n")
     os.close(_status_fd)
     program = find_program(argv[0], env.get("PATH", ""))

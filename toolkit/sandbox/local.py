@@ -25,8 +25,8 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
+import marshal
 import os
 import pwd
 import select
@@ -114,41 +114,84 @@ def _signal(send: Callable[[int, int], None], target: int) -> None:
 
 
 class LocalProcess(SandboxProcess):
-    """A process tree started by `LocalSandbox`; `kill` takes down everything it started."""
+    """A process tree started by `LocalSandbox`; `kill` takes down everything it started.
 
-    def __init__(self, popen: subprocess.Popen[bytes], cgroups: _host.ProcessCgroups):
+    Its launcher reports on a status pipe: "ok" once the command is about to be exec'd (or an
+    `ari-sandbox:` line saying why set-up failed), then "exit N" with the command's own status.
+    """
+
+    def __init__(
+        self, popen: subprocess.Popen[bytes], cgroups: _host.ProcessCgroups, status_fd: int
+    ):
         self._popen = popen
         self._cgroups = cgroups
+        self._status_fd: int | None = status_fd
+        self._status = b""
+        self._code: int | None = None
+        self._released = False
         self.pid = popen.pid
         self.stdin: IO[bytes] | None = popen.stdin
         self.stdout: IO[bytes] | None = popen.stdout
         self.stderr: IO[bytes] | None = popen.stderr
-        self._released = False
+
+    def _read_status(self, timeout: float) -> bool:
+        """Read what the launcher said within `timeout`; False once the pipe is at EOF."""
+        if self._status_fd is None:
+            return False
+        ready, _, _ = select.select([self._status_fd], [], [], timeout)
+        if not ready:
+            return True
+        chunk = os.read(self._status_fd, 4096)
+        self._status += chunk
+        if not chunk:
+            os.close(self._status_fd)
+            self._status_fd = None
+        return bool(chunk)
+
+    def await_setup(self, timeout: float) -> None:
+        """Block until the command is exec'd; SandboxError (tree killed) if set-up failed."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self._status.startswith(b"ok\n"):
+                return
+            if self._status.endswith(b"\n") or not self._read_status(0.05):
+                break
+        if self._status.startswith(b"ok\n"):
+            return
+        self.kill()
+        reason = self._status.decode(errors="replace").strip() or "the launcher died in set-up"
+        raise SandboxError(f"local sandbox set-up failed: {reason}")
+
+    def _finish(self) -> int:
+        """The command's exit status, once the launcher has exited; releases the tree."""
+        if self._code is None:
+            while self._read_status(2.0):
+                pass
+            self._code = self._popen.returncode
+            for line in self._status.splitlines():
+                if line.startswith(b"exit "):
+                    self._code = int(line[5:])
+        if not self._released:
+            self._kill_tree()  # nothing of the tree may outlive its first process
+        assert self._code is not None
+        return self._code
 
     def wait(self, timeout: float | None = None) -> int | None:
         try:
-            code = self._popen.wait(timeout)
+            self._popen.wait(timeout)
         except subprocess.TimeoutExpired:
             return None
-        self._release_if_done()
-        return code
+        return self._finish()
 
     def poll(self) -> int | None:
-        code = self._popen.poll()
-        if code is not None:
-            self._release_if_done()
-        return code
-
-    def _release_if_done(self) -> None:
-        """Once the first process is gone, nothing of its tree may outlive it."""
-        if not self._released:
-            self._kill_tree()
+        if self._popen.poll() is None:
+            return None
+        return self._finish()
 
     def kill(self) -> None:
-        if self._released:
-            return
-        self._kill_tree()
-        self._popen.wait()
+        if not self._released:
+            self._kill_tree()
+        self._finish()
 
     def _kill_tree(self) -> None:
         # The first process leads its own process group; in a PID namespace its death also
@@ -158,11 +201,10 @@ class LocalProcess(SandboxProcess):
         _signal(os.killpg, self.pid)
         for pid in doomed:
             _signal(os.kill, pid)
-        if self._popen.poll() is None:
-            try:
-                self._popen.wait(5)
-            except subprocess.TimeoutExpired as e:
-                raise SandboxError(f"sandboxed process {self.pid} survived SIGKILL") from e
+        try:
+            self._popen.wait(5)
+        except subprocess.TimeoutExpired as e:
+            raise SandboxError(f"sandboxed process {self.pid} survived SIGKILL") from e
         if not self._cgroups.kill_all():
             raise SandboxError(f"processes of sandboxed tree {self.pid} survived SIGKILL")
         self._cgroups.remove()
@@ -201,6 +243,7 @@ class LocalSandbox(Sandbox):
         self.uid, self.gid = _sandbox_ids()
         self.namespaces = self.support.unshare is not None
         self.drop_uid = self.namespaces and self.support.is_root
+        self.runtime = self._runtime_paths() if self.drop_uid else []
         self.tmpdir = self.root / ".tmp"
         self.tmpdir.mkdir(exist_ok=True)
         if self.drop_uid:
@@ -257,6 +300,20 @@ class LocalSandbox(Sandbox):
         except KeyError:
             return False
 
+    def _runtime_paths(self) -> list[Path]:
+        """The host Python (interpreter, stdlib, venv), read-only, where `nobody` cannot reach it.
+
+        The local backend has no image: sandboxed code runs the host's Python. When that lives
+        under a private directory (pyenv in /root, here), it is bound in read-only, alone.
+        """
+        found: list[Path] = []
+        for prefix in {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}:
+            if _untraversable_ancestor(prefix, self.uid) is not None and not any(
+                _is_within(prefix, p) for p in self.readonly
+            ):
+                found.append(prefix)
+        return found
+
     def _hand_over(self, path: Path) -> None:
         """Give the sandbox user the root's files, so it can work in its own directory."""
         os.chown(path, self.uid, self.gid)
@@ -303,7 +360,8 @@ class LocalSandbox(Sandbox):
         workdir = Path(cwd) if cwd is not None else self.root
         if not workdir.is_absolute():
             workdir = self.root / workdir
-        expose = sorted([self.root, *self.readonly], key=lambda p: len(str(p)))
+        readonly = [*self.readonly, *self.runtime]
+        expose = sorted([self.root, *readonly], key=lambda p: len(str(p)))
         cgroups = _host.ProcessCgroups(
             self.support, self.limits.memory_bytes, self.limits.max_processes
         )
@@ -312,7 +370,7 @@ class LocalSandbox(Sandbox):
             "cgroups": cgroups.procs_files,
             "mounts": self.namespaces,
             "expose": [str(p) for p in expose],
-            "readonly": [str(p) for p in self.readonly],
+            "readonly": [str(p) for p in readonly],
             "shadow": self._shadowed(expose) if self.namespaces else [],
             "hide": [str(p) for p in self.hide],
             "tmpfs_size": "50%",
@@ -325,8 +383,8 @@ class LocalSandbox(Sandbox):
             "env": {**self.base_env, **(env or {})},
             "status_fd": status_w,
         }
-        spec_file = self._state / f"spec-{os.getpid()}-{time.monotonic_ns()}.json"
-        spec_file.write_text(json.dumps(spec))
+        spec_file = self._state / f"spec-{os.getpid()}-{time.monotonic_ns()}"
+        spec_file.write_bytes(marshal.dumps(spec))
         command = [sys.executable, "-I", "-S", str(INIT_SCRIPT), str(spec_file)]
         if self.namespaces:
             assert self.support.unshare is not None
@@ -349,33 +407,13 @@ class LocalSandbox(Sandbox):
             raise SandboxError(f"could not start the sandbox launcher: {e}") from e
         finally:
             os.close(status_w)
-        process = LocalProcess(popen, cgroups)
+        process = LocalProcess(popen, cgroups, status_r)
         self._processes.append(process)
         try:
-            self._await_setup(status_r, process)
+            process.await_setup(SETUP_TIMEOUT_S)
         finally:
-            os.close(status_r)
             spec_file.unlink(missing_ok=True)
         return process
-
-    def _await_setup(self, status_r: int, process: LocalProcess) -> None:
-        """Block until the launcher reports "ok" (about to exec) or why set-up failed."""
-        end = time.monotonic() + SETUP_TIMEOUT_S
-        message = b""
-        while time.monotonic() < end:
-            ready, _, _ = select.select([status_r], [], [], 0.05)
-            if ready:
-                chunk = os.read(status_r, 4096)
-                message += chunk
-                if message.startswith(b"ok") or not chunk or message.endswith(b"\n"):
-                    break
-            elif process.poll() is not None:
-                break
-        if message.startswith(b"ok"):
-            return
-        process.kill()
-        reason = message.decode(errors="replace").strip() or "the launcher died during set-up"
-        raise SandboxError(f"local sandbox set-up failed: {reason}")
 
     # -- interface -----------------------------------------------------------------------
     def exec(
@@ -401,8 +439,8 @@ class LocalSandbox(Sandbox):
                 out, err = popen.communicate(timeout=5)
             except subprocess.TimeoutExpired:  # an escaped process still holds the pipes
                 out, err = b"", b""
-        code = popen.wait()
-        process._release_if_done()
+        popen.wait()
+        code = process._finish()
         return ExecResult(code, out or b"", err or b"", timed_out, time.monotonic() - started)
 
     def start(

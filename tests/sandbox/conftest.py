@@ -1,0 +1,63 @@
+"""Fixtures for the sandbox suite: every backend runs the same tests (docker joins later).
+
+Each test gets its own ARI_HOME and sandbox root in a tmp dir. `leftover` finds host processes
+that carry a test's marker in their command line: that is how the tests check that nothing of a
+killed tree survived, since pids printed inside a PID namespace mean nothing on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from toolkit.sandbox import BACKENDS, Sandbox, create_sandbox
+
+PY = sys.executable
+
+
+@pytest.fixture(autouse=True)
+def _ari_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARI_HOME", str(tmp_path / "ari-home"))
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "root"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def box(backend: str, root: Path) -> Iterator[Sandbox]:
+    with create_sandbox(backend, root=root) as sandbox:
+        yield sandbox
+
+
+@pytest.fixture
+def marker() -> str:
+    return f"ari-marker-{uuid.uuid4().hex}"
+
+
+def leftover(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker` (zombies included until reaped)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found

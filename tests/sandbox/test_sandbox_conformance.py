@@ -1,0 +1,194 @@
+"""The contract every sandbox backend keeps (parametrised over `BACKENDS`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from toolkit.sandbox import ExecResult, LineReader, Sandbox, SandboxError, create_sandbox
+
+PY = sys.executable
+
+
+def test_exec_collects_output_and_status(box: Sandbox) -> None:
+    result = box.exec(["sh", "-c", "echo out; echo err >&2; exit 3"])
+    assert isinstance(result, ExecResult)
+    assert (result.returncode, result.stdout, result.stderr) == (3, b"out\n", b"err\n")
+    assert not result.timed_out and not result.ok
+    assert result.duration_s > 0
+
+
+def test_exec_passes_input_and_binary_output(box: Sandbox) -> None:
+    data = bytes(range(256)) * 1000
+    result = box.exec(["cat"], input=data)
+    assert result.ok and result.stdout == data
+
+
+def test_missing_command_is_a_result_not_an_error(box: Sandbox) -> None:
+    result = box.exec(["no-such-command-ari"])
+    assert result.returncode == 127 and b"not found" in result.stderr
+
+
+def test_killed_by_signal_is_negative(box: Sandbox) -> None:
+    assert box.exec(["sh", "-c", "kill -KILL $$"]).returncode == -9
+
+
+def test_cwd_defaults_to_root_and_may_be_relative(box: Sandbox) -> None:
+    assert box.exec(["pwd"]).stdout.decode().strip() == str(box.root)
+    box.write_file("sub/dir/x.txt", b"x")
+    assert box.exec(["pwd"], cwd="sub/dir").stdout.decode().strip() == str(box.root / "sub/dir")
+
+
+def test_missing_cwd_is_a_clear_error(box: Sandbox) -> None:
+    with pytest.raises(SandboxError, match="nope"):
+        box.exec(["true"], cwd="nope")
+
+
+def test_environment_is_scrubbed(backend: str, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_SECRET", "hunter2")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
+    with create_sandbox(backend, root=root, env={"SANDBOX_VAR": "given"}) as box:
+        result = box.exec(["env"], env={"CALL_VAR": "call"})
+    env = dict(line.split("=", 1) for line in result.stdout.decode().splitlines())
+    assert "FAKE_SECRET" not in env and "OPENAI_API_KEY" not in env
+    assert b"hunter2" not in result.stdout and b"sk-leak" not in result.stdout
+    assert env["HOME"] == str(root.resolve()) and env["LANG"] == "C.UTF-8"
+    assert Path(env["TMPDIR"]).is_relative_to(root.resolve())
+    assert env["SANDBOX_VAR"] == "given" and env["CALL_VAR"] == "call"
+    allowed = {"PATH", "HOME", "LANG", "TMPDIR", "SANDBOX_VAR", "CALL_VAR", "PWD", "SHLVL", "_"}
+    assert set(env) <= allowed
+
+
+def test_tmpdir_is_usable(box: Sandbox) -> None:
+    result = box.exec([PY, "-c", "import tempfile; print(tempfile.mkstemp()[1])"])
+    assert result.ok, result.stderr
+    assert Path(result.stdout.decode().strip()).is_relative_to(box.root)
+
+
+def test_timeout_kills_and_reports(box: Sandbox) -> None:
+    started = time.monotonic()
+    result = box.exec(["sh", "-c", "echo started; sleep 60"], timeout=1)
+    assert result.timed_out and not result.ok and result.returncode < 0
+    assert result.stdout == b"started\n"
+    assert time.monotonic() - started < 10
+
+
+def test_files_round_trip_both_ways(box: Sandbox) -> None:
+    box.write_file("a/b/in.txt", b"from host")
+    result = box.exec(["sh", "-c", "cat a/b/in.txt && echo more >> a/b/in.txt && echo hi > out"])
+    assert result.ok, result.stderr
+    assert result.stdout == b"from host"
+    assert box.read_file("a/b/in.txt") == b"from hostmore\n"
+    assert box.read_file("out") == b"hi\n"
+
+
+@pytest.mark.parametrize("bad", ["/etc/passwd", "../x", "a/../../x", "", "."])
+def test_file_paths_must_stay_inside_root(box: Sandbox, bad: str) -> None:
+    with pytest.raises(ValueError):
+        box.read_file(bad)
+    with pytest.raises(ValueError):
+        box.write_file(bad, b"x")
+
+
+def test_symlinks_planted_inside_are_not_followed(box: Sandbox, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_bytes(b"host secret")
+    box.exec(["ln", "-s", str(outside), "link"])
+    box.exec(["ln", "-s", str(tmp_path), "dirlink"])
+    for path in ("link", "dirlink/outside.txt"):
+        with pytest.raises(ValueError):
+            box.read_file(path)
+        with pytest.raises(ValueError):
+            box.write_file(path, b"overwritten")
+    assert outside.read_bytes() == b"host secret"
+
+
+def test_missing_file(box: Sandbox) -> None:
+    with pytest.raises(FileNotFoundError):
+        box.read_file("nothing.txt")
+
+
+WORKER = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    if request.get("hang"):
+        import time; time.sleep(60)
+    sys.stdout.write(json.dumps({"echo": request["x"] * 2}) + "\\n")
+    sys.stdout.flush()
+"""
+
+
+def test_start_speaks_json_lines(box: Sandbox) -> None:
+    box.write_file("worker.py", WORKER.encode())
+    process = box.start([PY, "worker.py"])
+    assert process.stdin is not None and process.stdout is not None
+    reader = LineReader(process.stdout)
+    for x in (1, 2, 3):
+        process.stdin.write(json.dumps({"x": x}).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(reader.readline(timeout=30)) == {"echo": 2 * x}
+    assert process.poll() is None
+    process.stdin.write(b'{"hang": true}\n')
+    process.stdin.flush()
+    with pytest.raises(TimeoutError):
+        reader.readline(timeout=0.5)
+    process.kill()
+    assert process.wait(timeout=5) is not None
+    process.stdin.close()
+
+
+def test_start_exit_status_and_eof(box: Sandbox) -> None:
+    process = box.start(["sh", "-c", "echo bye; exit 4"], stdin=False, stderr=False)
+    assert process.stdin is None and process.stderr is None and process.stdout is not None
+    reader = LineReader(process.stdout)
+    assert reader.readline(timeout=30) == b"bye\n"
+    assert reader.readline(timeout=30) == b""
+    assert process.wait(timeout=30) == 4
+    assert process.poll() == 4
+    process.stdout.close()
+
+
+def test_wait_times_out_with_none(box: Sandbox) -> None:
+    process = box.start(["sleep", "60"], stdin=False, stdout=False, stderr=False)
+    assert process.wait(timeout=0.2) is None
+    box.cleanup()
+    assert process.poll() is not None
+
+
+def test_cleanup_is_idempotent_and_final(box: Sandbox) -> None:
+    box.cleanup()
+    box.cleanup()
+    with pytest.raises(SandboxError, match="cleaned up"):
+        box.exec(["true"])
+
+
+def test_isolation_is_described(box: Sandbox, backend: str) -> None:
+    assert box.name == backend
+    assert box.isolation and all(isinstance(x, str) for x in box.isolation)
+    assert box.not_isolated and all(isinstance(x, str) for x in box.not_isolated)
+    assert "scrubbed-env" in box.isolation
+
+
+def test_unknown_backend_names_the_known_ones(root: Path) -> None:
+    with pytest.raises(ValueError, match="'local'"):
+        create_sandbox("kvm", root=root)
+
+
+def test_root_must_exist(backend: str, tmp_path: Path) -> None:
+    with pytest.raises(SandboxError, match="not a directory"):
+        create_sandbox(backend, root=tmp_path / "missing")
+
+
+def test_files_made_by_host_are_usable_inside(backend: str, root: Path) -> None:
+    (root / "given.txt").write_text("prepared before the sandbox")
+    os.chmod(root / "given.txt", 0o600)
+    with create_sandbox(backend, root=root) as box:
+        result = box.exec(["sh", "-c", "cat given.txt && echo x >> given.txt"])
+    assert result.ok, result.stderr
+    assert result.stdout == b"prepared before the sandbox"
