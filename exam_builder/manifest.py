@@ -39,8 +39,9 @@ class Manifest(BaseModel):
     quality: QualityReport = Field(description="Per-family quality report.")
 
     def to_json(self) -> str:
+        """Deterministic JSON: field order, then families in exam order (not sorted)."""
         data = self.model_dump(mode="json")
-        return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def load_manifest(path: Path) -> Manifest:
