@@ -34,6 +34,10 @@ cli.add_command(verify_exam_command)
 from toolkit.commands.grade import grade_command  # noqa: E402
 
 cli.add_command(grade_command)
+from toolkit.commands.run import run_command, runs_group  # noqa: E402
+
+cli.add_command(run_command)
+cli.add_command(runs_group)
 
 
 def main() -> None:

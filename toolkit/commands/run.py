@@ -1,0 +1,304 @@
+"""`toolkit run` (one agent run under a track's rules) and `toolkit runs` (recover, validate).
+
+Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result: it scores 0);
+1 when it ended `invalid` (infrastructure failure: rerun it); 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from exam_builder.exam_file import ExamFileError
+from toolkit.agents import AGENTS, get_agent
+from toolkit.data import DataError
+from toolkit.results import ResultsError, RunResult, json_schema, load_run
+from toolkit.run.chain import ChainError
+from toolkit.run.history import HISTORY_FILE, check_against
+from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
+from toolkit.run.orchestrate import RunSpec, execute_run
+from toolkit.run.recovery import recover_runs
+from toolkit.run.workspace import WorkspaceError
+from toolkit.tracks import RegistryError, get_track
+
+# Environment variables whose values must never reach the agent's workspace (checked there).
+SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def _secrets() -> list[str]:
+    return [v for k, v in os.environ.items() if k.endswith(SECRET_ENV_SUFFIXES) and v]
+
+
+def _device(choice: str) -> str:
+    if choice != "auto":
+        return choice
+    import torch  # slow import: only when asked to detect
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def print_result(result: RunResult, path: Path, console: Console) -> None:
+    colour = {"valid": "green", "failed": "yellow", "invalid": "red"}[result.status]
+    s = result.score
+    console.print(
+        f"[bold {colour}]{result.status}[/bold {colour}] · score {s.percent:.1f}% "
+        f"({s.passed}/{s.total}) · bpb "
+        f"{'—' if result.bits_per_byte is None else f'{result.bits_per_byte:.4f}'}"
+    )
+    if result.status_reason:
+        console.print(f"reason: {result.status_reason}")
+    promoted = result.promoted.id if result.promoted else "none"
+    public = result.best_public_score
+    console.print(
+        f"candidates {len(result.candidates)} · promoted {promoted} · best public "
+        f"{'—' if public is None else f'{public:.1f}%'} · used {result.timings.used_s:.0f}s of "
+        f"{result.timings.budget_s:.0f}s"
+    )
+    console.print(f"result: {path}")
+
+
+@click.command("run")
+@click.option("--model", required=True, help="Model under test ('none' for the scripted agent).")
+@click.option("--effort", default=None, help="Reasoning effort (part of the row's identity).")
+@click.option("--seed", required=True, type=click.IntRange(min=0), help="Run seed.")
+@click.option(
+    "--agent",
+    type=click.Choice(sorted(AGENTS)),
+    default="scripted",
+    show_default=True,
+    help="Agent scaffold. 'scripted' trains the starter as-is; 'opencode' comes next.",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(["local"]),
+    default="local",
+    show_default=True,
+    help="Sandbox backend of the three roles. 'docker' comes next.",
+)
+@click.option(
+    "--track", default="demo-cpu", show_default=True, help="Track id (results/tracks.json)."
+)
+@click.option(
+    "--budget",
+    type=click.FloatRange(min=10),
+    default=None,
+    help="Override the budget in seconds (demo tracks only; per-call and reserved scale with it).",
+)
+@click.option(
+    "--exam",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="The track's exam (exam.jsonl or its folder). Demo tracks build theirs if omitted.",
+)
+@click.option(
+    "--train-data",
+    type=click.Path(exists=True, path_type=Path),
+    default=None,
+    help="Training text (.txt, folder, .jsonl, .parquet). Default: the built-in corpus.",
+)
+@click.option(
+    "--results",
+    "results_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("results"),
+    show_default=True,
+    help="Results folder: holds tracks.json; the run goes to <results>/<track>/<run_id>.json.",
+)
+@click.option(
+    "--registry",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Folder with tracks.json if not the results folder (default: --results, then ./results).",
+)
+@click.option(
+    "--device",
+    type=click.Choice(["auto", "cpu", "cuda"]),
+    default="auto",
+    show_default=True,
+    help="Device for grading (training picks its own inside the runner).",
+)
+@click.option("--quiet", is_flag=True, help="Do not echo the agent's console.")
+def run_command(
+    model: str,
+    effort: str | None,
+    seed: int,
+    agent: str,
+    backend: str,
+    track: str,
+    budget: float | None,
+    exam: Path | None,
+    train_data: Path | None,
+    results_dir: Path,
+    registry: Path | None,
+    device: str,
+    quiet: bool,
+) -> None:
+    """Run one agent under a track's rules and publish its result.
+
+    The agent gets a workspace (task brief, starter, training data, public validation set) and a
+    shell whose only way to compute is `runner`; the harness enforces the clock, kills
+    everything at the deadline, grades the last promoted candidate on the exam and writes
+    <results>/<track>/<run_id>.json with the audit log, history and transcript beside it.
+
+    \b
+    Example:
+      toolkit run --model none --agent scripted --backend local --track demo-cpu --seed 0 \\
+          --results /tmp/demo-results
+    """
+    console = Console(stderr=True)
+    registry_dir = registry or (
+        results_dir if (results_dir / "tracks.json").is_file() else Path("results")
+    )
+    try:
+        the_track = get_track(registry_dir, track)
+    except RegistryError as exc:
+        raise click.UsageError(str(exc)) from exc
+    budget_s = per_call = reserved = None
+    if budget is not None:
+        if not the_track.demo:
+            raise click.UsageError(
+                f"--budget is for trying things out: track '{track}' is official and its "
+                "budget is part of what it freezes"
+            )
+        scale = budget / the_track.budget_s
+        budget_s, per_call = budget, min(budget, the_track.per_call_limit_s * scale)
+        reserved = the_track.reserved_s * scale
+    for path in recover_runs():
+        console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
+    try:
+        exam_path = resolve_exam(the_track, exam)
+        public = public_set()
+        check_public_set(the_track, public)
+        data_dir = Path(tempfile.mkdtemp(prefix="ari-data-"))
+        console.print("preparing the training data...")
+        prepare_data(train_data, data_dir)
+    except (InputError, ExamFileError, DataError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    spec = RunSpec(
+        track=the_track,
+        model=model,
+        seed=seed,
+        agent=get_agent(agent),
+        exam=exam_path,
+        public_set=public,
+        data_dir=data_dir,
+        results_dir=results_dir,
+        backend=backend,
+        device=_device(device),
+        effort=effort,
+        budget_s=budget_s,
+        per_call_limit_s=per_call,
+        reserved_s=reserved,
+        secrets=_secrets(),
+    )
+    progress = Progress(
+        TextColumn("[bold]run[/bold]"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f}s"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+    task = progress.add_task("run", total=spec.budget[0])
+
+    def echo(line: str) -> None:
+        if not quiet:
+            progress.console.print(line, markup=False, highlight=False)
+
+    def tick(elapsed: float, total: float) -> None:
+        progress.update(task, completed=min(elapsed, total))
+
+    try:
+        with progress:
+            result = execute_run(spec, echo=echo, tick=tick)
+    except (WorkspaceError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    path = results_dir / result.track / f"{result.run_id}.json"
+    print_result(result, path, Console())
+    if result.status == "invalid":
+        raise SystemExit(1)
+
+
+@click.group("runs")
+def runs_group() -> None:
+    """Look after run results: recover interrupted runs, validate result files, export schema.
+
+    \b
+    Example:
+      toolkit runs validate results/
+    """
+
+
+@runs_group.command("recover")
+def recover_command() -> None:
+    """Record every run whose harness died (e.g. kill -9) as invalid, with its reason.
+
+    `toolkit run` does this too before it starts. The audit log and the submission history of
+    such a run are kept as they were; leftover agent processes are killed.
+
+    \b
+    Example:
+      toolkit runs recover
+    """
+    written = recover_runs()
+    for path in written:
+        click.echo(f"recorded as invalid: {path}")
+    if not written:
+        click.echo("no interrupted runs")
+
+
+def _result_files(paths: tuple[Path, ...]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(p for p in path.glob("*/*.json") if p.is_file())
+        else:
+            files.append(path)
+    return files
+
+
+@runs_group.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+def validate_command(paths: tuple[Path, ...]) -> None:
+    """Check result files against the run model (and their histories, when beside them).
+
+    PATHS are result files or results folders (every <track>/<run_id>.json inside). Errors name
+    the file and the field; the exit status is 1 if any file is bad.
+
+    \b
+    Example:
+      toolkit runs validate results/
+    """
+    bad = 0
+    files = _result_files(paths)
+    for file in files:
+        try:
+            result = load_run(file)
+            history = file.parent / result.run_id / HISTORY_FILE
+            if history.is_file():
+                check_against(history, result)
+        except (ResultsError, ChainError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            bad += 1
+            continue
+        click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%)")
+    if not files:
+        click.echo("no result files found", err=True)
+    if bad or not files:
+        raise SystemExit(1)
+
+
+@runs_group.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of a result file (also in toolkit/schemas/run.schema.json).
+
+    \b
+    Example:
+      toolkit runs schema > run.schema.json
+    """
+    click.echo(json_schema(), nl=False)
