@@ -1,0 +1,109 @@
+"""Deterministic packing, the size limit, and archives that try to write outside their folder."""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+from conftest import ORACLE, MakeBundle, MakeExam, code_questions
+
+from toolkit.grading import BundleError, extract_bundle, grade_bundle, pack_bundle
+
+
+def test_packing_is_deterministic_whatever_the_file_metadata(
+    make_bundle: MakeBundle, tmp_path: Path
+) -> None:
+    bundle = make_bundle(ORACLE, files={"weights/a.bin": b"\x00" * 1000, "b.txt": b"hello"})
+    first = pack_bundle(bundle, tmp_path / "one.tar.gz")
+    os.utime(bundle / "b.txt", (1, 1))
+    (bundle / "weights" / "a.bin").chmod(0o600)
+    second = pack_bundle(bundle, tmp_path / "two.tar.gz")
+    assert first.sha256 == second.sha256 and first.packed_bytes == second.packed_bytes
+    assert first.files == 3
+    with tarfile.open(first.path) as tar:
+        names = tar.getnames()
+        assert names == sorted(names)
+        assert all(m.mtime == 0 and m.uid == 0 and m.gid == 0 for m in tar.getmembers())
+    (bundle / "b.txt").write_bytes(b"hellO")
+    assert pack_bundle(bundle, tmp_path / "three.tar.gz").sha256 != first.sha256
+
+
+def test_symlink_in_a_bundle_folder_is_refused(make_bundle: MakeBundle, tmp_path: Path) -> None:
+    bundle = make_bundle(ORACLE)
+    (bundle / "link").symlink_to("/etc/passwd")
+    with pytest.raises(BundleError, match="symbolic links"):
+        pack_bundle(bundle, tmp_path / "out.tar.gz")
+
+
+def test_archive_bundle_grades_like_the_folder(
+    make_bundle: MakeBundle, make_exam: MakeExam, tmp_path: Path
+) -> None:
+    bundle = make_bundle(ORACLE)
+    exam = make_exam(code_questions(3))
+    # A submitter's own archive, with other metadata: the grader re-packs it the same way.
+    archive = tmp_path / "mine.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(bundle / "inference.py", arcname="inference.py")
+    by_folder = grade_bundle(bundle, exam, phases=("generate",))
+    by_archive = grade_bundle(archive, exam, phases=("generate",))
+    assert by_folder.sha256 == by_archive.sha256
+    assert by_folder.score == by_archive.score and by_archive.score.percent == 100.0
+
+
+def test_packed_size_over_the_limit_is_a_graded_failure(
+    make_bundle: MakeBundle, make_exam: MakeExam
+) -> None:
+    bundle = make_bundle(ORACLE, files={"weights.bin": os.urandom(300_000)})
+    report = grade_bundle(bundle, make_exam(code_questions(2)), size_limit_bytes=200_000)
+    assert not report.ok and report.score.passed == 0
+    assert report.packed_bytes is not None and report.packed_bytes > 200_000
+    assert "over the 200,000-byte limit" in (report.reason or "")
+    assert report.timings.load == 0  # never started
+
+
+def _evil_archive(path: Path, member: tarfile.TarInfo, data: bytes = b"pwned") -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        safe = tarfile.TarInfo("inference.py")
+        safe.size = len(ORACLE)
+        tar.addfile(safe, io.BytesIO(ORACLE.encode()))
+        tar.addfile(member, io.BytesIO(data) if member.isfile() else None)
+        if member.issym() or member.islnk():  # then write through the link
+            through = tarfile.TarInfo(member.name + "/x" if member.issym() else member.name)
+            through.size = len(data)
+            tar.addfile(through, io.BytesIO(data))
+    return path
+
+
+@pytest.mark.parametrize("kind", ["dotdot", "absolute", "symlink", "hardlink"])
+def test_unsafe_archives_are_refused_before_writing_outside(
+    kind: str, tmp_path: Path, make_exam: MakeExam
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = outside / "victim.txt"
+    if kind == "dotdot":
+        member = tarfile.TarInfo("../outside/victim.txt")
+        member.size = 5
+    elif kind == "absolute":
+        member = tarfile.TarInfo(str(target))
+        member.size = 5
+    elif kind == "symlink":
+        member = tarfile.TarInfo("escape")
+        member.type, member.linkname = tarfile.SYMTYPE, str(outside)
+    else:
+        target.write_text("original")
+        member = tarfile.TarInfo("hard")
+        member.type, member.linkname = tarfile.LNKTYPE, str(target)
+    archive = _evil_archive(tmp_path / f"{kind}.tar.gz", member)
+    dest = tmp_path / "extract" / "bundle"
+    with pytest.raises(BundleError, match="not allowed"):
+        extract_bundle(archive, dest)
+    assert not dest.exists(), "extraction wrote something before refusing"
+    assert list(outside.iterdir()) == ([target] if kind == "hardlink" else [])
+    if kind == "hardlink":
+        assert target.read_text() == "original"
+    report = grade_bundle(archive, make_exam(code_questions(1)))
+    assert not report.ok and "not allowed" in (report.reason or "")
