@@ -86,6 +86,9 @@ def make_exam(tmp_path: Path) -> MakeExam:
 def fast_params() -> GradingParams:
     """Small limits so that hangs end quickly."""
     return GradingParams(
-        load_timeout_s=60, batch_timeout_s=30, total_timeout_s=120, batch_size=4,
+        load_timeout_s=60,
+        batch_timeout_s=30,
+        total_timeout_s=120,
+        batch_size=4,
         memory_bytes=4 * 2**30,
     )
