@@ -11,6 +11,7 @@ that line to whoever published the bad file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from toolkit.results import ResultsError, RunResult, load_run
@@ -42,12 +43,13 @@ class ResultsSet:
         """The runs of one track, in file order."""
         return [r for r in self.runs if r.result.track == track_id]
 
+    @cached_property
+    def _by_id(self) -> dict[str, LoadedRun]:
+        return {r.result.run_id: r for r in self.runs}
+
     def run(self, run_id: str) -> LoadedRun:
         """One run by id (ids are unique across the whole folder)."""
-        for r in self.runs:
-            if r.result.run_id == run_id:
-                return r
-        raise KeyError(run_id)
+        return self._by_id[run_id]
 
 
 def _check_run(path: Path, run: RunResult, tracks: dict[str, Track], root: Path) -> None:

@@ -1,0 +1,142 @@
+"""mkdocs hooks: the leaderboard site, generated from results/ at build time.
+
+Thin on purpose: `toolkit.stats` validates the results and plans the site (which pages, with
+what data); this hook only renders the plan's jinja templates (site/overrides/ari/) and hands
+the pages and files to mkdocs. Bad input stops the build with the loader's one-line message,
+which names the file and the field.
+
+The results folder is `$ARI_RESULTS_DIR` when set (the tests point it at fixtures), otherwise
+`results/` beside mkdocs.yml.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import markupsafe
+from mkdocs.config.defaults import MkDocsConfig
+from mkdocs.exceptions import PluginError
+from mkdocs.structure.files import File, Files
+
+from toolkit.results import ResultsError
+from toolkit.stats import load_results
+from toolkit.stats.site_plan import SitePlan, plan_site
+from toolkit.tracks import RegistryError
+
+TEMPLATES = Path(__file__).parent / "overrides" / "ari"
+MAINTAINERS = "maintainers/"
+
+
+def results_dir(config: MkDocsConfig) -> Path:
+    """`$ARI_RESULTS_DIR`, or results/ next to mkdocs.yml."""
+    env = os.environ.get("ARI_RESULTS_DIR")
+    if env:
+        return Path(env)
+    return Path(config.config_file_path).resolve().parent / "results"
+
+
+# --- formatting filters (presentation only; the numbers come from toolkit.stats) ------------
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _signed(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.1f}"
+
+
+def _megabytes(value: float | None) -> str:
+    return "—" if value is None else f"{value / 1e6:.2f} MB"
+
+
+def _duration(seconds: float | None) -> str:
+    """Human duration: '1 hour', '20 minutes', '90 seconds'."""
+    if seconds is None:
+        return "—"
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    if seconds >= 120:
+        return f"{seconds / 60:.1f} minutes"
+    return f"{seconds:g} seconds"
+
+
+def _md(text: object) -> str:
+    """Escape markdown's inline specials in data shown inside markdown (model names)."""
+    return re.sub(r"([\\`*_{}\[\]<>()#+!|])", r"\\\1", str(text))
+
+
+def environment() -> jinja2.Environment:
+    """The jinja environment of the site's page templates."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(
+        pct=_pct,
+        signed=_signed,
+        mb=_megabytes,
+        duration=_duration,
+        md=_md,
+        thousands=lambda n: f"{n:,}",
+        # front matter values: JSON strings are valid YAML and survive quotes and colons
+        yaml=lambda s: markupsafe.Markup(json.dumps(str(s))),
+    )
+    return env
+
+
+# --- mkdocs events --------------------------------------------------------------------------
+
+
+def _add(files: Files, made: File) -> None:
+    if files.get_file_from_path(made.src_uri) is not None:
+        raise PluginError(f"site/docs/{made.src_uri} clashes with a generated page; remove it")
+    files.append(made)
+
+
+def _render(plan: SitePlan, files: Files, config: MkDocsConfig) -> None:
+    env = environment()
+    for page in plan.pages:
+        text = env.get_template(page.template).render(page.context)
+        _add(files, File.generated(config, page.src_uri, content=text))
+    for html in plan.html_pages:
+        text = env.get_template(html.template).render(html.context)
+        _add(files, File.generated(config, html.src_uri, content=text))
+    for copy in plan.copies:
+        _add(files, File.generated(config, copy.src_uri, abs_src_path=str(copy.source)))
+    for download in plan.texts:
+        _add(files, File.generated(config, download.src_uri, content=download.content))
+
+
+def on_files(files: Files, config: MkDocsConfig) -> Files:
+    """Load results/, plan the site, add every generated page and file, build the nav."""
+    source = results_dir(config)
+    try:
+        results = load_results(source)
+    except (ResultsError, RegistryError) as exc:
+        raise PluginError(f"bad results in {source}: {exc}") from None
+    plan = plan_site(results)
+    _render(plan, files, config)
+    maintainers = sorted(
+        f.src_uri
+        for f in files.documentation_pages()
+        if f.src_uri.startswith(MAINTAINERS) and not f.generated_by
+    )
+    nav: list[Any] = list(plan.nav)
+    if maintainers:
+        index = f"{MAINTAINERS}index.md"
+        ordered = [index] if index in maintainers else []
+        nav.append({"Maintainers": ordered + [p for p in maintainers if p != index]})
+    config.nav = nav
+    return files

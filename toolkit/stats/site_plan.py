@@ -1,0 +1,285 @@
+"""The data side of the leaderboard site: which pages exist, what each shows, where files go.
+
+`plan_site(results)` is a pure function from a validated `ResultsSet` to a `SitePlan`: pages
+(a jinja template name and its context), verbatim copies of run artifacts, generated text files
+(CSV / JSON downloads) and the navigation. `site/hooks.py` only renders the templates and hands
+the files to mkdocs, so everything here can be tested without mkdocs.
+
+URLs are output paths relative to the site root (the site is built with
+`use_directory_urls: false`, so it also works opened from disk, offline). Templates prefix them
+with `root`, the way back from the page to the site root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from toolkit import __version__
+from toolkit.results import RunResult, json_schema
+from toolkit.stats.board import Row, leaderboard
+from toolkit.stats.chart import MeansChart, TimelineChart, means_chart, timeline_chart
+from toolkit.stats.export import COLUMNS, to_csv, to_json
+from toolkit.stats.loading import LoadedRun, ResultsSet
+from toolkit.tracks import ProtocolFix, Track
+
+ARTIFACT_PAGE_BYTES = 96 * 1024  # one page of a transcript view: big enough, fast to load
+TOP_ROWS = 5  # rows shown on the home page per track
+
+
+@dataclass
+class Page:
+    """A generated markdown page: `template` rendered with `context` into `src_uri`."""
+
+    src_uri: str
+    template: str
+    context: dict[str, Any]
+
+    @property
+    def url(self) -> str:
+        return html_url(self.src_uri)
+
+
+@dataclass
+class HtmlPage:
+    """A generated standalone HTML file (large artifact views skip markdown for speed)."""
+
+    src_uri: str
+    template: str
+    context: dict[str, Any]
+
+
+@dataclass
+class Copy:
+    """A file copied into the site unchanged (a run artifact)."""
+
+    src_uri: str
+    source: Path
+
+
+@dataclass
+class Text:
+    """A generated download (CSV, JSON)."""
+
+    src_uri: str
+    content: str
+
+
+@dataclass
+class TrackBoard:
+    """One track's leaderboard and where its pages and downloads live."""
+
+    track: Track
+    rows: list[Row]
+    chart: MeansChart
+    url: str
+    csv_url: str
+    json_url: str
+
+    @property
+    def ranked(self) -> list[Row]:
+        return [r for r in self.rows if r.rank is not None]
+
+    @property
+    def unscored(self) -> list[Row]:
+        return [r for r in self.rows if not r.legacy and r.rank is None]
+
+    @property
+    def legacy(self) -> list[Row]:
+        return [r for r in self.rows if r.legacy]
+
+    @property
+    def awaiting(self) -> int:
+        return sum(len(r.awaiting_rerun) for r in self.rows)
+
+    @property
+    def runs(self) -> int:
+        return sum(len(r.run_ids) for r in self.rows)
+
+    @property
+    def official_rows(self) -> int:
+        return sum(1 for r in self.ranked if not r.provisional)
+
+    def row_src(self, row: Row) -> str:
+        """The row page's source path (for markdown links, which mkdocs checks)."""
+        return f"rows/{self.track.id}/{row.slug}.md"
+
+    def row_url(self, row: Row) -> str:
+        """The row page's output path (for HTML links)."""
+        return html_url(self.row_src(row))
+
+
+@dataclass
+class ArtifactView:
+    """A run artifact: its raw copy and its paged views."""
+
+    name: str
+    raw_url: str
+    pages: list[str]
+    size: int
+
+
+@dataclass
+class RunView:
+    """One run on its row's page."""
+
+    run: RunResult
+    timeline: TimelineChart
+    artifacts: list[ArtifactView]
+    best_public: float | None
+
+
+@dataclass
+class SitePlan:
+    """Everything the hook has to render or copy, and the navigation."""
+
+    pages: list[Page] = field(default_factory=list)
+    html_pages: list[HtmlPage] = field(default_factory=list)
+    copies: list[Copy] = field(default_factory=list)
+    texts: list[Text] = field(default_factory=list)
+    nav: list[Any] = field(default_factory=list)
+
+
+def html_url(src_uri: str) -> str:
+    """The output path of a markdown page (`a/b.md` -> `a/b.html`)."""
+    return str(PurePosixPath(src_uri).with_suffix(".html"))
+
+
+def root_of(src_uri: str) -> str:
+    """The relative way from a page back to the site root ('' or '../..' + '/')."""
+    depth = len(PurePosixPath(src_uri).parts) - 1
+    return "../" * depth
+
+
+def current_track(tracks: dict[str, Track]) -> Track | None:
+    """The track the home page leads with: the first official (non-demo) one registered."""
+    official = [t for t in tracks.values() if not t.demo]
+    listed = official or list(tracks.values())
+    return listed[0] if listed else None
+
+
+def paginate(text: str, page_bytes: int = ARTIFACT_PAGE_BYTES) -> list[str]:
+    """Split text into pages of about `page_bytes`, on line boundaries (one page at least)."""
+    pages: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.splitlines(keepends=True):
+        if current and size + len(line) > page_bytes:
+            pages.append("".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += len(line)
+    pages.append("".join(current))
+    return pages
+
+
+def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str) -> list[Any]:
+    views = []
+    root_dir = results.results_dir.resolve()
+    for name in sorted(loaded.result.artifacts):
+        source = loaded.artifact_path(name)
+        raw = f"runs/{source.relative_to(root_dir).as_posix()}"
+        plan.copies.append(Copy(src_uri=raw, source=source))
+        text = source.read_text(encoding="utf-8", errors="replace")
+        chunks = paginate(text)
+        urls = [f"{raw}.{i + 1}.html" for i in range(len(chunks))]
+        for i, chunk in enumerate(chunks):
+            plan.html_pages.append(
+                HtmlPage(
+                    src_uri=urls[i],
+                    template="artifact.html",
+                    context={
+                        "root": root_of(urls[i]),
+                        "run": loaded.result,
+                        "name": name,
+                        "text": chunk,
+                        "page": i + 1,
+                        "pages": urls,
+                        "raw_url": raw,
+                        "row_url": back,
+                        "size": len(text.encode("utf-8")),
+                    },
+                )
+            )
+        views.append(ArtifactView(name=name, raw_url=raw, pages=urls, size=source.stat().st_size))
+    return views
+
+
+def _fix_for(fixes: list[ProtocolFix], row: Row) -> ProtocolFix | None:
+    return next((f for f in fixes if f.id == row.superseded_by and f.track == row.track), None)
+
+
+def plan_site(results: ResultsSet) -> SitePlan:
+    """Plan every page and file of the site from validated results."""
+    plan = SitePlan()
+    tracks = list(results.tracks.values())
+    boards: dict[str, TrackBoard] = {}
+    for track in tracks:
+        rows = leaderboard(results, track)
+        boards[track.id] = TrackBoard(
+            track=track,
+            rows=rows,
+            chart=means_chart(rows),
+            url=f"leaderboards/{track.id}.html",
+            csv_url=f"downloads/{track.id}.csv",
+            json_url=f"downloads/{track.id}.json",
+        )
+        plan.texts.append(Text(f"downloads/{track.id}.csv", to_csv(rows)))
+        plan.texts.append(Text(f"downloads/{track.id}.json", to_json(rows, [track])))
+    all_rows = [r for b in boards.values() for r in b.rows]
+    plan.texts.append(Text("downloads/leaderboard.csv", to_csv(all_rows)))
+    plan.texts.append(Text("downloads/leaderboard.json", to_json(all_rows, tracks)))
+    plan.texts.append(Text("downloads/run-result.schema.json", json_schema()))
+
+    common: dict[str, Any] = {
+        "tracks": tracks,
+        "boards": boards,
+        "current": current_track(results.tracks),
+        "fixes": results.fixes,
+        "columns": COLUMNS,
+        "total_runs": len(results.runs),
+        "toolkit_version": __version__,
+        "top_rows": TOP_ROWS,
+    }
+
+    def page(src_uri: str, template: str, **context: Any) -> Page:
+        made = Page(src_uri, template, {**common, "root": root_of(src_uri), **context})
+        plan.pages.append(made)
+        return made
+
+    page("index.md", "home.md")
+    page("methodology.md", "methodology.md")
+    page("leaderboards/index.md", "leaderboards.md")
+    for board in boards.values():
+        page(f"leaderboards/{board.track.id}.md", "leaderboard.md", board=board)
+        for row in board.rows:
+            src = board.row_src(row)
+            runs = []
+            for run_id in row.run_ids:
+                loaded = results.run(run_id)
+                runs.append(
+                    RunView(
+                        run=loaded.result,
+                        timeline=timeline_chart(loaded.result),
+                        artifacts=_artifacts(loaded, results, plan, board.row_url(row)),
+                        best_public=loaded.result.best_public_score,
+                    )
+                )
+            page(src, "row.md", board=board, row=row, runs=runs, fix=_fix_for(results.fixes, row))
+    page("protocol-fixes.md", "fixes.md")
+    page("limitations.md", "limitations.md")
+    page("downloads.md", "downloads.md")
+
+    plan.nav = [
+        {"Home": "index.md"},
+        {
+            "Leaderboards": [{"Overview": "leaderboards/index.md"}]
+            + [{b.track.title: f"leaderboards/{b.track.id}.md"} for b in boards.values()]
+        },
+        {"Methodology": "methodology.md"},
+        {"Protocol fixes & reruns": "protocol-fixes.md"},
+        {"Limitations": "limitations.md"},
+        {"Downloads": "downloads.md"},
+    ]
+    return plan
