@@ -30,7 +30,7 @@ class BuildError(ValueError):
 
 def git_worktree(path: Path) -> Path | None:
     """The root of the git working tree holding `path` (which need not exist yet), if any."""
-    path = path.absolute()
+    path = path.resolve()  # normalises "..", which would otherwise visit the wrong parents
     for candidate in (path, *path.parents):
         if (candidate / ".git").exists():
             return candidate
@@ -39,7 +39,7 @@ def git_worktree(path: Path) -> Path | None:
 
 def check_destination(out_dir: Path, *, allow_in_repo: bool) -> None:
     """Refuse a destination inside a git working tree, or one that already holds an exam."""
-    root = git_worktree(out_dir.resolve())
+    root = git_worktree(out_dir)
     if root is not None and not allow_in_repo:
         raise BuildError(
             f"{out_dir}: inside the git working tree {root}; a hidden exam must never be "
