@@ -28,7 +28,7 @@ say() { printf '[scripted] %s\n' "$*"; }
 say "reading TASK.md ($(wc -l <TASK.md) lines)"
 left=$(runner time_left) || { say "runner is not answering"; exit 1; }
 train=$(( (left - RESERVED_S) * SHARE_PCT / 100 ))
-cap=$(( PER_CALL_S * 90 / 100 ))
+cap=$(( PER_CALL_S * 75 / 100 ))   # the starter's export must fit in the call too
 [ "$train" -gt "$cap" ] && train=$cap
 if [ "$train" -lt 5 ]; then
     say "only ${left}s left: not enough time to train"
@@ -57,7 +57,7 @@ class ScriptedAgent(Agent):
     name = "scripted"
     version = __version__
 
-    def __init__(self, share: float = 0.6) -> None:
+    def __init__(self, share: float = 0.5) -> None:
         if not 0 < share <= 1:
             raise ValueError(f"share must be in (0, 1], got {share}")
         self.share = share

@@ -38,7 +38,7 @@ from toolkit.run.clock import Clock
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.submissions import Grader, Submissions
-from toolkit.run.workspace import Workspace, assemble, find_leaks
+from toolkit.run.workspace import STARTER_DIR, Workspace, assemble, find_leaks
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService
@@ -73,6 +73,7 @@ class RunSpec:
     run_id: str | None = None
     secrets: list[str] = field(default_factory=list)  # values that must never reach the agent
     bank_dirs: list[Path] = field(default_factory=list)  # banks to hide (public ones always)
+    starter: Path = STARTER_DIR  # the starter folder handed to the agent (with its TASK.md)
 
     @property
     def budget(self) -> tuple[float, float, float]:
@@ -275,7 +276,10 @@ class Run:
         spec = self.spec
         self.harness.mkdir(parents=True)
         self.workspace = assemble(
-            self.work / "workspace", data_dir=spec.data_dir, public_set=spec.public_set
+            self.work / "workspace",
+            data_dir=spec.data_dir,
+            public_set=spec.public_set,
+            starter=spec.starter,
         )
         ws = self.workspace.root
         leaks = find_leaks(ws, exam=spec.exam, secrets=spec.secrets)
@@ -448,6 +452,8 @@ class Run:
         result.usage = outcome.usage
         if outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
+        # Fields were set one by one: validate the whole before it is published.
+        result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)
         recovery.clear_marker(self.harness)
         self.log(f"result: {result.status} {result.score.percent:.1f}% ({result.status_reason})")
@@ -460,7 +466,7 @@ class Run:
         except ChainError as exc:
             return self._finish_invalid(f"the submission history was altered during the run: {exc}")
         promoted = self.history.promoted()
-        result = self.skeleton("")
+        result = self.skeleton("grading did not finish")
         result.candidates = self.history.candidates()
         if promoted is None:
             result.status = "failed"
