@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox import BACKENDS, Sandbox, create_sandbox
+from toolkit.sandbox import BACKENDS, Sandbox, _host, create_sandbox
 
 PY = sys.executable
 
@@ -25,8 +25,22 @@ def _ari_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ARI_HOME", str(tmp_path / "ari-home"))
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
+DEGRADED = "local-without-namespaces"
+
+
+@pytest.fixture(params=[*BACKENDS, DEGRADED])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each backend, plus the local one as a host without namespaces or cgroups has it.
+
+    The degraded variant is how the local backend runs for a non-root user: the suite checks
+    that it still keeps the contract, and skips only what such a host cannot provide.
+    """
+    if request.param == DEGRADED:
+        degraded = _host.HostSupport(
+            unshare=None, is_root=False, pids_parent=None, memory_parent=None
+        )
+        monkeypatch.setattr(_host, "probe", lambda: degraded)
+        return "local"
     return str(request.param)
 
 

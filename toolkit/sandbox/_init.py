@@ -44,6 +44,7 @@ MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
@@ -179,19 +180,24 @@ def main() -> None:
             loopback_up()
         except OSError as e:
             fail(f"cannot bring loopback up: {e}")
+    # Orphans of the command re-parent to this process, not to the host's init: so without a
+    # PID namespace too, every process of the tree stays findable as our descendant.
+    if _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        fail("prctl(PR_SET_CHILD_SUBREAPER) failed")
     child = os.fork()
     if child == 0:
         run_command(spec)
-    supervise(child)
+    supervise(child, kill_rest=not spec["pidns"])
 
 
-def supervise(child: int) -> None:
+def supervise(child: int, kill_rest: bool) -> None:
     """Stay as the namespace's init: reap orphans, and report the command's own exit status.
 
     The command must not be PID 1 itself: PID 1 ignores signals it has no handler for, even
     SIGKILL from inside, so `kill $$` or a default SIGTERM would not work as usual. And a command
     killed by a signal is reported on the status pipe as -signal (PID 1 cannot kill itself to
-    pass the signal on). When this process exits the kernel kills the rest of the namespace.
+    pass the signal on). When this process exits the kernel kills the rest of the namespace;
+    without a namespace (`kill_rest`), it kills what is left of the tree itself first.
     """
     devnull = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):  # only the command holds the host's pipes: EOF means it is gone
@@ -206,11 +212,54 @@ def supervise(child: int) -> None:
         if pid != child:
             continue
         code = os.waitstatus_to_exitcode(status)
+        if kill_rest:
+            kill_descendants()
         try:
             os.write(_status_fd, f"exit {code}\n".encode())
         except OSError:  # the host is gone: nobody left to tell
             os._exit(SETUP_FAILED)
         os._exit(code if code >= 0 else 128 - code)
+
+
+def descendants(pid: int) -> list[int]:
+    """Live (non-zombie) descendants of `pid`, from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != b"Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for kid in children.get(todo.pop(), []):
+            found.append(kid)
+            todo.append(kid)
+    return found
+
+
+def kill_descendants() -> None:
+    """SIGKILL the rest of the tree until none is left (as subreaper, we inherit orphans)."""
+    for _ in range(1000):
+        alive = descendants(os.getpid())
+        if not alive:
+            return
+        for pid in alive:
+            try:  # noqa: SIM105 (contextlib costs milliseconds of import at every start)
+                os.kill(pid, 9)
+            except OSError:
+                pass
+        while True:  # reap what died, so it stops showing up
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
 
 
 def run_command(spec: dict[str, object]) -> None:

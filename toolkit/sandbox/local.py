@@ -97,7 +97,8 @@ def _descendants(pid: int) -> list[int]:
                 fields = f.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
-        children.setdefault(int(fields[1]), []).append(int(entry))
+        if fields[0] != b"Z":  # zombies are dead already; their parent reaps them
+            children.setdefault(int(fields[1]), []).append(int(entry))
     found: list[int] = []
     todo = [pid]
     while todo:
@@ -129,6 +130,7 @@ class LocalProcess(SandboxProcess):
         self._status = b""
         self._code: int | None = None
         self._released = False
+        self._killed = False
         self.pid = popen.pid
         self.stdin: IO[bytes] | None = popen.stdin
         self.stdout: IO[bytes] | None = popen.stdout
@@ -167,7 +169,8 @@ class LocalProcess(SandboxProcess):
         if self._code is None:
             while self._read_status(2.0):
                 pass
-            self._code = self._popen.returncode
+            # Killed by us before it reported: SIGKILL, whatever its launcher exited with.
+            self._code = -signal.SIGKILL if self._killed else self._popen.returncode
             for line in self._status.splitlines():
                 if line.startswith(b"exit "):
                     self._code = int(line[5:])
@@ -197,10 +200,19 @@ class LocalProcess(SandboxProcess):
         # The first process leads its own process group; in a PID namespace its death also
         # kills the namespace. The /proc walk and the cgroup catch what escaped the group.
         # Only while the first process is unreaped is its pid certainly still ours to walk.
-        doomed = _descendants(self.pid) if self._popen.returncode is None else []
+        # The launcher is a subreaper, so escaped orphans stay its descendants; kill them
+        # (repeatedly: they may be forking) before the launcher, whose death would free them.
+        if self._popen.returncode is None:
+            self._killed = True
+        for _ in range(1000):
+            if self._popen.returncode is not None:
+                break
+            doomed = _descendants(self.pid)
+            if not doomed:
+                break
+            for pid in doomed:
+                _signal(os.kill, pid)
         _signal(os.killpg, self.pid)
-        for pid in doomed:
-            _signal(os.kill, pid)
         try:
             self._popen.wait(5)
         except subprocess.TimeoutExpired as e:
@@ -263,7 +275,7 @@ class LocalSandbox(Sandbox):
     # -- description ---------------------------------------------------------------------
     def _describe(self) -> tuple[list[str], list[str]]:
         s, lim = self.support, self.limits
-        on = ["pgroup", "scrubbed-env"]
+        on = ["pgroup", "subreaper", "scrubbed-env"]
         off = ["host-filesystem-readable", "kernel", "cpu-share", "devices", "ipc", "uts"]
         if self.namespaces:
             on += ["pidns", "mountns", "private-tmp"]
@@ -271,7 +283,7 @@ class LocalSandbox(Sandbox):
             on += ["readonly-paths"] if self.readonly else []
             on += [] if self.network else ["netns"]
         else:
-            off += ["process-tree-escape", "mounts", "hidden-paths", "readonly-paths"]
+            off += ["mounts", "hidden-paths", "readonly-paths", "private-tmp"]
             off += [] if self.network else ["network"]
         if self.network:
             off.append("network")
@@ -369,6 +381,7 @@ class LocalSandbox(Sandbox):
         spec = {
             "cgroups": cgroups.procs_files,
             "mounts": self.namespaces,
+            "pidns": self.namespaces,
             "expose": [str(p) for p in expose],
             "readonly": [str(p) for p in readonly],
             "shadow": self._shadowed(expose) if self.namespaces else [],
