@@ -1,0 +1,171 @@
+"""`mkdocs build --strict` on fixtures: every page, download and artifact, and what they say."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+from site_fixture import (
+    EXPECTED_ORDER,
+    REPO,
+    TRANSCRIPT_LINES,
+    build,
+    run_dict,
+    track_dict,
+    write_registry,
+    write_run,
+)
+
+
+def _text(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _board_rows(page: str) -> list[tuple[str, str]]:
+    """(rank, model) of the main table's rows, in document order."""
+    main = page.split('class="ari-board"', 1)[1].split("</table>", 1)[0]
+    return re.findall(r'data-rank="([^"]*)" data-model="([^"]*)"', main)
+
+
+def test_every_page_is_generated(built_site: Path) -> None:
+    for page in [
+        "index.html",
+        "methodology.html",
+        "limitations.html",
+        "protocol-fixes.html",
+        "downloads.html",
+        "leaderboards/index.html",
+        "leaderboards/v1-test.html",
+        "leaderboards/demo-test.html",
+        "rows/v1-test/gpt-x-high.html",
+        "rows/v1-test/claude-y.html",
+        "rows/v1-test/old-model-legacy-r1.html",
+        "rows/demo-test/scripted.html",
+        "downloads/v1-test.csv",
+        "downloads/leaderboard.json",
+        "downloads/run-result.schema.json",
+    ]:
+        assert (built_site / page).is_file(), page
+
+
+def test_leaderboard_table(built_site: Path) -> None:
+    page = _text(built_site / "leaderboards" / "v1-test.html")
+    assert _board_rows(page) == EXPECTED_ORDER
+    assert "66.0" in page and "± 2.3" in page  # gpt-x: mean 66, SE 2.31
+    assert "n/a" in page  # gemini-z: one run, SE undefined
+    assert "ari-badge--provisional" in page and "1 awaiting rerun" in page and "1 failed" in page
+    legacy = page.split("ari-board--legacy", 1)[1]
+    assert 'data-model="old-model"' in legacy and "legacy r1" in legacy
+    assert 'href="../protocol-fixes.html#fix-promote"' in legacy
+    chart = page.split('<svg class="ari-means"', 1)[1].split("</svg>", 1)[0]
+    assert chart.count('class="dot"') == 5  # four ranked rows and the legacy one
+    assert 'href="../rows/v1-test/gpt-x-high.html"' in chart
+
+
+def test_row_page(built_site: Path) -> None:
+    page = _text(built_site / "rows" / "v1-test" / "o-mini.html")
+    assert page.count('id="run-run') == 3  # one section per run
+    assert "ari-status--failed" in page and "promoted · graded" in page
+    assert 'class="ari-timeline"' in page and "Effective configuration" in page
+    assert "3f571c9c" + "0" * 56 in page  # the exam hash of the run's effective config
+    assert 'href="../../runs/v1-test/run6/transcript.1.html"' in page
+    assert 'href="../../runs/v1-test/run6/transcript"' in page  # the raw copy
+
+
+def test_transcripts_are_copied_and_paginated(built_site: Path) -> None:
+    run_dir = built_site / "runs" / "v1-test" / "run0"
+    raw = _text(run_dir / "transcript")
+    assert raw.count("\n") == TRANSCRIPT_LINES
+    pages = sorted(run_dir.glob("transcript.*.html"))
+    assert len(pages) >= 3
+    assert all(p.stat().st_size < 200_000 for p in pages)
+    shown = "".join(
+        html.unescape(_text(p).split("<pre>", 1)[1].split("</pre>", 1)[0])
+        for p in sorted(pages, key=lambda p: int(p.name.split(".")[1]))
+    )
+    assert shown == raw  # nothing lost or doubled at page breaks; markup shown as text
+    assert 'rel="next"' in _text(pages[0])
+
+
+def test_downloads_match_the_table(built_site: Path) -> None:
+    rows = list(csv.DictReader(io.StringIO(_text(built_site / "downloads" / "v1-test.csv"))))
+    assert [(r["rank"], r["model"]) for r in rows[:4]] == EXPECTED_ORDER
+    assert rows[4]["model"] == "old-model" and rows[4]["legacy"] == "True"
+    doc = json.loads(_text(built_site / "downloads" / "v1-test.json"))
+    assert doc["tracks"][0]["id"] == "v1-test"
+    gemini = next(r for r in doc["rows"] if r["model"] == "gemini-z")
+    assert gemini["se"] is None and gemini["provisional"] is True
+
+
+def test_methodology_reads_the_registry(built_site: Path) -> None:
+    page = _text(built_site / "methodology.html")
+    assert "3f571c9c" in page and "1 hour" in page and "20 minutes" in page
+    assert "5 minutes" in page and "16,000,000 bytes" in page and "1,024 bytes" in page
+    for rule in ["random", "append-only", "promoted", "standard error", "invalid", "legacy"]:
+        assert rule in page, rule
+
+
+def test_fixes_page(built_site: Path) -> None:
+    page = _text(built_site / "protocol-fixes.html")
+    assert 'id="fix-promote"' in page and "old-model" in page
+    assert "inv0" in page  # the invalid run awaits a rerun
+
+
+def test_numbers_come_from_the_registry(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_registry(
+        results,
+        [track_dict(budget_s=7200, per_call_limit_s=600, exam_sha256="abcdef0123456789")],
+    )
+    run = run_dict("r0")
+    run["config"]["exam_sha256"] = "abcdef0123456789" + "0" * 48
+    write_run(results, run)
+    done = build(results, tmp_path / "public")
+    assert done.returncode == 0, done.stderr
+    page = _text(tmp_path / "public" / "methodology.html")
+    assert "2 hours" in page and "10 minutes" in page and "abcdef01" in page
+    assert "3f571c9c" not in page
+
+
+def test_empty_results_say_so(tmp_path: Path) -> None:
+    (tmp_path / "results").mkdir()
+    done = build(tmp_path / "results", tmp_path / "public")
+    assert done.returncode == 0, done.stderr
+    assert "No results yet" in _text(tmp_path / "public" / "index.html")
+    assert "No results yet" in _text(tmp_path / "public" / "leaderboards" / "index.html")
+
+
+def test_registry_only_says_so(tmp_path: Path) -> None:
+    write_registry(tmp_path / "results", [track_dict()])
+    done = build(tmp_path / "results", tmp_path / "public")
+    assert done.returncode == 0, done.stderr
+    assert "No results yet" in _text(tmp_path / "public" / "index.html")
+    assert "No results yet" in _text(tmp_path / "public" / "leaderboards" / "v1-test.html")
+
+
+def test_repo_results_build(tmp_path: Path) -> None:
+    """The repository's own results/ (whatever it holds now) builds in strict mode."""
+    done = build(REPO / "results", tmp_path / "public")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_maintainer_pages_join_the_nav(tmp_path: Path) -> None:
+    """Pages under site/docs/maintainers/ appear in a Maintainers section, index first."""
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copytree(REPO / "site", tmp_path / "site", ignore=shutil.ignore_patterns("__pycache__"))
+    maint = tmp_path / "site" / "docs" / "maintainers"
+    shutil.rmtree(maint, ignore_errors=True)
+    maint.mkdir(parents=True)
+    (maint / "index.md").write_text("# For exam maintainers\n", encoding="utf-8")
+    (maint / "building.md").write_text("# Building an exam\n", encoding="utf-8")
+    (tmp_path / "results").mkdir()
+    done = build(tmp_path / "results", tmp_path / "public", config=tmp_path / "mkdocs.yml")
+    assert done.returncode == 0, done.stderr
+    home = _text(tmp_path / "public" / "index.html")
+    assert "Maintainers" in home
+    assert home.index("maintainers/index.html") < home.index("maintainers/building.html")
