@@ -51,7 +51,8 @@ class NgramModel:
         for k in range(min(self.order, len(context)), 0, -1):
             uniq, cnt = self._tables[k - 1]
             key = int.from_bytes(context[-k:], "big") << 8
-            lo, hi = np.searchsorted(uniq, [key, key + 256])
+            # uint64 keys: a Python int list would make numpy compare in float64 (inexact).
+            lo, hi = np.searchsorted(uniq, np.array([key, key + 256], dtype=np.uint64))
             if hi > lo:
                 best = int(lo) + int(np.argmax(cnt[lo:hi]))
                 return int(uniq[best]) & 0xFF

@@ -117,3 +117,9 @@ def test_copy_heuristic_continues_the_longest_earlier_match() -> None:
     text = b"code ZQ-81 is red; code ZQ-77 is blue; code ZQ-8"
     assert copy_continue(text, 5) == b"1 is "
     assert copy_continue(b"abc", 2) == b"  "  # nothing to copy: spaces, still the right length
+
+
+def test_ngram_lookup_is_exact_for_long_contexts() -> None:
+    # Neighbouring 7-byte contexts: a float64 comparison would blur them into one another.
+    text = b"\x10abcdee\xff" * 10 + b"\x10abcdefA" + b"\x10abcdeg\x00" * 10
+    assert NgramModel(text, order=7).generate(b"\x10abcdef", 1) == b"A"
