@@ -75,20 +75,35 @@ def clear_marker(harness: Path) -> None:
     (harness / MARKER).unlink(missing_ok=True)
 
 
+def _in_workspace(pid: str, workspace: Path) -> bool:
+    try:
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return False
+    return cwd == workspace or workspace in cwd.parents
+
+
 def _kill_leftovers(harness: Path) -> int:
+    """Kill what the dead harness left running: its launchers' process groups (a PID namespace
+    dies with its first process), and any process still working in the run's workspace (which
+    also catches a launcher started just before the harness died, not yet in `pids`)."""
     killed = 0
     try:
         lines = (harness / PIDS).read_text().splitlines()
     except OSError:
-        return 0
+        lines = []
     for line in lines:
         pid_text, _, start = line.partition(" ")
         pid = int(pid_text)
         if is_alive(pid, start):
-            # Each launcher leads its own process group; `unshare --kill-child` takes the PID
-            # namespace (the whole agent tree) down with it.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
+            killed += 1
+    workspace = (harness.parent / "workspace").resolve()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid() and _in_workspace(entry, workspace):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(entry), signal.SIGKILL)
             killed += 1
     return killed
 

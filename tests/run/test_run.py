@@ -1,0 +1,166 @@
+"""Whole runs with test agents: the deadline, failure without promotion, leaks, crash recovery."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.run.conftest import MAKE_BUNDLE, SpecFactory, ShellAgent
+from toolkit.agents import ScriptedAgent
+from toolkit.results import load_run
+from toolkit.run.chain import read_chain
+from toolkit.run.orchestrate import execute_run
+from toolkit.run.recovery import MARKER, recover_runs, runs_root
+
+TOKEN = "987654.321"  # an argument only this test's processes carry
+
+
+def _survivors(token: str) -> list[str]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if token.encode() in cmdline:
+            found.append(entry + ": " + cmdline.replace(b"\0", b" ").decode(errors="replace"))
+    return found
+
+
+def test_deadline_stops_an_agent_that_ignores_sigterm_and_forks(make_spec: SpecFactory) -> None:
+    script = f"""trap '' TERM INT HUP
+(trap '' TERM; exec sleep {TOKEN}) &
+setsid sh -c "trap '' TERM; sleep {TOKEN}" &
+runner sh -c "trap '' TERM; sleep {TOKEN}" &
+while :; do sleep 1; done
+"""
+    spec = make_spec(ShellAgent(script), budget=5, per_call=5, reserved=1)
+    ticks: list[float] = []
+    result = execute_run(spec, tick=lambda e, t: ticks.append(time.monotonic()) if not ticks else None)
+    ended = time.monotonic()
+    assert ended - ticks[0] <= 5 + 2, f"the run ended {ended - ticks[0]:.2f}s after it started"
+    assert result.status == "failed" and result.score.passed == 0
+    assert "no candidate was promoted (deadline)" in (result.status_reason or "")
+    time.sleep(0.2)
+    assert _survivors(TOKEN) == []
+
+
+def test_no_promotion_fails_with_zero_and_workspace_holds_no_secret(
+    make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-test-0123456789abcdef"
+    monkeypatch.setenv("FAKE_PROVIDER_API_KEY", secret)
+    spec = make_spec(ShellAgent(""), budget=60, per_call=30, reserved=5, secrets=[secret])
+    exam_path = spec.exam
+    script = f"""{MAKE_BUNDLE}
+env > env-controller.txt
+runner sh -c 'env' > env-runner.txt
+cat {exam_path} > exam-peek.txt 2>&1
+runner cat {exam_path} > exam-peek-runner.txt 2>&1
+ls -R {spec.results_dir} > results-peek.txt 2>&1
+command -v python python3 > python-peek.txt 2>&1
+runner submit bundles/triv
+"""
+    spec.agent = ShellAgent(script)
+    result = execute_run(spec)
+    assert result.status == "failed" and result.score.percent == 0
+    assert result.status_reason and "no candidate was promoted" in result.status_reason
+    assert [c.id for c in result.candidates] == ["c001"]
+    assert result.promoted is None
+    workspace = runs_root() / result.run_id / "workspace"
+    exam_lines = exam_path.read_text().splitlines()
+    for path in workspace.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            text = path.read_bytes().decode(errors="replace")
+            assert secret not in text, path
+            assert not any(line in text for line in exam_lines[:5]), path
+    assert (workspace / "exam-peek.txt").read_text().strip() != ""  # it tried, and saw nothing
+    assert (workspace / "python-peek.txt").read_text().strip() == ""  # no python in controller
+    bank_files = list(Path(__file__).resolve().parents[2].glob("exam_builder/banks/**/*.toml"))
+    names = {p.name for p in workspace.rglob("*")}
+    assert not any(b.name in names for b in bank_files)
+    saved = load_run(spec.results_dir / "demo-cpu" / f"{result.run_id}.json")
+    assert saved == result
+
+
+def test_harness_killed_is_recorded_invalid_and_nothing_is_lost(
+    make_spec: SpecFactory, tmp_path: Path
+) -> None:
+    spec = make_spec(ShellAgent(""), budget=120, per_call=60, reserved=5)
+    script = f"""{MAKE_BUNDLE}
+runner submit bundles/triv
+runner promote c001
+runner sh -c "sleep {TOKEN}" &
+sleep {TOKEN}
+"""
+    spec.agent = ShellAgent(script)
+    pickled = tmp_path / "spec.pkl"
+    import pickle
+
+    pickled.write_bytes(pickle.dumps(spec))
+    harness = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import pickle,sys; from toolkit.run.orchestrate import execute_run; "
+            "execute_run(pickle.loads(open(sys.argv[1],'rb').read()))",
+            str(pickled),
+        ],
+        env=os.environ.copy(),
+    )
+    history = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        found = list(spec.results_dir.glob("demo-cpu/*/history.jsonl"))
+        if found and len(read_chain(found[0])) == 2 and _survivors(TOKEN):
+            history = found[0]
+            break
+        time.sleep(0.2)
+    assert history is not None, "the agent never submitted and promoted"
+    before = history.read_bytes()
+    audit = history.parent / "audit.jsonl"
+    audit_before = audit.read_bytes()
+    harness.send_signal(signal.SIGKILL)
+    harness.wait()
+    written = recover_runs()
+    assert len(written) == 1
+    result = load_run(written[0])
+    assert result.status == "invalid"
+    assert result.status_reason and "harness" in result.status_reason and "died" in result.status_reason
+    assert [c.id for c in result.candidates] == ["c001"]
+    assert result.promoted is not None and result.promoted.id == "c001"
+    assert history.read_bytes() == before
+    assert audit.read_bytes().startswith(audit_before)
+    read_chain(audit)
+    time.sleep(0.5)
+    assert _survivors(TOKEN) == []
+    assert not list(runs_root().glob(f"*/harness/{MARKER}"))
+    assert recover_runs() == []  # handled once
+
+
+@pytest.mark.slow
+def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
+    spec = make_spec(ScriptedAgent(), budget=150, per_call=100, reserved=10)
+    result = execute_run(spec)
+    assert result.status in ("valid", "failed"), result.status_reason
+    path = spec.results_dir / "demo-cpu" / f"{result.run_id}.json"
+    assert load_run(path) == result
+    assert result.candidates and result.promoted is not None, result.status_reason
+    assert result.status == "valid"
+    assert result.timings.grading_s is not None
+    assert result.score.total == 100
+    assert result.bits_per_byte is not None
+    artifacts = path.parent / result.run_id
+    for name in ("audit.jsonl", "history.jsonl", "transcript.txt", "agent.log"):
+        assert (artifacts / name).is_file(), name
+    assert "[scripted] done: promoted c001" in (artifacts / "transcript.txt").read_text()
+    assert json.loads(path.read_text())["config"]["budget"]["overridden"] == 1

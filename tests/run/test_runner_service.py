@@ -1,0 +1,178 @@
+"""The runner service through the real shell client and the real runner sandbox.
+
+Each test attacks one rule: the header comes first, output streams as it comes, the per-call
+limit kills, the reserved window refuses compute but not submit/promote, every call is audited.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.run.conftest import MAKE_BUNDLE
+from toolkit.run.chain import ChainedLog, read_chain
+from toolkit.run.clock import Clock
+from toolkit.run.history import SubmissionHistory
+from toolkit.run.inputs import public_set
+from toolkit.run.submissions import Grader, Submissions
+from toolkit.runner.channel import make_channel
+from toolkit.runner.client import install_client
+from toolkit.runner.service import KILLED, REFUSED, RunnerService
+from toolkit.sandbox import create_sandbox
+from toolkit.tracks import GradingParams
+
+
+@dataclass
+class Env:
+    workspace: Path
+    client: Path
+    service: RunnerService
+    audit: Path
+
+    def call(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.client), *argv],
+            cwd=self.workspace,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+
+def _env(tmp_path: Path, clock: Clock) -> Iterator[Env]:
+    ws = tmp_path / "ws"
+    (ws / "bundles").mkdir(parents=True)
+    channel = ws / ".runner"
+    make_channel(channel)
+    client = install_client(channel / "bin", channel)
+    box = create_sandbox("local", root=ws, hide=[channel], env={"PYTHONUNBUFFERED": "1"})
+    history = SubmissionHistory(tmp_path / "history.jsonl")
+    submissions = Submissions(
+        workspace=ws,
+        store=tmp_path / "candidates",
+        history=history,
+        clock=clock,
+        grader=Grader(
+            params=GradingParams(load_timeout_s=60, batch_timeout_s=60, total_timeout_s=120),
+            size_limit_bytes=16_000_000,
+            backend="local",
+            device="cpu",
+        ),
+        public_set=public_set(),
+    )
+    service = RunnerService(
+        channel=channel,
+        clock=clock,
+        audit=ChainedLog(tmp_path / "audit.jsonl"),
+        start_process=lambda argv: box.start(argv, stdin=False),
+        handlers=submissions.handlers(),
+    )
+    service.start()
+    try:
+        yield Env(ws, client, service, tmp_path / "audit.jsonl")
+    finally:
+        service.stop()
+        box.cleanup()
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    yield from _env(tmp_path, Clock(budget_s=600, reserved_s=60, per_call_limit_s=2))
+
+
+@pytest.fixture
+def reserved_env(tmp_path: Path) -> Iterator[Env]:
+    # 600 s of which the last 590 are reserved, started 20 s ago: in the reserved window.
+    clock = Clock(budget_s=600, reserved_s=590, per_call_limit_s=60)
+    clock.started_mono -= 20
+    yield from _env(tmp_path, clock)
+
+
+def test_every_reply_starts_with_the_time_left(env: Env) -> None:
+    done = env.call("sh", "-c", "echo out; echo err >&2; exit 3")
+    assert done.returncode == 3
+    assert done.stdout == "out\n"
+    assert done.stderr.startswith("[runner] time left: ")
+    assert done.stderr.splitlines()[1:] == ["err"]
+    left = env.call("time_left")
+    assert left.returncode == 0 and 590 <= int(left.stdout) <= 600
+    assert left.stderr.startswith("[runner] time left: ")
+
+
+def test_compute_runs_at_workspace_root_without_network(env: Env) -> None:
+    done = env.call("sh", "-c", "pwd; ls; (exec 3<>/dev/tcp/1.1.1.1/53) 2>/dev/null && echo NET")
+    assert done.stdout.splitlines()[0] == str(env.workspace)
+    assert "bundles" in done.stdout and ".runner" not in done.stdout.split()
+    assert "NET" not in done.stdout
+    hidden = env.call("ls", ".runner")
+    assert hidden.stdout.strip() == ""  # the channel is hidden from the runner
+
+
+def test_output_streams_as_it_comes(env: Env) -> None:
+    proc = subprocess.Popen(
+        [str(env.client), "sh", "-c", "echo first; sleep 1.5; echo second"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    started = time.monotonic()
+    assert proc.stdout.readline() == "first\n"
+    assert time.monotonic() - started < 1.4  # before the command finished
+    assert proc.stdout.readline() == "second\n"
+    assert proc.wait(timeout=30) == 0
+
+
+def test_call_past_the_per_call_limit_is_killed_and_says_so(env: Env) -> None:
+    started = time.monotonic()
+    done = env.call("sh", "-c", "trap '' TERM; echo started; sleep 60", timeout=30)
+    took = time.monotonic() - started
+    assert done.returncode == KILLED
+    assert "per-call limit" in done.stderr
+    assert done.stdout == "started\n"
+    assert took < 10
+    entry = read_chain(env.audit)[-1]
+    assert entry["exit_code"] == KILLED and "per-call limit" in entry["note"]
+
+
+def test_reserved_window_refuses_compute_but_submit_and_promote_work(reserved_env: Env) -> None:
+    env = reserved_env
+    refused = env.call("sh", "-c", "echo should-not-run")
+    assert refused.returncode == REFUSED
+    assert "reserved window" in refused.stderr and "should-not-run" not in refused.stdout
+    subprocess.run(["sh", "-c", MAKE_BUNDLE], cwd=env.workspace, check=True)
+    submitted = env.call("submit", "bundles/triv", timeout=180)
+    assert submitted.returncode == 0, submitted.stderr
+    assert submitted.stdout.startswith("candidate c001: ")
+    assert "public score 0.0% (0/20)" in submitted.stdout
+    promoted = env.call("promote", "c001")
+    assert promoted.returncode == 0 and promoted.stdout.startswith("promoted c001")
+    assert "c001" in env.call("history").stdout
+    bad = env.call("promote", "c009")
+    assert bad.returncode != 0 and "no candidate 'c009'" in bad.stderr
+
+
+def test_submit_refuses_what_is_not_a_bundle_folder(env: Env) -> None:
+    outside = env.call("submit", "../../")
+    assert outside.returncode != 0 and "not a folder inside the workspace" in outside.stderr
+    (env.workspace / "bundles" / "link").mkdir()
+    (env.workspace / "bundles" / "link" / "x").symlink_to("/etc/passwd")
+    linked = env.call("submit", "bundles/link")
+    assert linked.returncode != 0 and "symbolic links are not allowed" in linked.stderr
+
+
+def test_every_call_is_audited(env: Env) -> None:
+    env.call("sh", "-c", "printf abc")
+    env.call("time_left")
+    entries = read_chain(env.audit)
+    assert [e["argv"][0] for e in entries] == ["sh", "time_left"]
+    first = entries[0]
+    assert first["stdout_bytes"] == 3 and first["exit_code"] == 0
+    assert first["stdout_sha256"] == (
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # sha256("abc")
+    )
+    assert first["start_s"] <= first["end_s"]
