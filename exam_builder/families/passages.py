@@ -33,14 +33,25 @@ class Relation(BaseModel):
     def _fact_slots(cls, v: str) -> str:
         if v.count("{a}") != 1 or v.count("{b}") != 1:
             raise ValueError("must contain {a} once and {b} once")
-        return v
+        return _formats(v, "a", "b")
 
     @field_validator("question")
     @classmethod
     def _question_slots(cls, v: str) -> str:
         if v.count("{a}") != 1 or "{b}" in v:
             raise ValueError("must contain {a} once and no {b}")
-        return v
+        return _formats(v, "a")
+
+
+def _formats(template: str, *slots: str) -> str:
+    """Check that a template fills with exactly these slots (no stray braces), one line."""
+    try:
+        template.format(**{s: "X" for s in slots})
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(f"only {{{'}, {'.join(slots)}}} may appear in braces: {exc}") from exc
+    if "\n" in template:
+        raise ValueError("must be one line")
+    return template
 
 
 DEFAULT_RELATIONS = [
@@ -68,6 +79,11 @@ class PassagesParams(Params):
         min_length=1,
         description="First sentence; may use {place} and {n}.",
     )
+
+    @field_validator("openings")
+    @classmethod
+    def _openings(cls, v: list[str]) -> list[str]:
+        return [_formats(t, "place", "n") for t in v]
 
 
 def generate(rng: random.Random, p: PassagesParams, lex: Lexicon) -> Document:

@@ -1,0 +1,29 @@
+"""The maintainers' page documents every built-in family and every one of its parameters."""
+
+from __future__ import annotations
+
+import pytest
+from exam_helpers import REPO
+
+from exam_builder.bank import BankFile
+from exam_builder.document import MASK
+from exam_builder.families import BUILTIN
+
+PAGE = REPO / "site" / "docs" / "maintainers" / "exams.md"
+
+
+@pytest.mark.parametrize("family", list(BUILTIN))
+def test_every_family_and_parameter_is_documented(family: str) -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    assert f"| `{family}` |" in text
+    row = next(line for line in text.splitlines() if line.startswith(f"| `{family}` |"))
+    for name in BUILTIN[family].params.model_fields:
+        if name != "questions":  # common to all, documented once
+            assert f"`{name}`" in row, f"{family}.{name} is not documented"
+
+
+def test_bank_fields_and_mask_are_documented() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    for name in BankFile.model_fields:
+        assert f"`{name}`" in text
+    assert MASK in text and "`questions`" in text
