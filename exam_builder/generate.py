@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
-from exam_builder.bank import Bank, BankError, BankFamily
+from exam_builder.bank import Bank, BankError, BankFamily, load_bank
 from exam_builder.document import MASK, Document
 from exam_builder.exam_file import Question
 from exam_builder.lexicon import Lexicon
@@ -67,6 +68,10 @@ def generate_documents(bank: Bank) -> list[GeneratedDocument]:
     return out
 
 
-def generate_questions(bank: Bank) -> list[Question]:
-    """The exam's questions, in file order (pure: the same bank gives the same list)."""
-    return [q for d in generate_documents(bank) for q in d.questions]
+def generate_questions(bank: Bank | Path) -> list[Question]:
+    """The exam's questions, in file order (pure: the same bank gives the same list).
+
+    `bank` is a loaded `Bank` or a bank directory (loaded and validated first).
+    """
+    loaded = bank if isinstance(bank, Bank) else load_bank(bank)
+    return [q for d in generate_documents(loaded) for q in d.questions]

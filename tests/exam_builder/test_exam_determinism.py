@@ -49,6 +49,7 @@ def test_same_bank_same_bytes_across_processes(tmp_path: Path) -> None:
     assert hash_a == hash_b == sha256_file(tmp_path / "out-a" / "exam.jsonl")
     # ... and equal to this process's own generation, and the manifests agree too.
     assert serialize(generate_questions(load_bank(DEMO))) == bytes_a
+    assert serialize(generate_questions(DEMO)) == bytes_a  # a path works too
     manifest_a = (tmp_path / "out-a" / "manifest.json").read_bytes()
     assert manifest_a == (tmp_path / "out-b" / "manifest.json").read_bytes()
     assert json.loads(manifest_a)["exam_sha256"] == hash_a
