@@ -22,7 +22,7 @@ from toolkit.tracks import Track, get_track
 REPO = Path(__file__).resolve().parents[2]
 
 # A bundle that needs no training: it answers every question with spaces.
-TRIVIAL_INFERENCE = '''
+TRIVIAL_INFERENCE = """
 class Model:
     def generate(self, prompts, lengths):
         return [b" " * n for n in lengths]
@@ -30,7 +30,7 @@ class Model:
 
 def load(bundle_dir, device):
     return Model()
-'''
+"""
 
 # Shell for a test agent: writes the trivial bundle into bundles/triv.
 MAKE_BUNDLE = f"""mkdir -p bundles/triv
@@ -89,7 +89,7 @@ def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def small_text(tmp_path: Path) -> Path:
-    words = "the quick brown fox jumps over a lazy dog while seven wizards quietly box".split()
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "seven", "wizards", "quietly", "box"]
     lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) for i in range(4000)]
     path = tmp_path / "text.txt"
     path.write_text("\n".join(lines))
@@ -100,12 +100,12 @@ SpecFactory = Callable[..., RunSpec]
 
 
 @pytest.fixture
-def make_spec(
-    tmp_path: Path, demo_track: Track, starter: Path, small_text: Path
-) -> SpecFactory:
+def make_spec(tmp_path: Path, demo_track: Track, starter: Path, small_text: Path) -> SpecFactory:
     """A RunSpec on the demo track with scaled-down times and small training data."""
 
-    def make(agent: Agent, *, budget: float, per_call: float, reserved: float, **kw: object) -> RunSpec:
+    def make(
+        agent: Agent, *, budget: float, per_call: float, reserved: float, **kw: object
+    ) -> RunSpec:
         data = prepare_data(small_text, tmp_path / "data")
         return RunSpec(
             track=demo_track,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.conftest import MAKE_BUNDLE, SpecFactory, ShellAgent
+from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.agents import ScriptedAgent
 from toolkit.results import load_run
 from toolkit.run.chain import read_chain
@@ -45,7 +45,9 @@ while :; do sleep 1; done
 """
     spec = make_spec(ShellAgent(script), budget=5, per_call=5, reserved=1)
     ticks: list[float] = []
-    result = execute_run(spec, tick=lambda e, t: ticks.append(time.monotonic()) if not ticks else None)
+    result = execute_run(
+        spec, tick=lambda e, t: ticks.append(time.monotonic()) if not ticks else None
+    )
     ended = time.monotonic()
     assert ended - ticks[0] <= 5 + 2, f"the run ended {ended - ticks[0]:.2f}s after it started"
     assert result.status == "failed" and result.score.passed == 0
@@ -135,7 +137,11 @@ sleep {TOKEN}
     assert len(written) == 1
     result = load_run(written[0])
     assert result.status == "invalid"
-    assert result.status_reason and "harness" in result.status_reason and "died" in result.status_reason
+    assert (
+        result.status_reason
+        and "harness" in result.status_reason
+        and "died" in result.status_reason
+    )
     assert [c.id for c in result.candidates] == ["c001"]
     assert result.promoted is not None and result.promoted.id == "c001"
     assert history.read_bytes() == before

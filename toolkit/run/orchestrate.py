@@ -465,6 +465,9 @@ class Run:
             self.history.verify()
         except ChainError as exc:
             return self._finish_invalid(f"the submission history was altered during the run: {exc}")
+        if self.service is not None and self.service.infra_errors:
+            errors = "; ".join(self.service.infra_errors[:3])
+            return self._finish_invalid(f"infrastructure error during the run: {errors}")
         promoted = self.history.promoted()
         result = self.skeleton("grading did not finish")
         result.candidates = self.history.candidates()

@@ -75,6 +75,7 @@ class RunnerService:
     start_process: StartProcess
     handlers: dict[str, Handler] = field(default_factory=dict)
     runner_seconds: float = 0.0
+    infra_errors: list[str] = field(default_factory=list)  # our failures, not the agent's
     _loop: RequestLoop | None = None
     _inflight: dict[str, _InFlight] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -124,6 +125,8 @@ class RunnerService:
             item.reason = item.reason or f"client gone: {exc}"
         except Exception as exc:  # a bug of ours: tell the agent and keep the log honest
             item.reason = f"runner error: {type(exc).__name__}: {exc}"
+            with self._lock:
+                self.infra_errors.append(f"{' '.join(call.argv[:2])}: {item.reason}")
             with contextlib.suppress(ClientGone):
                 call.say(f"[runner] internal error: {exc}")
             code = 70
