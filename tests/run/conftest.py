@@ -89,7 +89,8 @@ def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def small_text(tmp_path: Path) -> Path:
-    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "seven", "wizards", "quietly", "box"]
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while"]
+    words += ["seven", "wizards", "quietly", "box"]
     lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) for i in range(4000)]
     path = tmp_path / "text.txt"
     path.write_text("\n".join(lines))
