@@ -1,0 +1,117 @@
+"""A bank can change every vocabulary and template (as a hidden bank should) and still build an
+exam that the reference solvers read completely; and the engine stays independent of toolkit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from exam_helpers import MakeBank
+
+from exam_builder.build import build_exam
+from exam_builder.families import BUILTIN
+
+HIDDEN_LIKE = """
+id = "hidden-like"
+seed = "0f9e8d7c6b5a49382716051f2e3d4c5b6a79881726354453627180f9e8d7c6b5"
+syllables = ["py", "lo", "gat", "nem", "sir", "ux", "bal", "hu", "tes", "wor", "cai", "ej",
+             "fim", "rau", "zob"]
+
+[[families]]
+family = "passages"
+count = 6
+[families.params]
+people = 4
+facts_per_person = 1
+openings = ["Notes kept at {place}, about {n} travellers."]
+[[families.params.relations]]
+fact = "{a} rides a mule called {b}."
+question = "Which mule does {a} ride?"
+[[families.params.relations]]
+fact = "The lantern of {a} burns {b} oil (really!)."
+question = "What oil (really?) does {a} burn?"
+
+[[families]]
+family = "records"
+count = 6
+[families.params]
+rows = 7
+groups = ["observatory"]
+columns = [
+  {name = "comet", kind = "name"},
+  {name = "orbit", kind = "number", low = 1000, high = 9999},
+  {name = "seal", kind = "code"},
+]
+
+[[families]]
+family = "vocabulary"
+count = 6
+[families.params]
+meanings = ["salt", "iron", "wheel", "grain", "sail", "oar"]
+phrase_words = 3
+
+[[families]]
+family = "schedules"
+count = 6
+[families.params]
+vehicles = ["caravan", "airship"]
+departures = 6
+first_hour = 3
+last_hour = 20
+longest_journey = 120
+
+[[families]]
+family = "lists"
+count = 6
+[families.params]
+min_length = 9
+max_length = 12
+kinds = ["after", "before", "backwards"]
+
+[[families]]
+family = "symbolic"
+count = 6
+[families.params]
+examples = 4
+rules = ["swap_pairs", "first_last_swap", "suffix"]
+machines = ["oracle"]
+
+[[families]]
+family = "numeric"
+count = 6
+[families.params]
+shown = 6
+furthest_term = 15
+operations = 0.5
+largest_start = 500
+
+[[families]]
+family = "extraction"
+count = 6
+[families.params]
+messages = 4
+domains = ["qz", "lorn"]
+years = [2101, 2150]
+"""
+
+
+def test_hidden_like_bank_builds(make_bank: MakeBank, tmp_path: Path, english: bytes) -> None:
+    manifest = build_exam(make_bank(HIDDEN_LIKE), tmp_path / "exam", english_text=english)
+    assert manifest.questions == 48 and list(manifest.families) == list(BUILTIN)
+    for name, fq in manifest.quality.families.items():
+        assert fq.reference == 100.0, name
+        assert fq.baseline is not None and fq.baseline <= 5.0, name
+    text = (tmp_path / "exam" / "exam.jsonl").read_text(encoding="utf-8")
+    for word in ("mule", "observatory", "airship", "oracle", "Sent: 21"):
+        assert word in text, word
+
+
+def test_exam_builder_does_not_import_toolkit() -> None:
+    code = (
+        "import sys, exam_builder.build, exam_builder.quality;"
+        "bad = [m for m in sys.modules if m == 'toolkit' or m.startswith('toolkit.')];"
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
