@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import subprocess
 import threading
 import time
@@ -259,9 +260,11 @@ class Run:
         self.artifacts.mkdir(parents=True, exist_ok=False)
         try:
             self._setup()
-        except BaseException as exc:
+        except BaseException:
+            # Nothing ran yet: leave no half-made run folder in the results.
             self._teardown()
-            self.log(f"set-up failed: {exc}")
+            shutil.rmtree(self.artifacts, ignore_errors=True)
+            shutil.rmtree(self.work, ignore_errors=True)
             raise
         try:
             stop_reason = self._supervise()

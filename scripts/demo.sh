@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# `make demo`: the main job end to end on the embedded defaults (no GPU, no Docker needed).
+#
+# Builds the public validation set and the demo exam, runs the scripted agent for one run on the
+# demo-cpu track (5 minutes of budget, graded on the demo exam), validates the result and builds
+# the site from it. Everything goes under $DEMO_DIR (default .ari/demo, git-ignored): the
+# committed results/ folder only ever holds real published runs, so the demo's result lands in
+# $DEMO_DIR/results (with a copy of the track registry) and the site is built from there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEMO_DIR=${DEMO_DIR:-.ari/demo}
+BIN=${BIN:-.venv/bin}
+export ARI_HOME=${ARI_HOME:-$DEMO_DIR/home}
+RESULTS=$DEMO_DIR/results
+mkdir -p "$DEMO_DIR" "$RESULTS"
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+started=$(date +%s)
+
+step "1/5 public validation set (exam_builder/banks/public/validation)"
+if [ -f "$DEMO_DIR/public_val/exam.jsonl" ]; then
+    echo "already built: $DEMO_DIR/public_val"
+else
+    "$BIN/toolkit" build-exam --bank exam_builder/banks/public/validation \
+        --out "$DEMO_DIR/public_val" --allow-in-repo
+fi
+
+step "2/5 demo exam (exam_builder/banks/public/demo)"
+if [ -f "$DEMO_DIR/exam/exam.jsonl" ]; then
+    echo "already built: $DEMO_DIR/exam"
+else
+    "$BIN/toolkit" build-exam --bank exam_builder/banks/public/demo \
+        --out "$DEMO_DIR/exam" --allow-in-repo
+fi
+
+step "3/5 one run: scripted agent, local backend, track demo-cpu (about 5 minutes)"
+cp results/tracks.json results/protocol_fixes.json "$RESULTS/"
+status=0
+"$BIN/toolkit" run --agent scripted --backend local --track demo-cpu --model none --seed 0 \
+    --exam "$DEMO_DIR/exam/exam.jsonl" --results "$RESULTS" || status=$?
+if [ "$status" -ne 0 ]; then
+    echo "the run did not end valid or failed (status $status): see the result above" >&2
+fi
+
+step "4/5 validate every result file against the run model"
+"$BIN/toolkit" runs validate "$RESULTS"
+latest=$(ls -t "$RESULTS"/demo-cpu/*.json | head -n 1)
+echo "latest result: $latest"
+
+step "5/5 leaderboard site"
+if [ -f mkdocs.yml ]; then
+    ARI_RESULTS_DIR="$RESULTS" "$BIN/mkdocs" build --quiet --site-dir "$(pwd)/$DEMO_DIR/site"
+    echo "site: $DEMO_DIR/site/index.html"
+else
+    echo "no mkdocs.yml yet: skipped"
+fi
+
+printf '\ndemo finished in %ss; result: %s\n' "$(( $(date +%s) - started ))" "$latest"
+exit "$status"
