@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from exam_builder import BUILDER_VERSION
@@ -69,19 +70,39 @@ def _write_new(path: Path, data: bytes) -> None:
 
 
 def build_exam(
-    bank_dir: Path, out_dir: Path, *, english_text: bytes | None, allow_in_repo: bool = False
+    bank_dir: Path,
+    out_dir: Path,
+    *,
+    english_text: bytes | None,
+    allow_in_repo: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
 ) -> Manifest:
     """Build the exam of `bank_dir` into `out_dir` and return its manifest.
 
     `english_text` trains the context-free baseline of the quality report (the toolkit passes
-    its default corpus); None skips that column. Raises `BankError` for a bad bank and
-    `BuildError` for a refused destination or a failed quality gate.
+    its default corpus); None skips that column. `progress(stage, done, total)`, if given, is
+    called as questions are generated (stage "generate") and scored ("quality"). Raises
+    `BankError` for a bad bank and `BuildError` for a refused destination or a failed quality
+    gate.
     """
     check_destination(out_dir, allow_in_repo=allow_in_repo)
     bank = load_bank(bank_dir)
-    documents = generate_documents(bank)
+    total = sum(f.count for f in bank.families)
+    done = {"generate": 0, "quality": 0}
+
+    def tick(stage: str) -> Callable[[int], None] | None:
+        if progress is None:
+            return None
+
+        def advance(n: int) -> None:
+            done[stage] += n
+            progress(stage, done[stage], total)
+
+        return advance
+
+    documents = generate_documents(bank, tick("generate"))
     questions = [q for d in documents for q in d.questions]
-    report = quality_report(bank, documents, english_text)
+    report = quality_report(bank, documents, english_text, tick("quality"))
     problems = quality_problems(report)
     if problems:
         raise BuildError(f"{bank.path}: exam refused: " + "; ".join(problems))

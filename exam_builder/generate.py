@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,7 +52,11 @@ def _document(bank: Bank, entry: BankFamily, number: int) -> Document:
     return doc
 
 
-def generate_documents(bank: Bank) -> list[GeneratedDocument]:
+Progress = Callable[[int], None]
+"""Called with the number of questions just handled (drives a progress bar)."""
+
+
+def generate_documents(bank: Bank, progress: Progress | None = None) -> list[GeneratedDocument]:
     """Every document of the exam, with its questions, families in the bank's order."""
     out: list[GeneratedDocument] = []
     for entry in bank.families:
@@ -65,6 +70,8 @@ def generate_documents(bank: Bank) -> list[GeneratedDocument]:
             out.append(GeneratedDocument(entry, number, doc, questions))
             left -= len(questions)
             number += 1
+            if progress is not None:
+                progress(len(questions))
     return out
 
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from exam_builder.bank import Bank, BankError
 from exam_builder.baselines import copy_continue, trained_ngram
 from exam_builder.document import visible_tail
-from exam_builder.generate import GeneratedDocument
+from exam_builder.generate import GeneratedDocument, Progress
 
 CONTEXT_BYTES = 1024
 """The grader sends each prompt's last 1,024 bytes; every solver here sees the same."""
@@ -62,7 +62,10 @@ def _pct(hits: int, n: int) -> float:
 
 
 def quality_report(
-    bank: Bank, documents: list[GeneratedDocument], english_text: bytes | None
+    bank: Bank,
+    documents: list[GeneratedDocument],
+    english_text: bytes | None,
+    progress: Progress | None = None,
 ) -> QualityReport:
     """Score the three solvers on every question (`BankError` if a plug-in solver crashes)."""
     ngram = trained_ngram(english_text, NGRAM_ORDER) if english_text is not None else None
@@ -87,6 +90,8 @@ def quality_report(
                 t[2] += ngram.generate(context, len(answer)) == answer
             t[3] += copy_continue(context, len(answer)) == answer
             t[4] = max(t[4], len(q.prompt.encode("utf-8")))
+        if progress is not None:
+            progress(len(doc.questions))
 
     def row(t: list[int]) -> FamilyQuality:
         return FamilyQuality.model_validate(

@@ -83,3 +83,17 @@ def test_nothing_half_written_when_writing_fails(
         build_exam(DEMO, out, english_text=None)
     assert len(calls) == 2
     assert list(out.iterdir()) == []  # no exam without manifest, no temp files left
+
+
+def test_progress_reaches_the_total_in_both_stages(tmp_path: Path) -> None:
+    seen: dict[str, list[tuple[int, int]]] = {}
+    build_exam(
+        DEMO,
+        tmp_path / "exam",
+        english_text=None,
+        progress=lambda stage, done, total: seen.setdefault(stage, []).append((done, total)),
+    )
+    assert set(seen) == {"generate", "quality"}
+    for calls in seen.values():
+        assert calls[-1] == (100, 100)
+        assert [d for d, _ in calls] == sorted(d for d, _ in calls)

@@ -13,6 +13,14 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 from exam_builder.bank import BankError
@@ -113,10 +121,28 @@ def build_exam_command(
     console = Console()
     with console.status("Loading the English text for the baseline..."):
         english = _english_text(train_data)
-    with console.status(f"Building the exam of {bank_dir}..."):
+    columns = (
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+        labels = {"generate": "generating questions", "quality": "scoring (quality report)"}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(labels.get(stage, stage), total=total)
+            bar.update(tasks[stage], completed=done)
+
         try:
             manifest = build_exam(
-                bank_dir, out_dir, english_text=english, allow_in_repo=allow_in_repo
+                bank_dir,
+                out_dir,
+                english_text=english,
+                allow_in_repo=allow_in_repo,
+                progress=progress,
             )
         except (BankError, BuildError) as exc:
             raise click.ClickException(str(exc)) from exc
