@@ -96,6 +96,10 @@ PLUGIN_OK = """
         ("FAMILY = 3", "plugins/bad.py: FAMILY: must be an exam_builder.families.base.Family"),
         ("x = 1", "plugins/bad.py: FAMILY: must be"),
         ("import nosuchmodule_xyz", "raised ModuleNotFoundError"),
+        (
+            PLUGIN_OK.replace('"broken"', '"lists"').replace("{body}", "pass"),
+            "FAMILY.name: 'lists' is a built-in family",
+        ),
     ],
 )
 def test_plugin_that_fails_to_load(
