@@ -7,7 +7,7 @@ renaming a fresh file over it, so a planted symlink cannot redirect the write.
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import hashlib
 import os
 import re
@@ -15,7 +15,6 @@ import secrets
 import select
 import stat
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -47,25 +46,38 @@ def make_channel(channel: Path) -> None:
 
 
 def _open_fifo(path: Path, timeout: float = _OPEN_TIMEOUT_S) -> int:
-    """Open a FIFO for writing, waiting for its reader at most `timeout` seconds."""
+    """Open a FIFO for writing, waiting for its reader at most `timeout` seconds.
+
+    A blocking open returns the moment the client opens its end (no polling latency); if the
+    client never does, a timer opens the reading end itself to release the open, and the call
+    is treated as abandoned.
+    """
     st = os.lstat(path)
     if not stat.S_ISFIFO(st.st_mode):
         raise BadRequest(f"{path.name} is not a FIFO")
-    deadline = time.monotonic() + timeout
-    pause = 0.0002
-    while True:
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:
-                raise ClientGone(str(exc)) from exc
-            if time.monotonic() > deadline:
-                raise ClientGone("the client never opened its end") from exc
-            time.sleep(pause)
-            pause = min(pause * 2, 0.01)
-            continue
-        os.set_blocking(fd, True)
-        return fd
+    abandoned = threading.Event()
+    unblockers: list[int] = []
+
+    def unblock() -> None:
+        abandoned.set()
+        with contextlib.suppress(OSError):
+            unblockers.append(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW))
+
+    timer = threading.Timer(timeout, unblock)
+    timer.daemon = True
+    timer.start()
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    except OSError as exc:
+        raise ClientGone(str(exc)) from exc
+    finally:
+        timer.cancel()
+    for extra in unblockers:
+        os.close(extra)
+    if abandoned.is_set():
+        os.close(fd)
+        raise ClientGone("the client never opened its end")
+    return fd
 
 
 class Call:

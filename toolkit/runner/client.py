@@ -12,7 +12,8 @@ Protocol, one call:
    FIFO (a write under PIPE_BUF bytes is atomic, so concurrent calls never interleave);
 2. the harness opens `err` and writes the header line (the time left), then streams the call's
    stdout into `out` and its stderr into `err` as they come;
-3. the harness writes the exit code into `rc`, then closes both FIFOs; the client exits with it.
+3. the harness writes the exit code into `rc`, then closes both FIFOs; the client exits with it;
+   the harness removes the call folder some seconds later.
 If the client is interrupted (Ctrl-C, a tool timeout), it sends `cancel NAME` so the harness
 kills the call instead of leaving it running unseen.
 """
@@ -37,11 +38,12 @@ if [ ! -p "$CHANNEL/requests" ]; then
     echo "runner: the harness is not listening (no channel at $CHANNEL): is the run over?" >&2
     exit __NOHARNESS__
 fi
+# Few processes on purpose (each fork costs milliseconds): the harness removes the call
+# folder itself a little after the call ends, and `read` is a shell builtin.
 d=$(mktemp -d "$CHANNEL/calls/XXXXXXXX") || exit __NOHARNESS__
 name=${d##*/}
-trap 'rm -rf "$d"' EXIT
 trap 'printf "cancel %s\n" "$name" >"$CHANNEL/requests"; exit 130' INT TERM HUP
-printf '%s\0' "$@" >"$d/argv.tmp" && mv "$d/argv.tmp" "$d/argv"
+printf '%s\0' "$@" >"$d/argv"
 mkfifo "$d/out" "$d/err" || exit __NOHARNESS__
 printf '%s\n' "$name" >"$CHANNEL/requests"
 exec 3<"$d/err"
@@ -54,7 +56,8 @@ cat <&3 >&2 &
 errpid=$!
 cat "$d/out"
 wait "$errpid"
-rc=$(cat "$d/rc" 2>/dev/null) || rc=__NOHARNESS__
+rc=__NOHARNESS__
+read -r rc <"$d/rc" 2>/dev/null
 exit "$rc"
 """
 

@@ -13,7 +13,10 @@ so this module knows nothing of bundles or grading.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import threading
+import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -80,6 +83,7 @@ class RunnerService:
     _inflight: dict[str, _InFlight] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
+    _done: deque[tuple[float, Path]] = field(default_factory=deque)
 
     def start(self) -> None:
         self._loop = RequestLoop(self.channel, self._serve, self._cancel)
@@ -95,6 +99,18 @@ class RunnerService:
         if self._loop is not None:
             self._loop.stop()
             self._loop = None
+        self._sweep(keep_s=0)
+
+    def _sweep(self, keep_s: float = 10.0) -> None:
+        """Remove call folders of calls that ended more than `keep_s` ago (the client reads its
+        exit code right after the streams close, so a few seconds is plenty)."""
+        now = time.monotonic()
+        with self._lock:
+            old = []
+            while self._done and now - self._done[0][0] >= keep_s:
+                old.append(self._done.popleft()[1])
+        for folder in old:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def in_flight(self) -> int:
         with self._lock:
@@ -103,6 +119,7 @@ class RunnerService:
     # -- one call ---------------------------------------------------------------------------
 
     def _serve(self, folder: Path) -> None:
+        self._sweep()
         try:
             call = Call(folder)
         except BadRequest:
@@ -135,6 +152,8 @@ class RunnerService:
                 self._inflight.pop(call.name, None)
             call.finish(code)
             self._record(item, code, started_at, start_s)
+            with self._lock:
+                self._done.append((time.monotonic(), folder))
 
     def _dispatch(self, item: _InFlight) -> int:
         call = item.call
