@@ -7,6 +7,7 @@ Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result:
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -32,6 +33,10 @@ SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 def _secrets() -> list[str]:
     return [v for k, v in os.environ.items() if k.endswith(SECRET_ENV_SUFFIXES) and v]
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _device(choice: str) -> str:
@@ -213,6 +218,8 @@ def run_command(
     def tick(elapsed: float, total: float) -> None:
         progress.update(task, completed=min(elapsed, total))
 
+    # SIGTERM ends the run like Ctrl-C: everything is stopped and the run recorded as invalid.
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         with progress:
             result = execute_run(spec, echo=echo, tick=tick)

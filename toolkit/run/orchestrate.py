@@ -272,6 +272,10 @@ class Run:
             self.log(f"harness error: {traceback.format_exc()}")
             self._teardown()
             return self._finish_invalid(f"harness error during the run: {exc}")
+        except BaseException as exc:  # Ctrl-C or SIGTERM of the operator: record, then go
+            self._teardown()
+            self._finish_invalid(f"the run was interrupted by the operator ({type(exc).__name__})")
+            raise
         self._teardown()
         return self._grade_and_publish(stop_reason)
 

@@ -1,0 +1,49 @@
+"""`toolkit run` refuses what would make a result meaningless, with one clear line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = ["run", "--model", "none", "--seed", "0", "--results", str(REPO / "results")]
+
+
+def test_budget_override_is_refused_on_an_official_track() -> None:
+    done = CliRunner().invoke(cli, [*BASE, "--track", "v1-h100-1h", "--budget", "60"])
+    assert done.exit_code == 2
+    assert "--budget is for trying things out" in done.output
+
+
+def test_official_track_needs_its_exam() -> None:
+    done = CliRunner().invoke(cli, [*BASE, "--track", "v1-h100-1h", "--device", "cpu"])
+    assert done.exit_code == 2
+    assert "needs its frozen exam: pass --exam" in done.output
+
+
+def test_exam_with_the_wrong_hash_is_refused(tmp_path: Path) -> None:
+    exam = tmp_path / "exam.jsonl"
+    exam.write_text('{"answer":"b","family":"lists","id":"q1","prompt":"a"}\n')
+    done = CliRunner().invoke(cli, [*BASE, "--exam", str(exam), "--device", "cpu"])
+    assert done.exit_code == 2
+    assert "does not match track 'demo-cpu'" in done.output
+
+
+def test_unknown_track_lists_the_known_ones() -> None:
+    done = CliRunner().invoke(cli, [*BASE, "--track", "nope"])
+    assert done.exit_code == 2
+    assert "unknown track 'nope'" in done.output and "demo-cpu" in done.output
+
+
+def test_registry_demo_hashes_match_the_public_banks() -> None:
+    """If the exam builder or the demo bank changes, the demo track's hashes must follow."""
+    from exam_builder.exam_file import sha256_file
+    from toolkit.run.inputs import DEMO_BANK, built_exam, public_set
+    from toolkit.tracks import get_track
+
+    track = get_track(REPO / "results", "demo-cpu")
+    assert track.matches_exam(sha256_file(built_exam(DEMO_BANK, "demo")))
+    assert sha256_file(public_set()) == track.public_set_sha256
