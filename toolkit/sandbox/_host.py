@@ -103,26 +103,29 @@ def probe() -> HostSupport:
 
 
 class ProcessCgroups:
-    """The pids and memory cgroups of one sandboxed process tree (either may be absent)."""
+    """The pids and memory cgroups of one sandboxed process tree, for the limits that are set.
+
+    Only for limits: killing a tree does not need them (PID namespace, or the launcher as
+    subreaper), and joining a cgroup-v1 hierarchy costs an RCU grace period per process start
+    (about 1-10 ms, more on a busy host).
+    """
 
     def __init__(self, support: HostSupport, memory_bytes: int | None, max_processes: int | None):
         name = f"ari-sandbox-{uuid.uuid4().hex[:12]}"
         self.dirs: list[Path] = []
-        if support.pids_parent is not None:
+        if support.pids_parent is not None and max_processes is not None:
             pids = support.pids_parent / name
             pids.mkdir()
             self.dirs.append(pids)
-            if max_processes is not None:
-                (pids / "pids.max").write_text(str(max_processes))
-        if support.memory_parent is not None:
+            (pids / "pids.max").write_text(str(max_processes))
+        if support.memory_parent is not None and memory_bytes is not None:
             memory = support.memory_parent / name
             memory.mkdir()
             self.dirs.append(memory)
-            if memory_bytes is not None:
-                (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
-                memsw = memory / "memory.memsw.limit_in_bytes"
-                if memsw.exists():  # no swapping past the cap either
-                    memsw.write_text(str(memory_bytes))
+            (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            memsw = memory / "memory.memsw.limit_in_bytes"
+            if memsw.exists():  # no swapping past the cap either
+                memsw.write_text(str(memory_bytes))
 
     @property
     def procs_files(self) -> list[str]:

@@ -1,37 +1,46 @@
-"""The first program inside a local sandbox: set the process up, then exec the command.
+"""The local backend's launcher: a small fork server that starts every sandboxed process.
 
-`local.py` starts `unshare --pid --net --mount ... python -I -S _init.py SPEC_JSON`. This script
-runs as root (where the host allows) inside the fresh namespaces, and in this order:
+`local.py` starts it once per sandbox (`python -I -S _launcher.py FD`, as root where the host
+allows) and sends it one message per command over a Unix socketpair: the spec (marshal) and
+four file descriptors (the command's stdin, stdout, stderr and a status pipe). Forking this
+already-running, single-threaded process costs about a millisecond; starting a fresh Python
+for every command cost 20-60 ms. Per command, in a fork ("A", the process the host kills):
 
-1. joins the per-process cgroups (pids, memory) prepared by the host, before anything can fork;
-2. rebuilds the visible filesystem: private tmpfs over /tmp-like directories and over ancestors
-   that the sandbox user could not traverse, re-exposes the sandbox root and the read-only paths
-   from file descriptors opened beforehand, remounts the read-only ones read-only, then covers
-   every hidden path with an empty read-only tmpfs (or /dev/null for a file);
-3. brings the namespace's loopback up, then forks: it stays as the namespace's init
-   (`supervise`) while the child sets rlimits, drops to the sandbox uid/gid with no_new_privs
-   (so the mounts above cannot be undone and no setuid binary helps), chdirs and execs the
-   command with exactly the environment it was given.
+1. A starts its own session, joins the per-process cgroups (pids, memory) prepared by the host
+   before anything can fork, reports its pid, and unshares new mount, PID and network
+   namespaces; it forks B and just waits for it (B dies with A: PDEATHSIG).
+2. B is PID 1 of the new namespace. It mounts a fresh /proc and rebuilds the visible
+   filesystem: private tmpfs over /tmp-like directories and over ancestors the sandbox user
+   could not traverse, re-exposes the sandbox root and the read-only paths from file
+   descriptors opened beforehand, remounts the read-only ones read-only, then covers every
+   hidden path with an empty read-only tmpfs (or /dev/null for a file). It brings loopback up.
+3. B forks the command C and stays as init (`supervise`): it reaps orphans and reports C's exit
+   status. C sets rlimits, drops to the sandbox uid/gid with no_new_privs (so the mounts above
+   cannot be undone and no setuid binary helps), chdirs and execs the command with exactly the
+   environment it was given.
 
-It must stay standalone (stdlib only, no toolkit import, and cheap imports: no typing, json or
-socket, each of which costs 8-20 ms at every start): it starts before the hidden paths are
-hidden and may run where the toolkit is not importable by the sandbox user. Failures of the set-up
-are the sandbox breaking: they exit with status 125 and write a line starting
-`ari-sandbox:` on the status pipe, which the host turns into a SandboxError (a working
-directory that does not exist counts as set-up: the caller asked for it). A command that
-cannot be found or run exits 127/126 like a shell does: that is the command's result, not a
-broken sandbox.
+Without namespaces (non-root hosts) the same chain runs with B as a subreaper, so escaped
+orphans stay its descendants and are killed with it.
+
+It must stay standalone (stdlib only, no toolkit import): it runs as root with `-I -S`. And
+everything the children use must be imported before they fork: after the uid switch the
+stdlib may be out of reach (pyenv under /root), so nothing may import lazily there. Set-up
+failures are the sandbox breaking: a line starting `ari-sandbox:` on the status pipe, which the
+host turns into a SandboxError (a working directory that does not exist counts as set-up: the
+caller asked for it). A command that cannot be found or run exits 127/126 like a shell does:
+that is the command's result, not a broken sandbox.
 """
 
 from __future__ import annotations
 
-import _signal
-import _socket
 import ctypes
 import fcntl
 import marshal
 import os
 import resource
+import select
+import signal
+import socket
 import stat
 import struct
 import sys
@@ -43,8 +52,15 @@ MS_NODEV = 0x4
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
+MS_NOEXEC = 0x8
+MS_PRIVATE = 1 << 18
+PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+MAX_SPEC_BYTES = 1 << 20
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
@@ -57,7 +73,7 @@ RLIMITS = {
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
-_status_fd = -1  # the host waits on this pipe for "ok" (about to exec) or the failure
+_status_fd = -1  # the host reads "pid N", then "ok" (about to exec) or the failure, then "exit N"
 
 
 def fail(what: str) -> None:
@@ -69,9 +85,11 @@ def fail(what: str) -> None:
     os._exit(SETUP_FAILED)
 
 
-def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None
+) -> None:
     rc = _libc.mount(
-        source.encode(),
+        source.encode() if source else None,
         target.encode(),
         fstype.encode() if fstype else None,
         ctypes.c_ulong(flags),
@@ -138,13 +156,10 @@ def rebuild_filesystem(
 
 def loopback_up() -> None:
     """A new network namespace has only `lo`, and it is down; bring it up (local servers work)."""
-    s = _socket.socket(_socket.AF_INET, _socket.SOCK_DGRAM)
-    try:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         ifreq = struct.pack("16sH14x", b"lo", 0)
         flags = struct.unpack("16sH14x", fcntl.ioctl(s.fileno(), SIOCGIFFLAGS, ifreq))[1]
         fcntl.ioctl(s.fileno(), SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | IFF_UP))
-    finally:
-        s.close()
 
 
 def set_rlimits(limits: dict[str, int]) -> None:
@@ -164,16 +179,106 @@ def drop_privileges(uid: int, gid: int) -> None:
         fail(f"cannot switch to uid {uid}: {e}")
 
 
-def main() -> None:
+def serve(sock_fd: int) -> None:
+    """Fork one launch per message until the host closes its end; then kill what is left."""
+    sock = socket.socket(fileno=sock_fd)
+    children: set[int] = set()
+    while True:
+        ready, _, _ = select.select([sock], [], [], 1.0)
+        while children:  # reap finished launches (A), they are ours
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            children.discard(pid)
+        if not ready:
+            continue
+        try:
+            data, ancdata, _, _ = sock.recvmsg(MAX_SPEC_BYTES, socket.CMSG_SPACE(4 * 4))
+        except OSError:
+            data, ancdata = b"", []
+        fds: list[int] = []
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % 4
+                fds += struct.unpack(f"{usable // 4}i", payload[:usable])
+        if not data:  # the host is gone (or closed us): nothing may outlive it
+            for pid in children:
+                try:  # noqa: SIM105
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            os._exit(0)
+        pid = os.fork()
+        if pid == 0:
+            try:
+                sock.close()
+                launch(marshal.loads(data), fds)
+            except BaseException as e:  # a launcher bug: say so on the status pipe
+                fail(f"launcher error: {e!r}")
+            finally:
+                os._exit(SETUP_FAILED)
+        children.add(pid)
+        for fd in fds:
+            os.close(fd)
+
+
+def launch(spec: dict[str, object], fds: list[int]) -> None:
+    """Process A: session, cgroups, namespaces; then wait for B (never returns)."""
     global _status_fd
-    with open(sys.argv[1], "rb") as f:
-        spec = marshal.load(f)
-    _status_fd = spec["status_fd"]
+    _status_fd = fds[-1]
+    stdin, stdout, stderr = fds[:3]
     os.set_inheritable(_status_fd, False)
-    join_cgroups(spec["cgroups"])
+    os.setsid()
+    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.SIG_DFL)
+    for fd, target in ((stdin, 0), (stdout, 1), (stderr, 2)):
+        os.dup2(fd, target)
+    for fd in {stdin, stdout, stderr}:
+        if fd > 2:
+            os.close(fd)
+    join_cgroups(spec["cgroups"])  # type: ignore[arg-type]
+    os.write(_status_fd, f"pid {os.getpid()}\n".encode())
+    if spec["pidns"]:
+        flags = CLONE_NEWNS | CLONE_NEWPID | (0 if spec["network"] else CLONE_NEWNET)
+        if _libc.unshare(flags) != 0:
+            fail(f"unshare failed: {os.strerror(ctypes.get_errno())}")
+        mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates to the host
+    parent = os.getpid()
+    b = os.fork()
+    if b == 0:
+        # B dies with A: the host kills A, the kernel kills B, B's death ends the namespace.
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != (0 if spec["pidns"] else parent):  # 0: A is outside our namespace
+            os._exit(SETUP_FAILED)  # A is already gone
+        init(spec)
+    os.close(_status_fd)
+    devnull = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):  # only the command may hold the host's pipes
+        os.dup2(devnull, fd)
+    while True:
+        try:
+            _, status = os.waitpid(b, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(SETUP_FAILED)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def init(spec: dict[str, object]) -> None:
+    """Process B: PID 1 of the namespace; builds the filesystem, then forks the command."""
+    if spec["pidns"]:
+        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     if spec["mounts"]:
         rebuild_filesystem(
-            spec["expose"], spec["readonly"], spec["shadow"], spec["hide"], spec["tmpfs_size"]
+            spec["expose"],  # type: ignore[arg-type]
+            spec["readonly"],  # type: ignore[arg-type]
+            spec["shadow"],  # type: ignore[arg-type]
+            spec["hide"],  # type: ignore[arg-type]
+            str(spec["tmpfs_size"]),
         )
     if spec["loopback"]:
         try:
@@ -250,7 +355,7 @@ def kill_descendants() -> None:
         if not alive:
             return
         for pid in alive:
-            try:  # noqa: SIM105 (contextlib costs milliseconds of import at every start)
+            try:  # noqa: SIM105
                 os.kill(pid, 9)
             except OSError:
                 pass
@@ -266,8 +371,8 @@ def run_command(spec: dict[str, object]) -> None:
     """In the forked child: limits, the uid switch, then exec (never returns)."""
     set_rlimits(spec["rlimits"])  # type: ignore[arg-type]
     os.umask(0o022)
-    for signum in (_signal.SIGPIPE, _signal.SIGXFSZ):  # Python ignores these; exec keeps that
-        _signal.signal(signum, _signal.SIG_DFL)
+    for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; exec keeps that
+        signal.signal(signum, signal.SIG_DFL)
     if spec["uid"] is not None:
         drop_privileges(spec["uid"], spec["gid"])  # type: ignore[arg-type]
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
@@ -305,4 +410,4 @@ def find_program(name: str, path: str) -> str | None:
 
 
 if __name__ == "__main__":
-    main()
+    serve(int(sys.argv[1]))

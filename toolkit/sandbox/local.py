@@ -1,11 +1,13 @@
 """The local backend: each process tree is a host process, isolated as far as the host allows.
 
-Where the host allows it (root, util-linux `unshare`, here: yes), every command gets its own
+Where the host allows it (root and Linux namespaces; here: yes), every command gets its own
 PID namespace (killing its first process kills the whole tree, setsid'd and double-forked
 children included), network namespace (loopback only), and mount namespace (hidden paths covered
-by an empty tmpfs, read-only paths bind-mounted read-only, private /tmp, /var/tmp and /dev/shm);
-it joins per-tree pids and memory cgroups (when writable), gets rlimits, a scrubbed environment,
-and runs as uid/gid `nobody` with no_new_privs. `isolation` lists what was in force.
+by an empty tmpfs, read-only paths bind-mounted read-only, private /tmp, /var/tmp, /dev/shm).
+It joins per-tree pids and memory cgroups for the limits that are set (where writable), gets
+rlimits and a scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands
+are started by a fork server (`_launcher.py`), one per sandbox. `isolation` lists what was in
+force; where the host cannot, the backend falls back with a logged warning.
 
 What the local backend does NOT isolate (recorded in `not_isolated`):
 
@@ -17,27 +19,21 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
   devices in /dev (GPUs stay reachable), the clock, System V IPC and the UTS hostname;
 - processes of other sandboxes that also run as `nobody` share its uid (they cannot signal
   across PID namespaces, but they can read each other's world-readable files);
-- without namespaces (non-root hosts): network, mounts and escaped (setsid + double-forked)
-  processes; without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree,
-  and the process cap is only RLIMIT_NPROC of the uid.
+- without namespaces (non-root hosts): network, mounts, hidden and read-only paths, and the uid
+  (commands run as the caller); trees are still killed whole (the launcher is a subreaper);
+- without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree, and the
+  process cap is only RLIMIT_NPROC of the uid (not enforced at all for root).
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import marshal
 import os
 import pwd
-import select
-import shutil
-import signal
 import stat
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -51,10 +47,11 @@ from toolkit.sandbox.base import (
     SandboxProcess,
 )
 from toolkit.sandbox.files import read_under, write_under
+from toolkit.sandbox.forkserver import ForkServer
+from toolkit.sandbox.process import LocalProcess, communicate
 
 log = logging.getLogger(__name__)
 
-INIT_SCRIPT = Path(__file__).with_name("_init.py")
 PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 SETUP_TIMEOUT_S = 60.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -84,143 +81,6 @@ def _untraversable_ancestor(path: Path, uid: int) -> Path | None:
 
 def _is_within(path: Path, other: Path) -> bool:
     return path == other or other in path.parents
-
-
-def _descendants(pid: int) -> list[int]:
-    """Host pids descending from `pid` (a snapshot from /proc; used where no pidns exists)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != b"Z":  # zombies are dead already; their parent reaps them
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
-def _signal(send: Callable[[int, int], None], target: int) -> None:
-    """SIGKILL `target` (a pid or process group) if it still exists."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        send(target, signal.SIGKILL)
-
-
-class LocalProcess(SandboxProcess):
-    """A process tree started by `LocalSandbox`; `kill` takes down everything it started.
-
-    Its launcher reports on a status pipe: "ok" once the command is about to be exec'd (or an
-    `ari-sandbox:` line saying why set-up failed), then "exit N" with the command's own status.
-    """
-
-    def __init__(
-        self, popen: subprocess.Popen[bytes], cgroups: _host.ProcessCgroups, status_fd: int
-    ):
-        self._popen = popen
-        self._cgroups = cgroups
-        self._status_fd: int | None = status_fd
-        self._status = b""
-        self._code: int | None = None
-        self._released = False
-        self._killed = False
-        self.pid = popen.pid
-        self.stdin: IO[bytes] | None = popen.stdin
-        self.stdout: IO[bytes] | None = popen.stdout
-        self.stderr: IO[bytes] | None = popen.stderr
-
-    def _read_status(self, timeout: float) -> bool:
-        """Read what the launcher said within `timeout`; False once the pipe is at EOF."""
-        if self._status_fd is None:
-            return False
-        ready, _, _ = select.select([self._status_fd], [], [], timeout)
-        if not ready:
-            return True
-        chunk = os.read(self._status_fd, 4096)
-        self._status += chunk
-        if not chunk:
-            os.close(self._status_fd)
-            self._status_fd = None
-        return bool(chunk)
-
-    def await_setup(self, timeout: float) -> None:
-        """Block until the command is exec'd; SandboxError (tree killed) if set-up failed."""
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            if self._status.startswith(b"ok\n"):
-                return
-            if self._status.endswith(b"\n") or not self._read_status(0.05):
-                break
-        if self._status.startswith(b"ok\n"):
-            return
-        self.kill()
-        reason = self._status.decode(errors="replace").strip() or "the launcher died in set-up"
-        raise SandboxError(f"local sandbox set-up failed: {reason}")
-
-    def _finish(self) -> int:
-        """The command's exit status, once the launcher has exited; releases the tree."""
-        if self._code is None:
-            while self._read_status(2.0):
-                pass
-            # Killed by us before it reported: SIGKILL, whatever its launcher exited with.
-            self._code = -signal.SIGKILL if self._killed else self._popen.returncode
-            for line in self._status.splitlines():
-                if line.startswith(b"exit "):
-                    self._code = int(line[5:])
-        if not self._released:
-            self._kill_tree()  # nothing of the tree may outlive its first process
-        assert self._code is not None
-        return self._code
-
-    def wait(self, timeout: float | None = None) -> int | None:
-        try:
-            self._popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return None
-        return self._finish()
-
-    def poll(self) -> int | None:
-        if self._popen.poll() is None:
-            return None
-        return self._finish()
-
-    def kill(self) -> None:
-        if not self._released:
-            self._kill_tree()
-        self._finish()
-
-    def _kill_tree(self) -> None:
-        # The first process leads its own process group; in a PID namespace its death also
-        # kills the namespace. The /proc walk and the cgroup catch what escaped the group.
-        # Only while the first process is unreaped is its pid certainly still ours to walk.
-        # The launcher is a subreaper, so escaped orphans stay its descendants; kill them
-        # (repeatedly: they may be forking) before the launcher, whose death would free them.
-        if self._popen.returncode is None:
-            self._killed = True
-        for _ in range(1000):
-            if self._popen.returncode is not None:
-                break
-            doomed = _descendants(self.pid)
-            if not doomed:
-                break
-            for pid in doomed:
-                _signal(os.kill, pid)
-        _signal(os.killpg, self.pid)
-        try:
-            self._popen.wait(5)
-        except subprocess.TimeoutExpired as e:
-            raise SandboxError(f"sandboxed process {self.pid} survived SIGKILL") from e
-        if not self._cgroups.kill_all():
-            raise SandboxError(f"processes of sandboxed tree {self.pid} survived SIGKILL")
-        self._cgroups.remove()
-        self._released = True
 
 
 class LocalSandbox(Sandbox):
@@ -267,7 +127,7 @@ class LocalSandbox(Sandbox):
             "TMPDIR": str(self.tmpdir),
             **(env or {}),
         }
-        self._state = Path(tempfile.mkdtemp(prefix="ari-sandbox-"))
+        self._server = ForkServer()
         self._processes: list[LocalProcess] = []
         self._closed = False
         self.isolation, self.not_isolated = self._describe()
@@ -287,8 +147,8 @@ class LocalSandbox(Sandbox):
             off += [] if self.network else ["network"]
         if self.network:
             off.append("network")
-        on += ["cgroup-pids"] if s.pids_parent else []
-        on += ["cgroup-memory"] if s.memory_parent else []
+        on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
+        on += ["cgroup-memory"] if s.memory_parent and lim.memory_bytes is not None else []
         if lim.memory_bytes is not None and not s.memory_parent:
             off.append("memory-per-tree")
         if lim.max_processes is not None and not s.pids_parent and not self.drop_uid:
@@ -357,14 +217,9 @@ class LocalSandbox(Sandbox):
         return sorted(shadow)
 
     def _spawn(
-        self,
-        argv: list[str],
-        cwd: str | None,
-        env: dict[str, str] | None,
-        stdin: int,
-        stdout: int,
-        stderr: int,
+        self, argv: list[str], cwd: str | None, env: dict[str, str] | None, streams: list[bool]
     ) -> LocalProcess:
+        """Launch `argv`; `streams` says which of stdin/stdout/stderr become host pipes."""
         if self._closed:
             raise SandboxError("sandbox was cleaned up; create a new one")
         if not argv:
@@ -374,14 +229,10 @@ class LocalSandbox(Sandbox):
             workdir = self.root / workdir
         readonly = [*self.readonly, *self.runtime]
         expose = sorted([self.root, *readonly], key=lambda p: len(str(p)))
-        cgroups = _host.ProcessCgroups(
-            self.support, self.limits.memory_bytes, self.limits.max_processes
-        )
-        status_r, status_w = os.pipe()
         spec = {
-            "cgroups": cgroups.procs_files,
             "mounts": self.namespaces,
             "pidns": self.namespaces,
+            "network": self.network,
             "expose": [str(p) for p in expose],
             "readonly": [str(p) for p in readonly],
             "shadow": self._shadowed(expose) if self.namespaces else [],
@@ -394,38 +245,36 @@ class LocalSandbox(Sandbox):
             "cwd": str(workdir),
             "argv": argv,
             "env": {**self.base_env, **(env or {})},
-            "status_fd": status_w,
         }
-        spec_file = self._state / f"spec-{os.getpid()}-{time.monotonic_ns()}"
-        spec_file.write_bytes(marshal.dumps(spec))
-        command = [sys.executable, "-I", "-S", str(INIT_SCRIPT), str(spec_file)]
-        if self.namespaces:
-            assert self.support.unshare is not None
-            ns = ["--pid", "--fork", "--kill-child", "--mount-proc"]
-            ns += [] if self.network else ["--net"]
-            command = [self.support.unshare, *ns, "--", *command]
-        try:
-            popen = subprocess.Popen(
-                command,
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=(status_w,),
-                env={"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"},
-            )
-        except OSError as e:
-            cgroups.remove()
-            raise SandboxError(f"could not start the sandbox launcher: {e}") from e
-        finally:
-            os.close(status_w)
-        process = LocalProcess(popen, cgroups, status_r)
+        cgroups = _host.ProcessCgroups(
+            self.support, self.limits.memory_bytes, self.limits.max_processes
+        )
+        spec["cgroups"] = cgroups.procs_files
+        theirs: list[int] = []
+        ours: list[IO[bytes] | None] = []
+        for index, wanted in enumerate(streams):
+            if not wanted:
+                theirs.append(os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC))
+                ours.append(None)
+                continue
+            read_end, write_end = os.pipe2(os.O_CLOEXEC)
+            theirs.append(read_end if index == 0 else write_end)
+            host_end = write_end if index == 0 else read_end
+            ours.append(os.fdopen(host_end, "wb" if index == 0 else "rb"))
+        status_r, status_w = os.pipe2(os.O_CLOEXEC)
+        process = LocalProcess(cgroups, status_r, *ours)
         self._processes.append(process)
         try:
-            process.await_setup(SETUP_TIMEOUT_S)
+            self._server.send(spec, [*theirs, status_w])
+        except BaseException:
+            for stream in ours:
+                if stream is not None:
+                    stream.close()
+            raise
         finally:
-            spec_file.unlink(missing_ok=True)
+            for fd in [*theirs, status_w]:
+                os.close(fd)
+        process.await_setup(SETUP_TIMEOUT_S)
         return process
 
     # -- interface -----------------------------------------------------------------------
@@ -439,22 +288,11 @@ class LocalSandbox(Sandbox):
         timeout: float | None = None,
     ) -> ExecResult:
         started = time.monotonic()
-        stdin = subprocess.PIPE if input is not None else subprocess.DEVNULL
-        process = self._spawn(argv, cwd, env, stdin, subprocess.PIPE, subprocess.PIPE)
-        popen = process._popen
-        timed_out = False
-        try:
-            out, err = popen.communicate(input, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            process.kill()
-            try:
-                out, err = popen.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # an escaped process still holds the pipes
-                out, err = b"", b""
-        popen.wait()
-        code = process._finish()
-        return ExecResult(code, out or b"", err or b"", timed_out, time.monotonic() - started)
+        process = self._spawn(argv, cwd, env, [input is not None, True, True])
+        out, err, timed_out = communicate(process, input, timeout)
+        code = process.wait()
+        assert code is not None
+        return ExecResult(code, out, err, timed_out, time.monotonic() - started)
 
     def start(
         self,
@@ -466,10 +304,7 @@ class LocalSandbox(Sandbox):
         stdout: bool = True,
         stderr: bool = True,
     ) -> SandboxProcess:
-        def pipe(wanted: bool) -> int:
-            return subprocess.PIPE if wanted else subprocess.DEVNULL
-
-        return self._spawn(argv, cwd, env, pipe(stdin), pipe(stdout), pipe(stderr))
+        return self._spawn(argv, cwd, env, [stdin, stdout, stderr])
 
     def read_file(self, path: str) -> bytes:
         return read_under(self.root, path)
@@ -486,8 +321,7 @@ class LocalSandbox(Sandbox):
             except SandboxError as e:
                 errors.append(str(e))
         self._processes = []
-        if not self._closed:
-            shutil.rmtree(self._state, ignore_errors=True)
+        self._server.close()
         self._closed = True
         if errors:
             raise SandboxError("; ".join(errors))

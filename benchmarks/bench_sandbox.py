@@ -1,0 +1,92 @@
+"""What a sandboxed command costs over running it directly (local backend).
+
+Prints the median wall time of many `true` runs: directly with subprocess, then through
+`Sandbox.exec` with full isolation, without the network namespace, and as a host without
+namespaces or cgroups would run it; plus `start` + a JSON-lines round trip. Each line gives
+the added milliseconds and the ratio to the direct run measured in the same process.
+
+    .venv/bin/python benchmarks/bench_sandbox.py [--runs 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from toolkit.sandbox import LineReader, _host, create_sandbox
+
+ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
+
+
+def median_s(action: Callable[[], object], runs: int) -> float:
+    action()  # warm-up (host probe, page cache)
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=40)
+    runs = parser.parse_args().runs
+    work = Path(tempfile.mkdtemp(prefix="ari-bench-sandbox-"))
+    direct = median_s(lambda: subprocess.run(["true"], check=True), runs)
+    print(f"direct `true`: {direct * 1000:.1f} ms (median of {runs})")
+
+    def report(label: str, seconds: float) -> None:
+        added = (seconds - direct) * 1000
+        print(f"{label}: {seconds * 1000:.1f} ms, +{added:.1f} ms, x{seconds / direct:.1f}")
+
+    for label, kwargs in (
+        ("sandbox exec `true` (full isolation)", {}),
+        ("sandbox exec `true` (network allowed)", {"network": True}),
+    ):
+        root = Path(tempfile.mkdtemp(dir=work))
+        with create_sandbox("local", root=root, **kwargs) as box:  # type: ignore[arg-type]
+            report(label, median_s(lambda box=box: box.exec(["true"]), runs))
+            print(f"  isolation: {', '.join(box.isolation)}")
+
+    real_probe = _host.probe
+    degraded = _host.HostSupport(None, is_root=False, pids_parent=None, memory_parent=None)
+    _host.probe = lambda: degraded  # type: ignore[assignment]
+    try:
+        with create_sandbox("local", root=Path(tempfile.mkdtemp(dir=work))) as box:
+            report(
+                "sandbox exec `true` (no namespaces/cgroups)",
+                median_s(lambda: box.exec(["true"]), runs),
+            )
+    finally:
+        _host.probe = real_probe  # type: ignore[assignment]
+
+    with create_sandbox("local", root=Path(tempfile.mkdtemp(dir=work))) as box:
+        box.write_file("echo.py", ECHO.encode())
+        process = box.start([sys.executable, "echo.py"], stderr=False)
+        assert process.stdin is not None and process.stdout is not None
+        reader = LineReader(process.stdout)
+
+        def round_trip() -> None:
+            assert process.stdin is not None
+            process.stdin.write(json.dumps({"prompt": "x" * 1024}).encode() + b"\n")
+            process.stdin.flush()
+            reader.readline(timeout=30)
+
+        print(
+            f"JSON-lines round trip over start() pipes: {median_s(round_trip, runs * 5) * 1e6:.0f} us"
+        )
+        started = time.perf_counter()
+        box.cleanup()
+        print(f"cleanup of a live process: {(time.perf_counter() - started) * 1000:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""Host-side handles on local sandboxed process trees: start, talk, wait, kill, collect.
+
+The launcher (`_launcher.py`) forks each tree's first process "A"; the host is not its parent,
+so it follows A through a pidfd (race-free waiting and signalling, no pid reuse) and learns the
+command's own exit status from the status pipe ("pid N", "ok", "exit N").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import selectors
+import signal
+import time
+from collections.abc import Callable
+from typing import IO
+
+from toolkit.sandbox import _host
+from toolkit.sandbox.base import SandboxError, SandboxProcess
+
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+"""Per stream, what `exec` keeps; the rest is read and dropped so a flood cannot exhaust memory."""
+
+
+def descendants(pid: int) -> list[int]:
+    """Live (non-zombie) host pids descending from `pid`, from a /proc snapshot."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != b"Z":  # zombies are dead already; their parent reaps them
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _all_gone(pids: set[int], timeout: float) -> bool:
+    """Wait until every pid is dead (gone or a zombie): SIGKILL is delivered, not instant."""
+    end = time.monotonic() + timeout
+    for pid in pids:
+        while True:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        break
+            except OSError:
+                break
+            if time.monotonic() > end:
+                return False
+            time.sleep(0.001)
+    return True
+
+
+def _sigkill(send: Callable[[int, int], None], target: int) -> None:
+    """SIGKILL `target` (a pid, group or pidfd) if it still exists."""
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
+        send(target, signal.SIGKILL)
+
+
+class LocalProcess(SandboxProcess):
+    """A process tree started by `LocalSandbox`; `kill` takes down everything it started."""
+
+    def __init__(
+        self,
+        cgroups: _host.ProcessCgroups,
+        status_fd: int,
+        stdin: IO[bytes] | None,
+        stdout: IO[bytes] | None,
+        stderr: IO[bytes] | None,
+    ):
+        self._cgroups = cgroups
+        self._status_fd: int | None = status_fd
+        self._status = b""
+        self._pidfd: int | None = None
+        self._code: int | None = None
+        self._released = False
+        self._killed = False
+        self.pid = -1
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+
+    # -- the status pipe -----------------------------------------------------------------
+    def _read_status(self, timeout: float) -> bool:
+        """Read what the launcher said within `timeout`; False once the pipe is at EOF."""
+        if self._status_fd is None:
+            return False
+        ready, _, _ = select_fds([self._status_fd], timeout)
+        if not ready:
+            return True
+        chunk = os.read(self._status_fd, 4096)
+        self._status += chunk
+        if not chunk:
+            os.close(self._status_fd)
+            self._status_fd = None
+        return bool(chunk)
+
+    def await_setup(self, timeout: float) -> None:
+        """Block until the command is exec'd; SandboxError (tree killed) if set-up failed."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.pid < 0 and self._status.startswith(b"pid ") and b"\n" in self._status:
+                self._adopt(int(self._status.split(b"\n", 1)[0][4:]))
+            lines = self._status.split(b"\n")
+            if b"ok" in lines[:-1]:
+                return
+            if any(line.startswith(b"ari-sandbox:") for line in lines[:-1]):
+                break
+            if not self._read_status(0.05):
+                break
+        self.kill()
+        reason = next(
+            (line for line in self._status.split(b"\n") if line.startswith(b"ari-sandbox:")),
+            b"the launcher died during set-up",
+        )
+        raise SandboxError(f"local sandbox set-up failed: {reason.decode(errors='replace')}")
+
+    def _adopt(self, pid: int) -> None:
+        self.pid = pid
+        with contextlib.suppress(OSError):  # already gone: nothing left to follow
+            self._pidfd = os.pidfd_open(pid)
+
+    # -- lifetime ------------------------------------------------------------------------
+    def _alive(self, timeout: float = 0) -> bool:
+        if self._pidfd is None:
+            return False
+        ready, _, _ = select_fds([self._pidfd], timeout)
+        return not ready
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if self._alive(timeout if timeout is not None else 1e9):
+            return None
+        return self._finish()
+
+    def poll(self) -> int | None:
+        return None if self._alive() else self._finish()
+
+    def kill(self) -> None:
+        if not self._released:
+            self._kill_tree()
+        self._finish()
+
+    def _finish(self) -> int:
+        """The command's exit status, once its first process is gone; releases the tree."""
+        if not self._released:
+            self._kill_tree()  # nothing of the tree may outlive its first process
+        if self._code is None:
+            while self._read_status(2.0):
+                pass
+            # No "exit" line: the launcher was killed before the command ended, by us or by
+            # the kernel (out of memory): report it as SIGKILL, as subprocess would.
+            self._code = -signal.SIGKILL
+            for line in self._status.splitlines():
+                if line.startswith(b"exit "):
+                    self._code = int(line[5:])
+        return self._code
+
+    def _kill_tree(self) -> None:
+        # A leads its own session; in a PID namespace, A's death kills B (PDEATHSIG), and B's
+        # the namespace. Without one, B is a subreaper: escaped orphans stay descendants of A,
+        # so kill those first (repeatedly: they may be forking), then A. Cgroups catch the rest.
+        killed: set[int] = set()
+        if self._alive():
+            self._killed = True
+            for _ in range(1000):
+                doomed = descendants(self.pid) if self._alive() else []
+                if not doomed:
+                    break
+                for pid in doomed:
+                    _sigkill(os.kill, pid)
+                killed.update(doomed)
+            if self._pidfd is not None:
+                _sigkill(signal.pidfd_send_signal, self._pidfd)
+        if self.pid > 0:
+            _sigkill(os.killpg, self.pid)
+        if self._alive(5.0) or not _all_gone(killed, 5.0):
+            raise SandboxError(f"sandboxed process {self.pid} survived SIGKILL")
+        if not self._cgroups.kill_all():
+            raise SandboxError(f"processes of sandboxed tree {self.pid} survived SIGKILL")
+        self._cgroups.remove()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        self._released = True
+
+
+def select_fds(fds: list[int], timeout: float) -> tuple[list[int], list[int], list[int]]:
+    """select() for reading; a huge timeout means "wait as long as it takes"."""
+    return select.select(fds, [], [], min(timeout, 1e7))
+
+
+def communicate(
+    process: LocalProcess, data: bytes | None, timeout: float | None
+) -> tuple[bytes, bytes, bool]:
+    """Feed `data`, collect stdout/stderr until both close; kill the tree at `timeout`."""
+    assert process.stdout is not None and process.stderr is not None
+    chunks: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
+    sizes = dict.fromkeys(chunks, 0)
+    pending = memoryview(data or b"")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
+    with selectors.DefaultSelector() as selector:
+        for fd in chunks:
+            selector.register(fd, selectors.EVENT_READ)
+        if process.stdin is not None:
+            os.set_blocking(process.stdin.fileno(), False)
+            if pending:
+                selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                process.stdin.close()
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                if timed_out:  # an escaped holder keeps a pipe open: stop reading
+                    break
+                timed_out = True
+                process.kill()
+                deadline = time.monotonic() + 5
+                continue
+            for key, _ in selector.select(left):
+                fd = int(key.fd)
+                if fd in chunks:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        selector.unregister(fd)
+                    elif sizes[fd] < MAX_OUTPUT_BYTES:
+                        chunks[fd].append(chunk[: MAX_OUTPUT_BYTES - sizes[fd]])
+                        sizes[fd] += len(chunk)
+                    continue
+                try:
+                    written = os.write(fd, pending[: 1 << 16])
+                except BlockingIOError:
+                    continue
+                except BrokenPipeError:
+                    written = len(pending)
+                pending = pending[written:]
+                if not pending:
+                    selector.unregister(fd)
+                    assert process.stdin is not None
+                    process.stdin.close()
+    if process.stdin is not None and not process.stdin.closed:
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+    process.stdout.close()
+    process.stderr.close()
+    out, err = (b"".join(chunks[fd]) for fd in chunks)
+    return out, err, timed_out
