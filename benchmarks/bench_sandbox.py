@@ -80,9 +80,8 @@ def main() -> None:
             process.stdin.flush()
             reader.readline(timeout=30)
 
-        print(
-            f"JSON-lines round trip over start() pipes: {median_s(round_trip, runs * 5) * 1e6:.0f} us"
-        )
+        trip_us = median_s(round_trip, runs * 5) * 1e6
+        print(f"JSON-lines round trip over start() pipes: {trip_us:.0f} us")
         started = time.perf_counter()
         box.cleanup()
         print(f"cleanup of a live process: {(time.perf_counter() - started) * 1000:.1f} ms")

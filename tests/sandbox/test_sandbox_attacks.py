@@ -334,3 +334,35 @@ def test_describes_local_gaps(root: Path) -> None:
         assert "kernel" in box.not_isolated
         assert "host-filesystem-readable" in box.not_isolated
     assert textwrap.dedent(sys.modules["toolkit.sandbox.local"].__doc__ or "").count("NOT") == 1
+
+
+HOST = """
+import sys, time
+from pathlib import Path
+from toolkit.sandbox import create_sandbox
+box = create_sandbox("local", root=Path(sys.argv[1]))
+process = box.start([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[2]])
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+def test_tree_dies_with_a_killed_host(backend: str, root: Path, marker: str) -> None:
+    """A harness killed with SIGKILL cannot clean up: its launcher must take the trees down."""
+    host = subprocess.Popen(
+        [PY, "-c", HOST, str(root), marker], stdout=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        assert host.stdout is not None and host.stdout.readline() == b"started\n"
+        assert leftover(marker)
+        host.kill()
+        host.wait()
+        end = time.monotonic() + 10
+        while leftover(marker) and time.monotonic() < end:
+            time.sleep(0.05)
+        assert leftover(marker) == []
+    finally:
+        host.kill()
+        host.wait()
+        if host.stdout is not None:
+            host.stdout.close()

@@ -206,10 +206,7 @@ def serve(sock_fd: int) -> None:
                 fds += struct.unpack(f"{usable // 4}i", payload[:usable])
         if not data:  # the host is gone (or closed us): nothing may outlive it
             for pid in children:
-                try:  # noqa: SIM105
-                    os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                kill_tree(pid)
             os._exit(0)
         pid = os.fork()
         if pid == 0:
@@ -346,6 +343,23 @@ def descendants(pid: int) -> list[int]:
             found.append(kid)
             todo.append(kid)
     return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a launch (A) and everything under it, escaped orphans included."""
+    for _ in range(1000):
+        alive = descendants(pid)
+        if not alive:
+            break
+        for child in alive:
+            try:  # noqa: SIM105
+                os.kill(child, signal.SIGKILL)
+            except OSError:
+                pass
+    try:  # noqa: SIM105
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def kill_descendants() -> None:

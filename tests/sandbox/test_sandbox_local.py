@@ -1,0 +1,92 @@
+"""Local-backend specifics: the launcher (fork server), concurrency, output caps, host probe."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from toolkit.sandbox import Limits, SandboxError, create_sandbox, process
+from toolkit.sandbox.local import LocalSandbox
+
+PY = sys.executable
+
+
+def test_concurrent_commands_from_threads(root: Path) -> None:
+    results: dict[int, bytes] = {}
+    with create_sandbox("local", root=root) as box:
+
+        def run(i: int) -> None:
+            results[i] = box.exec(["sh", "-c", f"echo {i}"], timeout=60).stdout
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert results == {i: f"{i}\n".encode() for i in range(8)}
+
+
+def test_launcher_restarts_after_it_died(root: Path) -> None:
+    with create_sandbox("local", root=root) as box:
+        assert isinstance(box, LocalSandbox)
+        assert box.exec(["true"]).ok
+        server = box._server._popen
+        assert server is not None
+        os.kill(server.pid, signal.SIGKILL)
+        server.wait()
+        assert box.exec(["echo", "again"]).stdout == b"again\n"
+
+
+def test_output_flood_is_capped(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process, "MAX_OUTPUT_BYTES", 1000)
+    with create_sandbox("local", root=root) as box:
+        result = box.exec(["sh", "-c", "head -c 5000000 /dev/zero; echo end >&2"], timeout=60)
+    assert result.ok and len(result.stdout) == 1000 and result.stderr == b"end\n"
+
+
+def test_large_input_to_a_command_that_does_not_read(root: Path) -> None:
+    with create_sandbox("local", root=root) as box:
+        result = box.exec(["true"], input=b"x" * 10_000_000, timeout=60)
+    assert result.ok
+
+
+def test_setup_failure_is_a_sandbox_error_naming_the_cause(root: Path) -> None:
+    with create_sandbox("local", root=root) as box, pytest.raises(SandboxError, match="missing"):
+        box.exec(["true"], cwd=str(root / "missing"))
+
+
+def test_readonly_path_must_exist(root: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="does not exist"):
+        create_sandbox("local", root=root, readonly=[tmp_path / "nope"])
+
+
+def test_limits_recorded_in_isolation(root: Path) -> None:
+    limits = Limits(memory_bytes=1 << 30, max_processes=100, cpu_seconds=10)
+    with create_sandbox("local", root=root, limits=limits) as box:
+        assert "rlimits" in box.isolation
+        assert {"cgroup-pids", "cgroup-memory"} <= set(box.isolation) or {"memory-per-tree"} <= set(
+            box.not_isolated
+        )
+
+
+def test_no_cgroups_left_behind(root: Path) -> None:
+    limits = Limits(memory_bytes=1 << 30, max_processes=100)
+    with create_sandbox("local", root=root, limits=limits) as box:
+        assert isinstance(box, LocalSandbox)
+        if not (box.support.pids_parent and box.support.memory_parent):
+            pytest.skip("this host has no writable cgroups")
+        finished = box.start(["true"])
+        running = box.start(["sleep", "60"])
+        assert isinstance(finished, process.LocalProcess)
+        assert isinstance(running, process.LocalProcess)
+        dirs = [*finished._cgroups.dirs, *running._cgroups.dirs]
+        assert len(dirs) == 4 and all(d.is_dir() for d in dirs)
+        assert finished.wait(timeout=30) == 0
+        box.cleanup()
+        assert running.poll() == -signal.SIGKILL
+    assert not any(d.exists() for d in dirs)
