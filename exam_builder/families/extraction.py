@@ -11,18 +11,21 @@
     The address of the sender of message 2: orvak@kelmo.vesk.
 
 The field must be found in the right message (by sender, by number or by Ref), so that copying
-the nearest similar text is not enough. Sizes and address domains are bank parameters.
+the nearest similar text is not enough. Sizes, address domains and question phrases are bank
+parameters.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from typing import ClassVar
 
 from pydantic import Field, field_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, distinct, last_line
+from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
 
 _MESSAGE = re.compile(
@@ -30,6 +33,23 @@ _MESSAGE = re.compile(
     r"Ref: ([A-Z]{2}-\d{4})\nSubject: ([a-z ]+)$",
     re.M,
 )
+
+
+class ExtractionPhrases(Phrases):
+    """Question wording; {sender} is a full name, {number} a message number, {ref} a Ref."""
+
+    SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "ref_by_sender": ("sender",),
+        "sender_by_ref": ("ref",),
+        "address_by_number": ("number",),
+        "subject_by_sender": ("sender",),
+        "sent_by_number": ("number",),
+    }
+    ref_by_sender: str = "The Ref of the message from {sender}: "
+    sender_by_ref: str = "The sender of the message with Ref {ref}: "
+    address_by_number: str = "The address of the sender of message {number}: "
+    subject_by_sender: str = "The subject of the message from {sender}: "
+    sent_by_number: str = "When message {number} was sent: "
 
 
 class ExtractionParams(Params):
@@ -40,6 +60,7 @@ class ExtractionParams(Params):
         description="Top-level domains of invented addresses (lowercase).",
     )
     years: tuple[int, int] = Field(default=(2031, 2089), description="Range of the Sent year.")
+    phrases: ExtractionPhrases = Field(default_factory=ExtractionPhrases, description="Wording.")
 
     @field_validator("domains")
     @classmethod
@@ -73,18 +94,20 @@ def generate(rng: random.Random, p: ExtractionParams, lex: Lexicon) -> Document:
         doc.say(f"Message {num}\nFrom: {sender} <{address}>\nSent: {sent}\n")
         doc.say(f"Ref: {ref}\nSubject: {subject}\n\n")
 
+    say = p.phrases
+
     def draw() -> tuple[str, str]:
         num, sender, address, sent, ref, subject = rng.choice(msgs)
         kind = rng.randrange(5)
         if kind == 0:
-            return f"The Ref of the message from {sender}: ", ref
+            return say.ref_by_sender.format(sender=sender), ref
         if kind == 1:
-            return f"The sender of the message with Ref {ref}: ", sender
+            return say.sender_by_ref.format(ref=ref), sender
         if kind == 2:
-            return f"The address of the sender of message {num}: ", address
+            return say.address_by_number.format(number=num), address
         if kind == 3:
-            return f"The subject of the message from {sender}: ", subject
-        return f"When message {num} was sent: ", sent
+            return say.subject_by_sender.format(sender=sender), subject
+        return say.sent_by_number.format(number=num), sent
 
     for question, answer in distinct(draw, p.questions):
         doc.say(question)
@@ -99,16 +122,22 @@ def solve(prompt: str, p: ExtractionParams) -> str:
     by_sender: dict[str, tuple[str, ...]] = {m[1]: m for m in msgs}
     by_num = {m[0]: m for m in msgs}
     by_ref = {m[4]: m for m in msgs}
-    if m := re.fullmatch(r"The Ref of the message from (.+): ", q):
-        return by_sender[m.group(1)][4]
-    if m := re.fullmatch(r"The sender of the message with Ref (.+): ", q):
-        return by_ref[m.group(1)][1]
-    if m := re.fullmatch(r"The address of the sender of message (\d+): ", q):
-        return by_num[m.group(1)][2]
-    if m := re.fullmatch(r"The subject of the message from (.+): ", q):
-        return by_sender[m.group(1)][5]
-    if m := re.fullmatch(r"When message (\d+) was sent: ", q):
-        return by_num[m.group(1)][3]
+    say = p.phrases
+    slots = {"sender": r"[A-Z][a-z]+ [A-Z][a-z]+", "ref": r"[A-Z]{2}-\d{4}", "number": r"\d+"}
+
+    def match(template: str) -> re.Match[str] | None:
+        return re.fullmatch(template_regex(template, **slots), q)
+
+    if m := match(say.ref_by_sender):
+        return by_sender[m["sender"]][4]
+    if m := match(say.sender_by_ref):
+        return by_ref[m["ref"]][1]
+    if m := match(say.address_by_number):
+        return by_num[m["number"]][2]
+    if m := match(say.subject_by_sender):
+        return by_sender[m["sender"]][5]
+    if m := match(say.sent_by_number):
+        return by_num[m["number"]][3]
     raise SolveError(f"not an extraction question: {q!r}")
 
 

@@ -6,62 +6,87 @@
     The Dorvel backwards: orvi, fesk, lunda, mobek, tarsi.
 
 Position, successor, predecessor, last item, first in alphabetical order, and the whole list
-reversed. Sizes are bank parameters.
+reversed. Sizes and every phrase are bank parameters.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from typing import ClassVar
 
 from pydantic import Field, model_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, distinct, last_line
+from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
 
-_ORDINAL_KINDS = ["item", "after", "before", "last", "alphabetical", "backwards"]
+KINDS = ["item", "after", "before", "last", "alphabetical", "backwards"]
+
+
+class ListsPhrases(Phrases):
+    """Wording; {list} is the list's name, {n} a position, {item} a list item."""
+
+    SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "heading": ("list",),
+        "item": ("n", "list"),
+        "after": ("item", "list"),
+        "before": ("item", "list"),
+        "last": ("list",),
+        "alphabetical": ("list",),
+        "backwards": ("list",),
+    }
+    heading: str = "List of the {list}: "
+    item: str = "Item {n} of the {list}: "
+    after: str = "After {item} in the {list} comes "
+    before: str = "Before {item} in the {list} comes "
+    last: str = "The last item of the {list}: "
+    alphabetical: str = "The {list} in alphabetical order starts with "
+    backwards: str = "The {list} backwards: "
 
 
 class ListsParams(Params):
     min_length: int = Field(default=5, ge=3, le=20, description="Fewest items in a list.")
     max_length: int = Field(default=8, ge=3, le=20, description="Most items in a list.")
     kinds: list[str] = Field(
-        default_factory=lambda: list(_ORDINAL_KINDS),
+        default_factory=lambda: list(KINDS),
         min_length=1,
-        description=f"Question kinds to use, from {_ORDINAL_KINDS}.",
+        description=f"Question kinds to use, from {KINDS}.",
     )
+    phrases: ListsPhrases = Field(default_factory=ListsPhrases, description="Wording.")
 
     @model_validator(mode="after")
     def _check(self) -> ListsParams:
         if self.min_length > self.max_length:
             raise ValueError("min_length must not exceed max_length")
-        unknown = [k for k in self.kinds if k not in _ORDINAL_KINDS]
+        unknown = [k for k in self.kinds if k not in KINDS]
         if unknown:
-            raise ValueError(f"unknown kinds {unknown}; known: {_ORDINAL_KINDS}")
+            raise ValueError(f"unknown kinds {unknown}; known: {KINDS}")
         return self
 
 
 def generate(rng: random.Random, p: ListsParams, lex: Lexicon) -> Document:
     items = lex.words(rng.randint(p.min_length, p.max_length))
     title = lex.name()
+    say = p.phrases
     doc = Document()
-    doc.say(f"List of the {title}: {', '.join(items)}.\n")
+    doc.say(f"{say.heading.format(list=title)}{', '.join(items)}.\n")
 
     def draw() -> tuple[str, str]:
         kind = rng.choice(p.kinds)
         k = rng.randrange(len(items) - 1)  # an item that has a successor
         if kind == "item":
-            return f"Item {k + 1} of the {title}: ", items[k]
+            return say.item.format(n=k + 1, list=title), items[k]
         if kind == "after":
-            return f"After {items[k]} in the {title} comes ", items[k + 1]
+            return say.after.format(item=items[k], list=title), items[k + 1]
         if kind == "before":
-            return f"Before {items[k + 1]} in the {title} comes ", items[k]
+            return say.before.format(item=items[k + 1], list=title), items[k]
         if kind == "last":
-            return f"The last item of the {title}: ", items[-1]
+            return say.last.format(list=title), items[-1]
         if kind == "alphabetical":
-            return f"The {title} in alphabetical order starts with ", min(items)
-        return f"The {title} backwards: ", ", ".join(reversed(items))
+            return say.alphabetical.format(list=title), min(items)
+        return say.backwards.format(list=title), ", ".join(reversed(items))
 
     for question, answer in distinct(draw, p.questions):
         doc.say(question)
@@ -70,23 +95,31 @@ def generate(rng: random.Random, p: ListsParams, lex: Lexicon) -> Document:
     return doc
 
 
+_SLOTS = {"list": r"[A-Z][a-z]+", "n": r"\d+", "item": r"[a-z]+"}
+
+
 def solve(prompt: str, p: ListsParams) -> str:
-    found = re.search(r"^List of the [A-Z][a-z]+: ([a-z, ]+)\.$", prompt, re.M)
+    say = p.phrases
+    heading = template_regex(say.heading, **_SLOTS)
+    found = re.search(rf"^{heading}(?P<items>[a-z, ]+)\.$", prompt, re.M)
     if not found:
         raise SolveError("no list in the prompt")
-    items = found.group(1).split(", ")
+    items = found.group("items").split(", ")
     q = last_line(prompt)
-    if m := re.fullmatch(r"Item (\d+) of the [A-Z][a-z]+: ", q):
-        return items[int(m.group(1)) - 1]
-    if m := re.fullmatch(r"After ([a-z]+) in the [A-Z][a-z]+ comes ", q):
-        return items[items.index(m.group(1)) + 1]
-    if m := re.fullmatch(r"Before ([a-z]+) in the [A-Z][a-z]+ comes ", q):
-        return items[items.index(m.group(1)) - 1]
-    if re.fullmatch(r"The last item of the [A-Z][a-z]+: ", q):
-        return items[-1]
-    if re.fullmatch(r"The [A-Z][a-z]+ in alphabetical order starts with ", q):
-        return min(items)
-    if re.fullmatch(r"The [A-Z][a-z]+ backwards: ", q):
+    for kind in KINDS:
+        m = re.fullmatch(template_regex(getattr(say, kind), **_SLOTS), q)
+        if not m:
+            continue
+        if kind == "item":
+            return items[int(m.group("n")) - 1]
+        if kind == "after":
+            return items[items.index(m.group("item")) + 1]
+        if kind == "before":
+            return items[items.index(m.group("item")) - 1]
+        if kind == "last":
+            return items[-1]
+        if kind == "alphabetical":
+            return min(items)
         return ", ".join(reversed(items))
     raise SolveError(f"not a list question: {q!r}")
 

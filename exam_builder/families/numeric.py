@@ -17,14 +17,35 @@ import itertools
 import random
 import re
 from collections.abc import Callable
+from typing import ClassVar
 
 from pydantic import Field, model_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
 
 Seq = Callable[[int], int]  # term number (1-based) -> value
+
+
+class NumericPhrases(Phrases):
+    """Wording; {terms} is the comma-separated start of a sequence, {steps} an operation."""
+
+    SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "sequence": ("name", "terms"),
+        "term": ("n", "name"),
+        "define": ("verb", "steps"),
+        "multiply_add": ("m", "c"),
+        "add_multiply": ("c", "m"),
+        "apply": ("verb", "x"),
+    }
+    sequence: str = "Sequence {name}: {terms}, ..."
+    term: str = "Term {n} of {name}: "
+    define: str = "To {verb} a number, {steps}."
+    multiply_add: str = "multiply it by {m}, then add {c}"
+    add_multiply: str = "add {c}, then multiply by {m}"
+    apply: str = "{verb} {x} = "
 
 
 class NumericParams(Params):
@@ -34,6 +55,7 @@ class NumericParams(Params):
         default=0.4, ge=0, le=1, description="Share of documents that define an operation."
     )
     largest_start: int = Field(default=60, ge=2, le=10_000, description="Largest first term.")
+    phrases: NumericPhrases = Field(default_factory=NumericPhrases, description="Wording.")
 
     @model_validator(mode="after")
     def _check(self) -> NumericParams:
@@ -89,21 +111,24 @@ def _infer(terms: list[int]) -> Seq:
     raise SolveError(f"no known rule fits {terms}")
 
 
-def _operation(rng: random.Random, lex: Lexicon) -> tuple[str, Callable[[int], int], str]:
+def _operation(
+    rng: random.Random, lex: Lexicon, say: NumericPhrases
+) -> tuple[str, Callable[[int], int], str]:
     verb = lex.word()
     m, c = rng.randint(2, 9), rng.randint(3, 49)
     if rng.random() < 0.5:
-        return verb, lambda x: m * x + c, f"multiply it by {m}, then add {c}"
-    return verb, lambda x: m * (x + c), f"add {c}, then multiply by {m}"
+        return verb, lambda x: m * x + c, say.multiply_add.format(m=m, c=c)
+    return verb, lambda x: m * (x + c), say.add_multiply.format(m=m, c=c)
 
 
 def generate(rng: random.Random, p: NumericParams, lex: Lexicon) -> Document:
+    say = p.phrases
     doc = Document()
     if rng.random() < p.operations:
-        verb, op, words = _operation(rng, lex)
-        doc.say(f"To {verb} a number, {words}.\n")
+        verb, op, steps = _operation(rng, lex, say)
+        doc.say(say.define.format(verb=verb, steps=steps) + "\n")
         for x in rng.sample(range(10, 100), p.questions):
-            doc.say(f"{verb} {x} = ")
+            doc.say(say.apply.format(verb=verb, x=x))
             doc.ask(str(op(x)))
             doc.say("\n")
         return doc
@@ -118,31 +143,38 @@ def generate(rng: random.Random, p: NumericParams, lex: Lexicon) -> Document:
             break
     else:
         raise ValueError("could not draw an unambiguous sequence; lower furthest_term")
-    doc.say(f"Sequence {name}: {', '.join(map(str, shown))}, ...\n")
+    doc.say(say.sequence.format(name=name, terms=", ".join(map(str, shown))) + "\n")
     later = range(p.shown + 1, p.furthest_term + 1)
     terms = rng.sample(later, min(p.questions, len(later)))
     for n in terms:
-        doc.say(f"Term {n} of {name}: ")
+        doc.say(say.term.format(n=n, name=name))
         doc.ask(str(seq(n)))
         doc.say(".\n")
     return doc
 
 
+_SLOTS = {"n": r"\d+", "x": r"\d+", "m": r"\d+", "c": r"\d+", "verb": "[a-z]+"}
+
+
 def solve(prompt: str, p: NumericParams) -> str:
+    say = p.phrases
     q = last_line(prompt)
-    if m := re.fullmatch(r"Term (\d+) of [A-Z][a-z]+: ", q):
-        found = re.search(r"^Sequence [A-Z][a-z]+: ([-\d, ]+), \.\.\.$", prompt, re.M)
+    if m := re.fullmatch(template_regex(say.term, **_SLOTS, name="[A-Z][a-z]+"), q):
+        line = template_regex(say.sequence, name=re.escape(m["name"]), terms=r"-?\d+(?:, -?\d+)*")
+        found = re.search(f"^{line}$", prompt, re.M)
         if not found:
             raise SolveError("no sequence in the prompt")
-        return str(_infer([int(t) for t in found.group(1).split(", ")])(int(m.group(1))))
-    if m := re.fullmatch(r"([a-z]+) (\d+) = ", q):
-        found = re.search(r"^To ([a-z]+) a number, (.+)\.$", prompt, re.M)
-        if not found or found.group(1) != m.group(1):
+        return str(_infer([int(t) for t in found["terms"].split(", ")])(int(m["n"])))
+    if m := re.fullmatch(template_regex(say.apply, **_SLOTS), q):
+        line = template_regex(say.define, verb=re.escape(m["verb"]), steps=".+")
+        found = re.search(f"^{line}$", prompt, re.M)
+        if not found:
             raise SolveError("no definition of the operation")
-        x, nums = int(m.group(2)), [int(v) for v in re.findall(r"\d+", found.group(2))]
-        if found.group(2).startswith("multiply"):
-            return str(nums[0] * x + nums[1])
-        return str(nums[1] * (x + nums[0]))
+        x = int(m["x"])
+        if s := re.fullmatch(template_regex(say.multiply_add, **_SLOTS), found["steps"]):
+            return str(int(s["m"]) * x + int(s["c"]))
+        if s := re.fullmatch(template_regex(say.add_multiply, **_SLOTS), found["steps"]):
+            return str(int(s["m"]) * (x + int(s["c"])))
     raise SolveError(f"not a numeric question: {q!r}")
 
 

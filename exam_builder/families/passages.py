@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.phrasing import check_template, template_regex
 from exam_builder.lexicon import Lexicon
 
 
@@ -31,27 +32,12 @@ class Relation(BaseModel):
     @field_validator("fact")
     @classmethod
     def _fact_slots(cls, v: str) -> str:
-        if v.count("{a}") != 1 or v.count("{b}") != 1:
-            raise ValueError("must contain {a} once and {b} once")
-        return _formats(v, "a", "b")
+        return check_template(v, "a", "b")
 
     @field_validator("question")
     @classmethod
     def _question_slots(cls, v: str) -> str:
-        if v.count("{a}") != 1 or "{b}" in v:
-            raise ValueError("must contain {a} once and no {b}")
-        return _formats(v, "a")
-
-
-def _formats(template: str, *slots: str) -> str:
-    """Check that a template fills with exactly these slots (no stray braces), one line."""
-    try:
-        template.format(**{s: "X" for s in slots})
-    except (KeyError, IndexError, ValueError) as exc:
-        raise ValueError(f"only {{{'}, {'.join(slots)}}} may appear in braces: {exc}") from exc
-    if "\n" in template:
-        raise ValueError("must be one line")
-    return template
+        return check_template(v, "a")
 
 
 DEFAULT_RELATIONS = [
@@ -79,11 +65,20 @@ class PassagesParams(Params):
         min_length=1,
         description="First sentence; may use {place} and {n}.",
     )
+    ask: str = Field(
+        default="Q: {question} A: ",
+        description="How a question is put; {question} is a relation's question.",
+    )
+
+    @field_validator("ask")
+    @classmethod
+    def _ask(cls, v: str) -> str:
+        return check_template(v, "question")
 
     @field_validator("openings")
     @classmethod
     def _openings(cls, v: list[str]) -> list[str]:
-        return [_formats(t, "place", "n") for t in v]
+        return [check_template(t, "place", "n") for t in v]
 
 
 def generate(rng: random.Random, p: PassagesParams, lex: Lexicon) -> Document:
@@ -98,30 +93,23 @@ def generate(rng: random.Random, p: PassagesParams, lex: Lexicon) -> Document:
     sentences = [rel.fact.format(a=a, b=b) for a, rel, b in facts]
     doc.say(opening + " " + " ".join(sentences) + "\n")
     for a, rel, b in rng.sample(facts, min(p.questions, len(facts))):
-        doc.say("Q: " + rel.question.format(a=a) + " A: ")
+        doc.say(p.ask.format(question=rel.question.format(a=a)))
         doc.ask(b)
         doc.say(".\n")
     return doc
 
 
-def _pattern(template: str, **slots: str) -> str:
-    """A regex for a template: literal text escaped, each slot a given sub-pattern."""
-    out = re.escape(template)
-    for name, sub in slots.items():
-        out = out.replace(re.escape("{" + name + "}"), sub)
-    return out
-
-
 def solve(prompt: str, p: PassagesParams) -> str:
     question = last_line(prompt)
     for rel in p.relations:
-        m = re.fullmatch("Q: " + _pattern(rel.question, a=r"([A-Z][a-z]+)") + " A: ", question)
+        asked = template_regex(rel.question, a=r"[A-Z][a-z]+")
+        m = re.fullmatch(template_regex(p.ask, question=asked), question)
         if not m:
             continue
-        fact = _pattern(rel.fact, a=re.escape(m.group(1)), b=r"([A-Z][a-z]+)")
+        fact = template_regex(rel.fact, a=re.escape(m["a"]), b=r"[A-Z][a-z]+")
         found = re.search(fact, prompt)
         if found:
-            return found.group(1)
+            return found["b"]
     raise SolveError(f"no stated fact answers {question!r}")
 
 

@@ -8,19 +8,21 @@
     The member whose home is Tellin is Orvak.
 
 Forward look-ups (a cell by row name and column) and reverse look-ups (a row by a cell). Cell
-values are unique per column, so a reverse look-up has one answer. Columns are bank parameters.
+values are unique per column, so a reverse look-up has one answer. Columns and phrases are
+bank parameters.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
 
 
@@ -43,6 +45,19 @@ DEFAULT_COLUMNS = [
 ]
 
 
+class RecordsPhrases(Phrases):
+    """Wording; {column} is a column header, {row} a row's name, {value} a cell."""
+
+    SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "title": ("place", "group"),
+        "forward": ("column", "row"),
+        "reverse": ("column", "value"),
+    }
+    title: str = "Register of the {place} {group}"
+    forward: str = "The {column} of {row} is "
+    reverse: str = "The member whose {column} is {value} is "
+
+
 class RecordsParams(Params):
     rows: int = Field(default=5, ge=2, le=12, description="Rows in the table.")
     columns: list[Column] = Field(
@@ -53,6 +68,7 @@ class RecordsParams(Params):
         min_length=1,
         description="What the table lists (a word for the title).",
     )
+    phrases: RecordsPhrases = Field(default_factory=RecordsPhrases, description="Wording.")
 
     @model_validator(mode="after")
     def _columns_ok(self) -> RecordsParams:
@@ -89,7 +105,8 @@ def generate(rng: random.Random, p: RecordsParams, lex: Lexicon) -> Document:
         for n in names:
             table[n][col.name] = _cell(rng, col, lex, taken)
     doc = Document()
-    doc.say(f"Register of the {lex.name()} {rng.choice(p.groups)}\n")
+    say = p.phrases
+    doc.say(say.title.format(place=lex.name(), group=rng.choice(p.groups)) + "\n")
     doc.say("name | " + " | ".join(c.name for c in p.columns) + "\n")
     for n in names:
         doc.say(n + " | " + " | ".join(table[n][c.name] for c in p.columns) + "\n")
@@ -100,10 +117,10 @@ def generate(rng: random.Random, p: RecordsParams, lex: Lexicon) -> Document:
             continue
         asked.add((n, col.name, reverse))
         if reverse:
-            doc.say(f"The member whose {col.name} is {table[n][col.name]} is ")
+            doc.say(say.reverse.format(column=col.name, value=table[n][col.name]))
             doc.ask(n)
         else:
-            doc.say(f"The {col.name} of {n} is ")
+            doc.say(say.forward.format(column=col.name, row=n))
             doc.ask(table[n][col.name])
         doc.say(".\n")
     return doc
@@ -127,14 +144,15 @@ def _table(prompt: str) -> tuple[list[str], list[list[str]]]:
 def solve(prompt: str, p: RecordsParams) -> str:
     header, rows = _table(prompt)
     question = last_line(prompt)
-    m = re.fullmatch(r"The member whose ([a-z]+) is (.+) is ", question)
-    if m and m.group(1) in header:
-        k = header.index(m.group(1))
-        return next(r[0] for r in rows if r[k] == m.group(2))
-    m = re.fullmatch(r"The ([a-z]+) of (.+) is ", question)
-    if m and m.group(1) in header:
-        k = header.index(m.group(1))
-        return next(r[k] for r in rows if r[0] == m.group(2))
+    slots = {"column": r"[a-z]+", "row": r".+", "value": r".+"}
+    m = re.fullmatch(template_regex(p.phrases.reverse, **slots), question)
+    if m and m.group("column") in header:
+        k = header.index(m.group("column"))
+        return next(r[0] for r in rows if r[k] == m.group("value"))
+    m = re.fullmatch(template_regex(p.phrases.forward, **slots), question)
+    if m and m.group("column") in header:
+        k = header.index(m.group("column"))
+        return next(r[k] for r in rows if r[0] == m.group("row"))
     raise SolveError(f"not a look-up: {question!r}")
 
 

@@ -8,19 +8,38 @@
     The Velor leaves at 09:40.
 
 Arrivals are departure + journey (clock arithmetic defined by the prompt), "first after" needs
-the order of times, and look-ups copy a time. Vehicles and sizes are bank parameters.
+the order of times, and look-ups copy a time. Vehicles, sizes and phrases are bank parameters.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from typing import ClassVar
 
 from pydantic import Field, model_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, distinct, last_line
+from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
+
+
+class SchedulesPhrases(Phrases):
+    """Wording; {name} is a departure, {time} a clock time, {vehicles} the plural vehicle."""
+
+    SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "title": ("place", "vehicles"),
+        "line": ("name", "time", "minutes"),
+        "arrives": ("name",),
+        "leaves": ("name",),
+        "after": ("vehicle", "time"),
+    }
+    title: str = "Timetable of the {place} {vehicles} (24-hour clock):"
+    line: str = "  {name} leaves {time}, journey {minutes} min"
+    arrives: str = "The {name} arrives at "
+    leaves: str = "The {name} leaves at "
+    after: str = "The first {vehicle} to leave after {time} is the "
 
 
 class SchedulesParams(Params):
@@ -33,6 +52,7 @@ class SchedulesParams(Params):
     first_hour: int = Field(default=5, ge=0, le=22, description="Earliest departure hour.")
     last_hour: int = Field(default=17, ge=0, le=22, description="Latest departure hour.")
     longest_journey: int = Field(default=300, ge=10, le=360, description="Minutes, at most.")
+    phrases: SchedulesPhrases = Field(default_factory=SchedulesPhrases, description="Wording.")
 
     @model_validator(mode="after")
     def _hours(self) -> SchedulesParams:
@@ -66,21 +86,22 @@ def generate(rng: random.Random, p: SchedulesParams, lex: Lexicon) -> Document:
     rng.shuffle(starts)
     journeys = [5 * rng.randint(2, p.longest_journey // 5) for _ in names]
     vehicle = rng.choice(p.vehicles)
+    say = p.phrases
     doc = Document()
-    doc.say(f"Timetable of the {lex.name()} {_plural(vehicle)} (24-hour clock):\n")
+    doc.say(say.title.format(place=lex.name(), vehicles=_plural(vehicle)) + "\n")
     for n, s, j in zip(names, starts, journeys, strict=True):
-        doc.say(f"  {n} leaves {_clock(s)}, journey {j} min\n")
+        doc.say(say.line.format(name=n, time=_clock(s), minutes=j) + "\n")
 
     def draw() -> tuple[str, str]:
         k = rng.randrange(len(names))
         kind = rng.choice(["arrives", "arrives", "after", "leaves"])
         later = [s for s in starts if s > starts[k]]
         if kind == "after" and later:
-            question = f"The first {vehicle} to leave after {_clock(starts[k])} is the "
+            question = say.after.format(vehicle=vehicle, time=_clock(starts[k]))
             return question, names[starts.index(min(later))]
         if kind == "leaves":
-            return f"The {names[k]} leaves at ", _clock(starts[k])
-        return f"The {names[k]} arrives at ", _clock(starts[k] + journeys[k])
+            return say.leaves.format(name=names[k]), _clock(starts[k])
+        return say.arrives.format(name=names[k]), _clock(starts[k] + journeys[k])
 
     for question, answer in distinct(draw, p.questions):
         doc.say(question)
@@ -89,19 +110,24 @@ def generate(rng: random.Random, p: SchedulesParams, lex: Lexicon) -> Document:
     return doc
 
 
+_SLOTS = {"name": r"[A-Z][a-z]+", "time": r"\d\d:\d\d", "minutes": r"\d+", "vehicle": r"[a-z]+"}
+
+
 def solve(prompt: str, p: SchedulesParams) -> str:
-    rows: list[tuple[str, str, str]] = re.findall(
-        r"^  ([A-Z][a-z]+) leaves (\d\d:\d\d), journey (\d+) min$", prompt, re.M
-    )
-    table = {name: (_minutes(t), int(j)) for name, t, j in rows}
+    say = p.phrases
+    line = template_regex(say.line, **_SLOTS)
+    table = {
+        m["name"]: (_minutes(m["time"]), int(m["minutes"]))
+        for m in re.finditer(f"^{line}$", prompt, re.M)
+    }
     question = last_line(prompt)
-    if m := re.fullmatch(r"The ([A-Z][a-z]+) arrives at ", question):
-        start, journey = table[m.group(1)]
+    if m := re.fullmatch(template_regex(say.arrives, **_SLOTS), question):
+        start, journey = table[m["name"]]
         return _clock(start + journey)
-    if m := re.fullmatch(r"The ([A-Z][a-z]+) leaves at ", question):
-        return _clock(table[m.group(1)][0])
-    if m := re.fullmatch(r"The first [a-z]+ to leave after (\d\d:\d\d) is the ", question):
-        after = _minutes(m.group(1))
+    if m := re.fullmatch(template_regex(say.leaves, **_SLOTS), question):
+        return _clock(table[m["name"]][0])
+    if m := re.fullmatch(template_regex(say.after, **_SLOTS), question):
+        after = _minutes(m["time"])
         return min((t, name) for name, (t, _) in table.items() if t > after)[1]
     raise SolveError(f"not a timetable question: {question!r}")
 

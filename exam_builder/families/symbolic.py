@@ -15,11 +15,13 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Callable
+from typing import ClassVar
 
 from pydantic import Field, field_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
 
 Rule = Callable[[str], str]
@@ -42,6 +44,24 @@ FIXED_RULES: dict[str, Rule] = {
 RULE_NAMES = [*FIXED_RULES, "suffix", "prefix"]
 
 
+class SymbolicPhrases(Phrases):
+    """Wording; an example line is `example` filled, a question is its text up to {target}."""
+
+    SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "heading": ("place", "machine"),
+        "example": ("source", "target"),
+    }
+    heading: str = "The {place} {machine} turns words into words:"
+    example: str = "{source} -> {target}"
+
+    @field_validator("example")
+    @classmethod
+    def _source_first(cls, v: str) -> str:
+        if "{{" in v or "}}" in v or v.find("{source}") > v.find("{target}"):
+            raise ValueError("example: {source} must come before {target}, no literal braces")
+        return v
+
+
 class SymbolicParams(Params):
     examples: int = Field(default=3, ge=2, le=8, description="Worked examples before questions.")
     rules: list[str] = Field(
@@ -54,6 +74,7 @@ class SymbolicParams(Params):
         min_length=1,
         description="What turns words into words (a word for the heading).",
     )
+    phrases: SymbolicPhrases = Field(default_factory=SymbolicPhrases, description="Wording.")
 
     @field_validator("rules")
     @classmethod
@@ -101,27 +122,32 @@ def generate(rng: random.Random, p: SymbolicParams, lex: Lexicon) -> Document:
             break
     else:
         raise ValueError(f"could not find examples that single out the rule {name!r}")
+    say = p.phrases
     doc = Document()
-    doc.say(f"The {lex.name()} {rng.choice(p.machines)} turns words into words:\n")
+    doc.say(say.heading.format(place=lex.name(), machine=rng.choice(p.machines)) + "\n")
     for src, dst in examples:
-        doc.say(f"{src} -> {dst}\n")
+        doc.say(say.example.format(source=src, target=dst) + "\n")
+    before, after = say.example.split("{target}")
     for _ in range(p.questions):
         word = lex.word()
-        doc.say(f"{word} -> ")
+        doc.say(before.format(source=word))
         doc.ask(rule(word))
-        doc.say("\n")
+        doc.say(after + "\n")
     return doc
 
 
 def solve(prompt: str, p: SymbolicParams) -> str:
-    examples = re.findall(r"^([a-z]+) -> ([a-z]+)$", prompt, re.M)
-    m = re.fullmatch(r"([a-z]+) -> ", last_line(prompt))
+    say = p.phrases
+    line = template_regex(say.example, source="[a-z]+", target="[a-z]+")
+    examples = [(m["source"], m["target"]) for m in re.finditer(f"^{line}$", prompt, re.M)]
+    before = say.example.split("{target}")[0]
+    m = re.fullmatch(template_regex(before, source="[a-z]+"), last_line(prompt))
     if not examples or not m:
         raise SolveError("no examples or no word to transform")
     fitting = _fitting(examples)
     if len(fitting) != 1:
         raise SolveError(f"the examples fit {len(fitting)} rules: {fitting}")
-    return _candidates(examples)[fitting[0]](m.group(1))
+    return _candidates(examples)[fitting[0]](m["source"])
 
 
 FAMILY = Family(

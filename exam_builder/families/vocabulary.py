@@ -7,52 +7,41 @@
     In Velmish, "stones" is taviot.
 
 The answer is a phrase translated word by word with the glossary and the plural rule of this
-prompt: no outside knowledge helps. The English meanings are a bank parameter.
+prompt: no outside knowledge helps. The English meanings and the phrases are bank parameters.
 """
 
 from __future__ import annotations
 
 import random
 import re
+from typing import ClassVar
 
 from pydantic import Field, field_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, distinct, last_line
+from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
 
-DEFAULT_MEANINGS = [
-    "water",
-    "stone",
-    "fire",
-    "cloud",
-    "river",
-    "bird",
-    "tree",
-    "road",
-    "house",
-    "door",
-    "rope",
-    "boat",
-    "lamp",
-    "hill",
-    "star",
-    "field",
-    "horse",
-    "coat",
-    "bell",
-    "wall",
-    "cup",
-    "knife",
-    "moon",
-    "seed",
-    "leaf",
-    "ship",
-    "shell",
-    "coin",
-    "drum",
-    "nail",
-]
+DEFAULT_MEANINGS = (  # noqa: SIM905 (a list of 30 words reads better as one string)
+    "water stone fire cloud river bird tree road house door rope boat lamp hill star field "
+    "horse coat bell wall cup knife moon seed leaf ship shell coin drum nail"
+).split()
+
+
+class VocabularyPhrases(Phrases):
+    """Wording; {rule} in the heading is where `plural_rule` goes (or nothing)."""
+
+    SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
+        "heading": ("language", "rule"),
+        "plural_rule": ("suffix",),
+        "entry": ("word", "meaning"),
+        "query": ("language", "phrase"),
+    }
+    heading: str = "A short glossary of {language}{rule}:"
+    plural_rule: str = " (plurals add -{suffix})"
+    entry: str = "  {word} means {meaning}"
+    query: str = 'In {language}, "{phrase}" is '
 
 
 class VocabularyParams(Params):
@@ -63,6 +52,7 @@ class VocabularyParams(Params):
         default_factory=lambda: list(DEFAULT_MEANINGS),
         description="English nouns to define (lowercase; plural = noun + 's').",
     )
+    phrases: VocabularyPhrases = Field(default_factory=VocabularyPhrases, description="Wording.")
 
     @field_validator("meanings")
     @classmethod
@@ -80,11 +70,12 @@ def generate(rng: random.Random, p: VocabularyParams, lex: Lexicon) -> Document:
     glossary = {m: lex.word() for m in meanings}
     suffix = lex.word(1, 1, min_len=2) if p.plurals else ""
     language = lex.name() + "ish"
+    say = p.phrases
     doc = Document()
-    rule = f" (plurals add -{suffix})" if p.plurals else ""
-    doc.say(f"A short glossary of {language}{rule}:\n")
+    rule = say.plural_rule.format(suffix=suffix) if p.plurals else ""
+    doc.say(say.heading.format(language=language, rule=rule) + "\n")
     for m in meanings:
-        doc.say(f"  {glossary[m]} means {m}\n")
+        doc.say(say.entry.format(word=glossary[m], meaning=m) + "\n")
 
     def draw() -> tuple[str, str]:
         n = rng.randint(1, min(p.phrase_words, len(meanings)))
@@ -93,7 +84,7 @@ def generate(rng: random.Random, p: VocabularyParams, lex: Lexicon) -> Document:
             plural = p.plurals and rng.random() < 0.4
             english.append(m + "s" if plural else m)
             native.append(glossary[m] + suffix if plural else glossary[m])
-        return f'In {language}, "{" ".join(english)}" is ', " ".join(native)
+        return say.query.format(language=language, phrase=" ".join(english)), " ".join(native)
 
     for question, answer in distinct(draw, p.questions):
         doc.say(question)
@@ -102,18 +93,29 @@ def generate(rng: random.Random, p: VocabularyParams, lex: Lexicon) -> Document:
     return doc
 
 
+_SLOTS = {
+    "word": r"[a-z]+",
+    "meaning": r"[a-z]+",
+    "suffix": r"[a-z]+",
+    "language": r"[A-Za-z]+",
+    "phrase": r"[a-z ]+",
+}
+
+
 def solve(prompt: str, p: VocabularyParams) -> str:
-    glossary = dict((m, w) for w, m in re.findall(r"^  ([a-z]+) means ([a-z]+)$", prompt, re.M))
-    rule = re.search(r" \(plurals add -([a-z]+)\):$", prompt, re.M)
-    m = re.fullmatch(r'In [A-Za-z]+, "([a-z ]+)" is ', last_line(prompt))
+    say = p.phrases
+    entry = template_regex(say.entry, **_SLOTS)
+    glossary = {m["meaning"]: m["word"] for m in re.finditer(f"^{entry}$", prompt, re.M)}
+    rule = re.search(template_regex(say.plural_rule, **_SLOTS), prompt) if p.plurals else None
+    m = re.fullmatch(template_regex(say.query, **_SLOTS), last_line(prompt))
     if not m:
         raise SolveError("no phrase to translate")
     out = []
-    for word in m.group(1).split():
+    for word in m["phrase"].split():
         if word in glossary:
             out.append(glossary[word])
         elif rule and word.endswith("s") and word[:-1] in glossary:
-            out.append(glossary[word[:-1]] + rule.group(1))
+            out.append(glossary[word[:-1]] + rule["suffix"])
         else:
             raise SolveError(f"{word!r} is not in the glossary")
     return " ".join(out)

@@ -66,6 +66,12 @@ def test_family_listed_twice(make_bank: MakeBank, tmp_path: Path) -> None:
             'columns = [{name = "age", kind = "colour"}]',
             "families[0].params.columns[0].kind",
         ),
+        (
+            'phrases = {forward = "The {column} of it is "}',
+            "params.phrases: forward: 'The {column} of it is ' must use {column}, {row}",
+        ),
+        ('phrases = {forward = "{column} {row}", reverse = "{column} {row}"}', "phrases: reverse:"),
+        ('phrases = {title = "Register {place:>9} {group}"}', "slots are plain {names}"),
     ],
 )
 def test_bad_family_params(make_bank: MakeBank, tmp_path: Path, params: str, field: str) -> None:

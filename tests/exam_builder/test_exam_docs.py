@@ -22,6 +22,17 @@ def test_every_family_and_parameter_is_documented(family: str) -> None:
             assert f"`{name}`" in row, f"{family}.{name} is not documented"
 
 
+@pytest.mark.parametrize("family", list(BUILTIN))
+def test_every_phrase_is_documented_with_its_default(family: str) -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    field = BUILTIN[family].params.model_fields.get("phrases")
+    if field is None or field.default_factory is None:
+        return
+    phrases = field.default_factory()  # type: ignore[call-arg]
+    for name in phrases.SLOTS:
+        assert f"`{name}`: `{getattr(phrases, name)}`" in text, f"{family}.phrases.{name}"
+
+
 def test_bank_fields_and_mask_are_documented() -> None:
     text = PAGE.read_text(encoding="utf-8")
     for name in BankFile.model_fields:

@@ -1,4 +1,4 @@
-"""A bank can change every vocabulary and template (as a hidden bank should) and still build an
+"""A bank can change every vocabulary and phrase (as a hidden bank should) and still build an
 exam that the reference solvers read completely; and the engine stays independent of toolkit."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ count = 6
 [families.params]
 people = 4
 facts_per_person = 1
+ask = "Asked: {question} Said: "
 openings = ["Notes kept at {place}, about {n} travellers."]
 [[families.params.relations]]
 fact = "{a} rides a mule called {b}."
@@ -38,6 +39,7 @@ count = 6
 [families.params]
 rows = 7
 groups = ["observatory"]
+phrases = {forward = "Under {column}, {row} shows ", reverse = "Whose {column} reads {value}? "}
 columns = [
   {name = "comet", kind = "name"},
   {name = "orbit", kind = "number", low = 1000, high = 9999},
@@ -50,6 +52,11 @@ count = 6
 [families.params]
 meanings = ["salt", "iron", "wheel", "grain", "sail", "oar"]
 phrase_words = 3
+[families.params.phrases]
+heading = "Lexicon of the {language} tongue{rule}."
+plural_rule = " (many: suffix -{suffix})"
+entry = "* {meaning} = {word}"
+query = "Say '{phrase}' in {language}: "
 
 [[families]]
 family = "schedules"
@@ -60,6 +67,12 @@ departures = 6
 first_hour = 3
 last_hour = 20
 longest_journey = 120
+[families.params.phrases]
+title = "Board at {place}: {vehicles}"
+line = "- {name} sets off at {time} for {minutes} minutes"
+arrives = "{name} gets in at "
+leaves = "{name} sets off at "
+after = "After {time} the next {vehicle} out is "
 
 [[families]]
 family = "lists"
@@ -67,7 +80,13 @@ count = 6
 [families.params]
 min_length = 9
 max_length = 12
-kinds = ["after", "before", "backwards"]
+kinds = ["after", "before", "backwards", "item"]
+[families.params.phrases]
+heading = "Roll {list} = "
+item = "Position {n} in roll {list} holds "
+after = "In roll {list}, right after {item} stands "
+before = "In roll {list}, just before {item} stands "
+backwards = "Roll {list}, read from the end: "
 
 [[families]]
 family = "symbolic"
@@ -76,6 +95,9 @@ count = 6
 examples = 4
 rules = ["swap_pairs", "first_last_swap", "suffix"]
 machines = ["oracle"]
+[families.params.phrases]
+heading = "What the {place} {machine} does to a word:"
+example = "in {source} out {target} (done)"
 
 [[families]]
 family = "numeric"
@@ -85,6 +107,13 @@ shown = 6
 furthest_term = 15
 operations = 0.5
 largest_start = 500
+[families.params.phrases]
+sequence = "Row {name} begins {terms} and goes on"
+term = "Entry number {n} of row {name} is "
+define = "{verb}: {steps}"
+multiply_add = "times {m} plus {c}"
+add_multiply = "plus {c} times {m}"
+apply = "{verb}({x}) gives "
 
 [[families]]
 family = "extraction"
@@ -93,6 +122,12 @@ count = 6
 messages = 4
 domains = ["qz", "lorn"]
 years = [2101, 2150]
+[families.params.phrases]
+ref_by_sender = "{sender} wrote under Ref "
+sender_by_ref = "Ref {ref} came from "
+address_by_number = "Mail {number} came from address "
+subject_by_sender = "{sender} wrote about "
+sent_by_number = "Mail {number} left at "
 """
 
 
@@ -103,7 +138,7 @@ def test_hidden_like_bank_builds(make_bank: MakeBank, tmp_path: Path, english: b
         assert fq.reference == 100.0, name
         assert fq.baseline is not None and fq.baseline <= 5.0, name
     text = (tmp_path / "exam" / "exam.jsonl").read_text(encoding="utf-8")
-    for word in ("mule", "observatory", "airship", "oracle", "Sent: 21"):
+    for word in ("mule", "observatory", "airship", "oracle", "Sent: 21", "Roll ", "gives "):
         assert word in text, word
 
 
