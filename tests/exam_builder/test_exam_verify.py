@@ -54,3 +54,15 @@ def test_too_short_or_not_hex_is_a_usage_error(exam: tuple[Path, str], bad: str)
     result = _verify(exam[0], bad)
     assert result.exit_code == 2
     assert "--sha256" in result.output
+
+
+def test_stale_manifest_beside_the_exam_is_reported(exam: tuple[Path, str], tmp_path: Path) -> None:
+    path, digest = exam
+    copy = tmp_path / "exam.jsonl"
+    copy.write_bytes(path.read_bytes())
+    manifest = (path.parent / "manifest.json").read_text(encoding="utf-8")
+    (tmp_path / "manifest.json").write_text(manifest.replace(digest, "0" * 64), encoding="utf-8")
+    result = _verify(copy, digest[:8])
+    assert result.exit_code == 0  # the file is the published one; the manifest is what is off
+    assert "manifest is stale" in result.output
+    assert "stale" not in _verify(path, digest).output

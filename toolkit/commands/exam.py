@@ -25,8 +25,8 @@ from rich.table import Table
 
 from exam_builder.bank import BankError
 from exam_builder.build import BuildError, build_exam
-from exam_builder.exam_file import EXAM_FILE, sha256_file
-from exam_builder.manifest import Manifest
+from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
+from exam_builder.manifest import Manifest, ManifestError, load_manifest
 from exam_builder.quality import FamilyQuality
 from toolkit.corpus import CorpusError, default_corpus
 
@@ -194,3 +194,21 @@ def verify_exam_command(exam: Path, expected: str) -> None:
         raise SystemExit(1)
     kind = "full hash" if len(want) == 64 else f"{len(want)}-digit prefix"
     click.echo(f"OK {path}: sha256 {actual} (matches the {kind})")
+    _check_manifest(path.parent / MANIFEST_FILE, actual)
+
+
+def _check_manifest(path: Path, actual: str) -> None:
+    """Warn when the manifest beside the exam describes another file (a stale copy)."""
+    if not path.is_file():
+        return
+    try:
+        recorded = load_manifest(path).exam_sha256
+    except ManifestError as exc:
+        click.echo(f"warning: {exc}", err=True)
+        return
+    if recorded != actual:
+        click.echo(
+            f"warning: {path} records exam sha256 {recorded}, not this file's: "
+            "the manifest is stale or belongs to another exam",
+            err=True,
+        )
