@@ -118,7 +118,7 @@ def _first_error(exc: ValidationError, prefix: tuple[int | str, ...] = ()) -> st
     err = exc.errors()[0]
     more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
     got = ""
-    if err["type"] not in ("missing", "extra_forbidden") and "input" in err:
+    if err["type"] not in ("missing", "extra_forbidden", "value_error") and "input" in err:
         got = f", got {err['input']!r}"[:80]
     msg = err["msg"].replace("Value error, ", "")
     return f"{_field(prefix + tuple(err['loc']))}: {msg}{got}{more}"

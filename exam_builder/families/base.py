@@ -3,8 +3,9 @@
 A family is one small module (`exam_builder/families/<name>.py`, or `plugins/<name>.py` in a
 bank) that defines `FAMILY = Family(...)`:
 
-- `params`: a pydantic model of its knobs (sizes, vocabularies, templates), every field with a
-  default, so a bank only states what it changes;
+- `params`: a pydantic model of its knobs (sizes, vocabularies, and the wording of its
+  headings and questions as templates, see `phrasing`), every field with a default, so a bank
+  only states what it changes;
 - `generate(rng, params, lexicon) -> Document`: one document with one or more answer spans,
   using only `rng` (a seeded `random.Random`) and `lexicon` for randomness;
 - `solve(prompt, params) -> str`: the reference solver. It reads only the prompt as the grader
