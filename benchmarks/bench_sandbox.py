@@ -57,7 +57,7 @@ def main() -> None:
             print(f"  isolation: {', '.join(box.isolation)}")
 
     real_probe = _host.probe
-    degraded = _host.HostSupport(None, is_root=False, pids_parent=None, memory_parent=None)
+    degraded = _host.HostSupport(False, False, False, pids_parent=None, memory_parent=None)
     _host.probe = lambda: degraded  # type: ignore[assignment]
     try:
         with create_sandbox("local", root=Path(tempfile.mkdtemp(dir=work))) as box:

@@ -37,7 +37,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     """
     if request.param == DEGRADED:
         degraded = _host.HostSupport(
-            unshare=None, is_root=False, pids_parent=None, memory_parent=None
+            namespaces=False, userns=False, is_root=False, pids_parent=None, memory_parent=None
         )
         monkeypatch.setattr(_host, "probe", lambda: degraded)
         return "local"

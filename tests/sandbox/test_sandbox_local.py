@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -90,3 +94,67 @@ def test_no_cgroups_left_behind(root: Path) -> None:
         box.cleanup()
         assert running.poll() == -signal.SIGKILL
     assert not any(d.exists() for d in dirs)
+
+
+UNPRIVILEGED = """
+import json, sys
+from pathlib import Path
+from toolkit.sandbox import create_sandbox
+base = Path(sys.argv[1])
+(base / "root" / "secret").mkdir(parents=True)
+(base / "root" / "secret" / "exam.jsonl").write_text("answer")
+(base / "data").mkdir()
+(base / "data" / "text.txt").write_text("train")
+hide, readonly = [base / "root" / "secret"], [base / "data"]
+with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) as box:
+    out = {"isolation": box.isolation}
+    for name, argv in {
+        "id": ["id", "-u"],
+        "secret": ["cat", "secret/exam.jsonl"],
+        "umount": ["umount", "-l", "secret"],
+        "write": ["sh", "-c", f"echo x > {base}/data/text.txt"],
+        "read": ["cat", f"{base}/data/text.txt"],
+        "net": ["cat", "/proc/net/dev"],
+    }.items():
+        result = box.exec(argv, timeout=60)
+        out[name] = [result.returncode, result.stdout.decode()]
+print(json.dumps(out))
+"""
+
+
+def test_unprivileged_user_gets_user_namespaces(tmp_path: Path) -> None:
+    """What a newcomer's non-root `make test` gets: namespaces through a user namespace."""
+    setpriv, python = shutil.which("setpriv"), "/usr/bin/python3"
+    if os.geteuid() != 0 or not setpriv or not os.path.exists(python):
+        pytest.skip("needs root, setpriv and /usr/bin/python3 to act as an unprivileged user")
+    base = Path(tempfile.mkdtemp(prefix="ari-unprivileged-"))
+    try:
+        os.chown(base, 65534, 65534)
+        repo = Path(__file__).resolve().parents[2]
+        done = subprocess.run(
+            [
+                setpriv,
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                python,
+                "-c",
+                UNPRIVILEGED,
+                str(base),
+            ],
+            capture_output=True,
+            timeout=300,
+            env={"PATH": os.environ["PATH"], "HOME": str(base), "PYTHONPATH": str(repo)},
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        out = json.loads(done.stdout)
+        if "userns" not in out["isolation"]:
+            pytest.skip("this host allows no unprivileged user namespaces")
+        assert out["id"] == [0, "65534\n"]
+        assert out["secret"][0] != 0 and "answer" not in out["secret"][1]
+        assert out["umount"][0] != 0
+        assert out["write"][0] != 0 and out["read"] == [0, "train"]
+        interfaces = [line.split(":")[0].strip() for line in out["net"][1].splitlines()[2:]]
+        assert interfaces == ["lo"]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

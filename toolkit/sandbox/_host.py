@@ -11,9 +11,9 @@ import contextlib
 import functools
 import logging
 import os
-import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -28,8 +28,10 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 class HostSupport:
     """The isolation mechanisms available to the local backend on this host."""
 
-    unshare: str | None
-    """Path of util-linux `unshare` when it can make pid+net+mount namespaces here."""
+    namespaces: bool
+    """New mount, PID and network namespaces can be made here."""
+    userns: bool
+    """They need a user namespace first (an unprivileged user: mounts are then locked)."""
     is_root: bool
     pids_parent: Path | None
     """A cgroup-v1 pids directory we may create children in (None: not writable/absent)."""
@@ -68,12 +70,21 @@ def _writable_cgroup_parent(controller: str, limit_file: str) -> Path | None:
             log.warning("could not remove probe cgroup %s", probe)
 
 
-def _namespaces_work(unshare: str) -> bool:
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+_PROBE = (
+    "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
+    "sys.exit(0 if libc.unshare(int(sys.argv[1])) == 0 else 1)"
+)
+
+
+def _can_unshare(flags: int) -> bool:
+    """Try it in a fresh process (never in this one: it may have threads, and would change)."""
     try:
         done = subprocess.run(
-            [unshare, "--pid", "--fork", "--kill-child", "--mount-proc", "--net", "true"],
-            capture_output=True,
-            timeout=30,
+            [sys.executable, "-I", "-S", "-c", _PROBE, str(flags)], capture_output=True, timeout=60
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -84,20 +95,24 @@ def _namespaces_work(unshare: str) -> bool:
 def probe() -> HostSupport:
     """Probe once: later sandboxes in this process reuse the answer (and the warnings)."""
     is_root = os.geteuid() == 0
-    unshare = shutil.which("unshare") or next(
-        (p for p in ("/usr/bin/unshare", "/bin/unshare") if os.path.exists(p)), None
-    )
-    if unshare and not (is_root and _namespaces_work(unshare)):
-        unshare = None
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET
+    namespaces = _can_unshare(flags) if is_root else False
+    userns = not is_root and _can_unshare(flags | CLONE_NEWUSER)
     pids = _writable_cgroup_parent("pids", "pids.max") if is_root else None
     memory = _writable_cgroup_parent("memory", "memory.limit_in_bytes") if is_root else None
-    support = HostSupport(unshare, is_root, pids, memory)
-    if support.unshare is None:
+    support = HostSupport(namespaces or userns, userns, is_root, pids, memory)
+    if not support.namespaces:
         log.warning(
-            "sandbox: no pid/network/mount namespaces on this host (needs root and util-linux "
-            "unshare); local sandboxes run with process groups, rlimits and a scrubbed env only"
+            "sandbox: this host allows no mount/PID/network namespaces (neither as root nor "
+            "through a user namespace): local sandboxes have no network, hidden-path or "
+            "read-only isolation, only process groups, rlimits and a scrubbed environment"
         )
-    if pids is None or memory is None:
+    elif userns:
+        log.warning(
+            "sandbox: not root: local sandboxes use a user namespace and run as your own uid "
+            "(no uid switch, no cgroup limits)"
+        )
+    if is_root and (pids is None or memory is None):
         log.warning("sandbox: cgroup-v1 pids/memory not writable here; limits fall back to rlimits")
     return support
 

@@ -58,6 +58,7 @@ PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 MAX_SPEC_BYTES = 1 << 20
@@ -170,6 +171,32 @@ def set_rlimits(limits: dict[str, int]) -> None:
             fail(f"cannot set rlimit {name}={value}: {e}")
 
 
+def map_ids(outer_uid: int, outer_gid: int, inner: int = 0) -> None:
+    """Map our own ids into the user namespace just made (all an unprivileged user may)."""
+    try:
+        with open("/proc/self/setgroups", "w") as f:
+            f.write("deny")
+        with open("/proc/self/uid_map", "w") as f:
+            f.write(f"{inner} {outer_uid} 1")
+        with open("/proc/self/gid_map", "w") as f:
+            f.write(f"{inner} {outer_gid} 1")
+    except OSError as e:
+        fail(f"cannot map ids in the user namespace: {e}")
+
+
+def lock_mounts() -> None:
+    """Without a uid switch (not root), make the mounts above impossible to undo instead.
+
+    A mount namespace owned by a new, less privileged user namespace receives the mounts as
+    locked: they cannot be unmounted to reveal what they cover, nor remounted read-write. The
+    command is `nobody` in it (as with root hosts), so exec leaves it no capabilities at all.
+    """
+    outer_uid, outer_gid = os.getuid(), os.getgid()
+    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0:
+        fail(f"cannot lock the mounts (unshare): {os.strerror(ctypes.get_errno())}")
+    map_ids(outer_uid, outer_gid, inner=65534)
+
+
 def drop_privileges(uid: int, gid: int) -> None:
     try:
         os.setgroups([])
@@ -240,8 +267,13 @@ def launch(spec: dict[str, object], fds: list[int]) -> None:
     os.write(_status_fd, f"pid {os.getpid()}\n".encode())
     if spec["pidns"]:
         flags = CLONE_NEWNS | CLONE_NEWPID | (0 if spec["network"] else CLONE_NEWNET)
+        outer_uid, outer_gid = os.getuid(), os.getgid()
+        if spec["userns"]:  # not root: a user namespace in which we may mount
+            flags |= CLONE_NEWUSER
         if _libc.unshare(flags) != 0:
             fail(f"unshare failed: {os.strerror(ctypes.get_errno())}")
+        if spec["userns"]:
+            map_ids(outer_uid, outer_gid)
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates to the host
     parent = os.getpid()
     b = os.fork()
@@ -389,6 +421,8 @@ def run_command(spec: dict[str, object]) -> None:
         signal.signal(signum, signal.SIG_DFL)
     if spec["uid"] is not None:
         drop_privileges(spec["uid"], spec["gid"])  # type: ignore[arg-type]
+    if spec["userns"]:
+        lock_mounts()
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         fail("prctl(PR_SET_NO_NEW_PRIVS) failed")
     cwd = str(spec["cwd"])

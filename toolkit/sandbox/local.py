@@ -113,7 +113,8 @@ class LocalSandbox(Sandbox):
             if not path.exists():
                 raise ValueError(f"read-only path {path} does not exist")
         self.uid, self.gid = _sandbox_ids()
-        self.namespaces = self.support.unshare is not None
+        self.namespaces = self.support.namespaces
+        self.userns = self.support.userns
         self.drop_uid = self.namespaces and self.support.is_root
         self.runtime = self._runtime_paths() if self.drop_uid else []
         self.tmpdir = self.root / ".tmp"
@@ -138,7 +139,7 @@ class LocalSandbox(Sandbox):
         on = ["pgroup", "subreaper", "scrubbed-env"]
         off = ["host-filesystem-readable", "kernel", "cpu-share", "devices", "ipc", "uts"]
         if self.namespaces:
-            on += ["pidns", "mountns", "private-tmp"]
+            on += ["pidns", "mountns", "private-tmp"] + (["userns"] if self.userns else [])
             on += ["hidden-paths"] if self.hide else []
             on += ["readonly-paths"] if self.readonly else []
             on += [] if self.network else ["netns"]
@@ -232,6 +233,7 @@ class LocalSandbox(Sandbox):
         spec = {
             "mounts": self.namespaces,
             "pidns": self.namespaces,
+            "userns": self.userns,
             "network": self.network,
             "expose": [str(p) for p in expose],
             "readonly": [str(p) for p in readonly],
