@@ -167,16 +167,21 @@ class ProcessCgroups:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.005)
 
-    def remove(self) -> None:
+    def remove(self, wait: bool = True) -> None:
+        """Remove the (empty) cgroups; without `wait`, leave busy ones for a later call."""
+        left: list[Path] = []
         for d in self.dirs:
-            for _ in range(200):
+            for _ in range(200 if wait else 1):
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.01)
+                    if wait:
+                        time.sleep(0.01)
             else:
-                log.warning("sandbox: could not remove cgroup %s", d)
-        self.dirs = []
+                left.append(d)
+                if wait:
+                    log.warning("sandbox: could not remove cgroup %s", d)
+        self.dirs = [] if wait else left

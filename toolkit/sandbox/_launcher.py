@@ -330,8 +330,8 @@ def supervise(child: int, kill_rest: bool) -> None:
     The command must not be PID 1 itself: PID 1 ignores signals it has no handler for, even
     SIGKILL from inside, so `kill $$` or a default SIGTERM would not work as usual. And a command
     killed by a signal is reported on the status pipe as -signal (PID 1 cannot kill itself to
-    pass the signal on). When this process exits the kernel kills the rest of the namespace;
-    without a namespace (`kill_rest`), it kills what is left of the tree itself first.
+    pass the signal on). Before reporting, it kills and reaps whatever the command left (in
+    the namespace, or, without one (`kill_rest`), among its descendants).
     """
     devnull = os.open("/dev/null", os.O_RDWR)
     for fd in (0, 1, 2):  # only the command holds the host's pipes: EOF means it is gone
@@ -348,6 +348,8 @@ def supervise(child: int, kill_rest: bool) -> None:
         code = os.waitstatus_to_exitcode(status)
         if kill_rest:
             kill_descendants()
+        else:
+            end_namespace()
         try:
             os.write(_status_fd, f"exit {code}\n".encode())
         except OSError:  # the host is gone: nobody left to tell
@@ -375,6 +377,26 @@ def descendants(pid: int) -> list[int]:
             found.append(kid)
             todo.append(kid)
     return found
+
+
+def end_namespace() -> None:
+    """As PID 1: kill every other process of the namespace and reap them all.
+
+    Only then is "exit N" written, so the host may take the tree as gone without waiting
+    for the namespace teardown (a fork racing with kill(-1) fails: its parent has SIGKILL
+    pending). Once wait() says ECHILD, nothing but this process is left in the namespace.
+    """
+    while True:
+        try:  # noqa: SIM105
+            os.kill(-1, signal.SIGKILL)  # everyone we may signal here, except PID 1 (us)
+        except OSError:
+            pass
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
 
 
 def kill_tree(pid: int) -> None:

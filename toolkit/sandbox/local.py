@@ -265,7 +265,8 @@ class LocalSandbox(Sandbox):
             ours.append(os.fdopen(host_end, "wb" if index == 0 else "rb"))
         status_r, status_w = os.pipe2(os.O_CLOEXEC)
         process = LocalProcess(cgroups, status_r, *ours)
-        self._processes.append(process)
+        # Forget trees that are over (a long run starts thousands), keep the rest for cleanup.
+        self._processes = [p for p in self._processes if not p.settled] + [process]
         try:
             self._server.send(spec, [*theirs, status_w])
         except BaseException:
@@ -319,7 +320,7 @@ class LocalSandbox(Sandbox):
         errors: list[str] = []
         for process in self._processes:
             try:
-                process.kill()
+                process.release()
             except SandboxError as e:
                 errors.append(str(e))
         self._processes = []

@@ -84,8 +84,6 @@ class LocalProcess(SandboxProcess):
         self._status = b""
         self._pidfd: int | None = None
         self._code: int | None = None
-        self._released = False
-        self._killed = False
         self.pid = -1
         self.stdin = stdin
         self.stdout = stdout
@@ -133,38 +131,78 @@ class LocalProcess(SandboxProcess):
 
     # -- lifetime ------------------------------------------------------------------------
     def _alive(self, timeout: float = 0) -> bool:
+        """Whether the launch (A) still runs; waits up to `timeout` for it to end."""
         if self._pidfd is None:
             return False
         ready, _, _ = select_fds([self._pidfd], timeout)
         return not ready
 
+    def _reported_exit(self) -> int | None:
+        for line in self._status.split(b"\n")[:-1]:
+            if line.startswith(b"exit "):
+                return int(line[5:])
+        return None
+
     def wait(self, timeout: float | None = None) -> int | None:
-        if self._alive(timeout if timeout is not None else 1e9):
-            return None
-        return self._finish()
+        """The command's exit status once it and its whole tree are gone; None on timeout.
+
+        The launcher writes "exit N" only after it has killed and reaped everything else the
+        command left (`supervise`), so that line alone ends the wait: the launcher's own exit
+        (tearing the namespaces down costs kernel RCU grace periods) is not waited for.
+        """
+        end = None if timeout is None else time.monotonic() + timeout
+        while self._code is None:
+            code = self._reported_exit()
+            if code is not None:
+                self._settle(code)
+                break
+            if self._status_fd is None or self._pidfd is None or not self._alive():
+                self._read_status(0)  # a last line may have come with the launcher's end
+                self._settle(self._reported_exit())
+                break
+            left = None if end is None else end - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            ready, _, _ = select_fds([self._status_fd, self._pidfd], 1e9 if left is None else left)
+            if self._status_fd in ready:
+                self._read_status(0)
+        return self._code
 
     def poll(self) -> int | None:
-        return None if self._alive() else self._finish()
+        return self.wait(0)
 
     def kill(self) -> None:
-        if not self._released:
-            self._kill_tree()
-        self._finish()
+        if self._code is not None:
+            return
+        self._kill_tree()
+        while self._read_status(2.0):  # it may have ended on its own just before
+            pass
+        self._settle(self._reported_exit())
 
-    def _finish(self) -> int:
-        """The command's exit status, once its first process is gone; releases the tree."""
-        if not self._released:
-            self._kill_tree()  # nothing of the tree may outlive its first process
-        if self._code is None:
-            while self._read_status(2.0):
-                pass
-            # No "exit" line: the launcher was killed before the command ended, by us or by
-            # the kernel (out of memory): report it as SIGKILL, as subprocess would.
-            self._code = -signal.SIGKILL
-            for line in self._status.splitlines():
-                if line.startswith(b"exit "):
-                    self._code = int(line[5:])
-        return self._code
+    def _settle(self, code: int | None) -> None:
+        """Record the status and let go of the tree. No status: the launcher was killed (by us,
+        or by the kernel for memory) before the command ended: SIGKILL, as subprocess says."""
+        if code is None:
+            self._kill_tree()  # make sure, whoever killed it
+            code = -signal.SIGKILL
+        self._code = code
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        if self._status_fd is not None:
+            os.close(self._status_fd)
+            self._status_fd = None
+        self._cgroups.remove(wait=False)  # the launcher may still be leaving them
+
+    @property
+    def settled(self) -> bool:
+        """Over and fully released: nothing left for the sandbox's cleanup to do."""
+        return self._code is not None and not self._cgroups.dirs
+
+    def release(self) -> None:
+        """Kill what is left and remove its cgroups for good (the sandbox's cleanup)."""
+        self.kill()
+        self._cgroups.remove(wait=True)
 
     def _kill_tree(self) -> None:
         # A leads its own session; in a PID namespace, A's death kills B (PDEATHSIG), and B's
@@ -172,7 +210,6 @@ class LocalProcess(SandboxProcess):
         # so kill those first (repeatedly: they may be forking), then A. Cgroups catch the rest.
         killed: set[int] = set()
         if self._alive():
-            self._killed = True
             for _ in range(1000):
                 doomed = descendants(self.pid) if self._alive() else []
                 if not doomed:
@@ -182,17 +219,12 @@ class LocalProcess(SandboxProcess):
                 killed.update(doomed)
             if self._pidfd is not None:
                 _sigkill(signal.pidfd_send_signal, self._pidfd)
-        if self.pid > 0:
-            _sigkill(os.killpg, self.pid)
+            if self.pid > 0:
+                _sigkill(os.killpg, self.pid)
         if self._alive(5.0) or not _all_gone(killed, 5.0):
             raise SandboxError(f"sandboxed process {self.pid} survived SIGKILL")
         if not self._cgroups.kill_all():
             raise SandboxError(f"processes of sandboxed tree {self.pid} survived SIGKILL")
-        self._cgroups.remove()
-        if self._pidfd is not None:
-            os.close(self._pidfd)
-            self._pidfd = None
-        self._released = True
 
 
 def select_fds(fds: list[int], timeout: float) -> tuple[list[int], list[int], list[int]]:
