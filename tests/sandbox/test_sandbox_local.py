@@ -10,9 +10,11 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
+from conftest import leftover
 
 from toolkit.sandbox import Limits, SandboxError, create_sandbox, process
 from toolkit.sandbox.local import LocalSandbox
@@ -158,3 +160,30 @@ def test_unprivileged_user_gets_user_namespaces(tmp_path: Path) -> None:
         assert interfaces == ["lo"]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_cleanup_racing_with_starts_leaves_nothing(root: Path, marker: str) -> None:
+    box = create_sandbox("local", root=root)
+    errors: list[BaseException] = []
+
+    def starter() -> None:
+        for _ in range(20):
+            try:
+                box.start(["sleep", "600", marker], stdin=False, stdout=False, stderr=False)
+            except SandboxError:
+                return  # cleaned up: refusing is right
+            except BaseException as e:
+                errors.append(e)
+                return
+
+    threads = [threading.Thread(target=starter) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    end = time.monotonic() + 60
+    while not leftover(marker) and time.monotonic() < end:
+        time.sleep(0.01)
+    box.cleanup()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert leftover(marker) == []

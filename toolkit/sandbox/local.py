@@ -32,6 +32,7 @@ import os
 import pwd
 import stat
 import sys
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -129,6 +130,8 @@ class LocalSandbox(Sandbox):
             **(env or {}),
         }
         self._server = ForkServer()
+        self._state = threading.Condition()
+        self._starting = 0
         self._processes: list[LocalProcess] = []
         self._closed = False
         self.isolation, self.not_isolated = self._describe()
@@ -221,8 +224,6 @@ class LocalSandbox(Sandbox):
         self, argv: list[str], cwd: str | None, env: dict[str, str] | None, streams: list[bool]
     ) -> LocalProcess:
         """Launch `argv`; `streams` says which of stdin/stdout/stderr become host pipes."""
-        if self._closed:
-            raise SandboxError("sandbox was cleaned up; create a new one")
         if not argv:
             raise ValueError("argv must name a command")
         workdir = Path(cwd) if cwd is not None else self.root
@@ -248,6 +249,19 @@ class LocalSandbox(Sandbox):
             "argv": argv,
             "env": {**self.base_env, **(env or {})},
         }
+        with self._state:
+            if self._closed:
+                raise SandboxError("sandbox was cleaned up; create a new one")
+            self._starting += 1
+        try:
+            process = self._launch(spec, streams)
+        finally:
+            with self._state:
+                self._starting -= 1
+                self._state.notify_all()
+        return process
+
+    def _launch(self, spec: dict[str, object], streams: list[bool]) -> LocalProcess:
         cgroups = _host.ProcessCgroups(
             self.support, self.limits.memory_bytes, self.limits.max_processes
         )
@@ -265,18 +279,20 @@ class LocalSandbox(Sandbox):
             ours.append(os.fdopen(host_end, "wb" if index == 0 else "rb"))
         status_r, status_w = os.pipe2(os.O_CLOEXEC)
         process = LocalProcess(cgroups, status_r, *ours)
-        # Forget trees that are over (a long run starts thousands), keep the rest for cleanup.
-        self._processes = [p for p in self._processes if not p.settled] + [process]
         try:
             self._server.send(spec, [*theirs, status_w])
         except BaseException:
             for stream in ours:
                 if stream is not None:
                     stream.close()
+            os.close(status_r)
+            cgroups.remove()
             raise
         finally:
             for fd in [*theirs, status_w]:
                 os.close(fd)
+        with self._state:  # forget trees that are over (a run starts thousands); keep the rest
+            self._processes = [p for p in self._processes if not p.settled] + [process]
         process.await_setup(SETUP_TIMEOUT_S)
         return process
 
@@ -318,13 +334,15 @@ class LocalSandbox(Sandbox):
 
     def cleanup(self) -> None:
         errors: list[str] = []
-        for process in self._processes:
+        with self._state:  # commands being started finish starting first, then die with the rest
+            self._closed = True
+            self._state.wait_for(lambda: self._starting == 0, timeout=SETUP_TIMEOUT_S * 2)
+            processes, self._processes = self._processes, []
+        for process in processes:
             try:
                 process.release()
             except SandboxError as e:
                 errors.append(str(e))
-        self._processes = []
         self._server.close()
-        self._closed = True
         if errors:
             raise SandboxError("; ".join(errors))
