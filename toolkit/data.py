@@ -5,10 +5,11 @@ of its container, join documents with a newline, and write two flat `uint8` file
 `numpy.memmap` opens without parsing. The last `val_fraction` of the bytes is held out as
 validation; taking the tail (not random documents) keeps preparation a single streaming pass.
 
-Sources (`--train-data PATH`): a `.txt` file, a folder of `.txt` files (sorted, recursively),
-a `.jsonl` file with a `text` field per line, or a `.parquet` file with a `text` column (read a
-row group at a time). `None` means the default corpus (`toolkit.corpus`). Large inputs are
-streamed: memory stays at one block / row group, never the whole corpus.
+Sources (`--train-data PATH`): a `.txt` file (one document), a `.jsonl` file with a `text`
+field per line, a `.parquet` file with a `text` column (read a row group at a time), or a folder
+of any of those (found recursively, read in sorted path order, e.g. FineWeb parquet shards).
+`None` means the default corpus (`toolkit.corpus`). Large inputs are streamed: memory stays at
+one block or row group, never the whole corpus.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -47,20 +48,13 @@ class PreparedData(BaseModel):
 
 
 def _txt_docs(path: Path) -> Iterator[Iterator[bytes]]:
-    """Each .txt file is one document, read in blocks."""
+    """A .txt file is one document, read in blocks."""
 
-    def blocks(p: Path) -> Iterator[bytes]:
-        with p.open("rb") as f:
+    def blocks() -> Iterator[bytes]:
+        with path.open("rb") as f:
             yield from iter(lambda: f.read(_BLOCK), b"")
 
-    if path.is_dir():
-        files = sorted(p for p in path.rglob("*.txt") if p.is_file())
-        if not files:
-            raise DataError(f"{path}: no .txt files in this folder; add some or pass one file")
-        for p in files:
-            yield blocks(p)
-    else:
-        yield blocks(path)
+    yield blocks()
 
 
 def _jsonl_docs(path: Path) -> Iterator[Iterator[bytes]]:
@@ -93,20 +87,31 @@ def _parquet_docs(path: Path) -> Iterator[Iterator[bytes]]:
                 yield iter([str(value).encode("utf-8")])
 
 
+_READERS: dict[str, Callable[[Path], Iterator[Iterator[bytes]]]] = {
+    ".txt": _txt_docs,
+    ".jsonl": _jsonl_docs,
+    ".parquet": _parquet_docs,
+}
+
+
 def _documents(source: Path) -> Iterator[Iterator[bytes]]:
     if not source.exists():
         raise DataError(f"{source}: training text not found; check --train-data")
-    suffix = source.suffix.lower()
-    if source.is_dir() or suffix == ".txt":
-        return _txt_docs(source)
-    if suffix == ".jsonl":
-        return _jsonl_docs(source)
-    if suffix == ".parquet":
-        return _parquet_docs(source)
-    raise DataError(
-        f"{source}: unsupported training text '{suffix}'; use .txt, a folder of .txt, "
-        ".jsonl (field 'text') or .parquet (column 'text')"
-    )
+    if source.is_dir():
+        files = sorted(p for p in source.rglob("*") if p.suffix.lower() in _READERS)
+        if not files:
+            raise DataError(
+                f"{source}: no .txt, .jsonl or .parquet files in this folder; add some or "
+                "pass one file"
+            )
+        return (doc for f in files for doc in _READERS[f.suffix.lower()](f))
+    reader = _READERS.get(source.suffix.lower())
+    if reader is None:
+        raise DataError(
+            f"{source}: unsupported training text '{source.suffix}'; use .txt, .jsonl (field "
+            "'text'), .parquet (column 'text'), or a folder of those"
+        )
+    return reader(source)
 
 
 def _sha256(path: Path) -> str:

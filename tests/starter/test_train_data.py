@@ -34,16 +34,18 @@ def test_txt_file(tmp_path: Path) -> None:
     assert prepared.val_bytes == int(len(JOINED) * 0.1)
 
 
-def test_folder_of_txt_is_read_in_sorted_order(tmp_path: Path) -> None:
+def test_folder_of_files_is_read_in_sorted_order(tmp_path: Path) -> None:
     folder = tmp_path / "texts"
     (folder / "sub").mkdir(parents=True)
     for i, doc in enumerate(DOCS):
         where = folder / "sub" if i % 2 else folder
         (where / f"{i:03d}.txt").write_text(doc)
     (folder / "ignored.md").write_text("not text")
+    pq.write_table(pa.table({"text": ["from parquet", "second row"]}), folder / "zz.parquet")
     prepare_train_data(folder, tmp_path / "out")
     files = sorted(p for p in folder.rglob("*.txt"))
-    _check(tmp_path / "out", b"\n".join(p.read_bytes() for p in files), len(DOCS))
+    texts = [p.read_bytes() for p in files] + [b"from parquet", b"second row"]
+    _check(tmp_path / "out", b"\n".join(texts), len(DOCS) + 2)
 
 
 def test_jsonl_text_field(tmp_path: Path) -> None:
@@ -99,5 +101,5 @@ def test_parquet_without_text_column(tmp_path: Path) -> None:
 
 def test_empty_folder(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DataError, match=r"no \.txt files"):
+    with pytest.raises(DataError, match=r"no \.txt, \.jsonl or \.parquet files"):
         prepare_train_data(tmp_path / "empty", tmp_path / "out")
