@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,23 @@ import markupsafe
 from mkdocs.config.defaults import MkDocsConfig
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
+from mkdocs.structure.pages import Page
 
 from toolkit.results import ResultsError
 from toolkit.stats import load_results
-from toolkit.stats.site_plan import SitePlan, plan_site
+from toolkit.stats.site_plan import Copy, SitePlan, plan_site
 from toolkit.tracks import RegistryError
 
 TEMPLATES = Path(__file__).parent / "overrides" / "ari"
 MAINTAINERS = "maintainers/"
+
+# HTML that templates set aside with `{% filter stash %}`, by page, put back after markdown.
+# Markdown has nothing to do inside a table or an SVG, and parsing thousands of tags through
+# Python-Markdown's HTML handling was most of the build time on a large board.
+_stashed: dict[str, dict[str, str]] = {}
+# Run artifacts, linked (or copied) into the built site after the build: tens of thousands of
+# files would otherwise each be opened, read and written through mkdocs' static-file copy.
+_copies: list[Copy] = []
 
 
 def results_dir(config: MkDocsConfig) -> Path:
@@ -73,6 +83,15 @@ def _md(text: object) -> str:
     return re.sub(r"([\\`*_{}\[\]<>()#+!|])", r"\\\1", str(text))
 
 
+@jinja2.pass_context
+def _stash(context: jinja2.runtime.Context, html: str) -> markupsafe.Markup:
+    """Set `html` aside for this page; markdown sees only a comment marking its place."""
+    store: dict[str, str] = context["_stash"]
+    key = f"<!-- ari-stash-{len(store)} -->"
+    store[key] = str(html)
+    return markupsafe.Markup(f"\n\n{key}\n\n")
+
+
 def environment() -> jinja2.Environment:
     """The jinja environment of the site's page templates."""
     env = jinja2.Environment(
@@ -92,6 +111,7 @@ def environment() -> jinja2.Environment:
         thousands=lambda n: f"{n:,}",
         # front matter values: JSON strings are valid YAML and survive quotes and colons
         yaml=lambda s: markupsafe.Markup(json.dumps(str(s))),
+        stash=_stash,
     )
     return env
 
@@ -107,14 +127,16 @@ def _add(files: Files, made: File) -> None:
 
 def _render(plan: SitePlan, files: Files, config: MkDocsConfig) -> None:
     env = environment()
+    _stashed.clear()
     for page in plan.pages:
-        text = env.get_template(page.template).render(page.context)
+        store: dict[str, str] = {}
+        text = env.get_template(page.template).render(page.context, _stash=store)
+        _stashed[page.src_uri] = store
         _add(files, File.generated(config, page.src_uri, content=text))
     for html in plan.html_pages:
         text = env.get_template(html.template).render(html.context)
         _add(files, File.generated(config, html.src_uri, content=text))
-    for copy in plan.copies:
-        _add(files, File.generated(config, copy.src_uri, abs_src_path=str(copy.source)))
+    _copies[:] = plan.copies
     for download in plan.texts:
         _add(files, File.generated(config, download.src_uri, content=download.content))
 
@@ -140,3 +162,26 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         nav.append({"Maintainers": ordered + [p for p in maintainers if p != index]})
     config.nav = nav
     return files
+
+
+def on_page_content(html: str, page: Page, **_: Any) -> str:
+    """Put the HTML that the page's template set aside back at its markers."""
+    for key, block in _stashed.get(page.file.src_uri, {}).items():
+        html = html.replace(key, block, 1)
+    return html
+
+
+def on_post_build(config: MkDocsConfig, **_: Any) -> None:
+    """Put the run artifacts into the site: a hard link when possible, else a copy."""
+    site = Path(config.site_dir)
+    made: set[Path] = set()
+    for copy in _copies:
+        target = site / copy.src_uri
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        target.unlink(missing_ok=True)
+        try:
+            os.link(copy.source, target)
+        except OSError:  # another file system, or links not allowed: copy instead
+            shutil.copyfile(copy.source, target)

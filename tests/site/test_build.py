@@ -73,23 +73,27 @@ def test_row_page(built_site: Path) -> None:
     assert "ari-status--failed" in page and "promoted · graded" in page
     assert 'class="ari-timeline"' in page and "Effective configuration" in page
     assert "3f571c9c" + "0" * 56 in page  # the exam hash of the run's effective config
-    assert 'href="../../runs/v1-test/run6/transcript.1.html"' in page
+    assert 'href="../../logs/v1-test/run6/1.html#transcript-1"' in page
     assert 'href="../../runs/v1-test/run6/transcript"' in page  # the raw copy
 
 
-def test_transcripts_are_copied_and_paginated(built_site: Path) -> None:
-    run_dir = built_site / "runs" / "v1-test" / "run0"
-    raw = _text(run_dir / "transcript")
+def test_logs_are_copied_and_paginated(built_site: Path) -> None:
+    raw = _text(built_site / "runs" / "v1-test" / "run0" / "transcript")
     assert raw.count("\n") == TRANSCRIPT_LINES
-    pages = sorted(run_dir.glob("transcript.*.html"))
+    assert _text(built_site / "runs" / "v1-test" / "run0" / "audit") == '{"n": 1}\n'
+    pages = sorted(
+        (built_site / "logs" / "v1-test" / "run0").glob("*.html"), key=lambda p: int(p.stem)
+    )
     assert len(pages) >= 3
     assert all(p.stat().st_size < 200_000 for p in pages)
-    shown = "".join(
-        html.unescape(_text(p).split("<pre>", 1)[1].split("</pre>", 1)[0])
-        for p in sorted(pages, key=lambda p: int(p.name.split(".")[1]))
-    )
-    assert shown == raw  # nothing lost or doubled at page breaks; markup shown as text
-    assert 'rel="next"' in _text(pages[0])
+    parts = [
+        html.unescape(block.split(">", 1)[1]) for p in pages for block in _text(p).split("<pre")[1:]
+    ]
+    shown = [part.split("</pre>", 1)[0] for part in parts]
+    assert shown[0] == '{"n": 1}\n'  # the small audit log shares the first page
+    assert "".join(shown[1:]) == raw  # nothing lost or doubled at page breaks; markup as text
+    assert 'rel="next"' in _text(pages[0]) and 'rel="prev"' in _text(pages[-1])
+    assert 'id="transcript-2"' in _text(pages[1]) or 'id="transcript-2"' in _text(pages[2])
 
 
 def test_downloads_match_the_table(built_site: Path) -> None:

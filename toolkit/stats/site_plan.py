@@ -12,6 +12,7 @@ with `root`, the way back from the page to the site root.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -52,7 +53,7 @@ class HtmlPage:
 
 @dataclass
 class Copy:
-    """A file copied into the site unchanged (a run artifact)."""
+    """A file put into the site unchanged (a run artifact), as a hard link where possible."""
 
     src_uri: str
     source: Path
@@ -116,7 +117,8 @@ class ArtifactView:
 
     name: str
     raw_url: str
-    pages: list[str]
+    view_url: str  # the log page (and anchor) where it starts
+    parts: int  # how many parts it was cut into
     size: int
 
 
@@ -174,36 +176,114 @@ def paginate(text: str, page_bytes: int = ARTIFACT_PAGE_BYTES) -> list[str]:
     return pages
 
 
+@dataclass
+class LogSection:
+    """One part of one artifact, shown on a log page."""
+
+    name: str
+    part: int
+    parts: int
+    text: str
+
+    @property
+    def anchor(self) -> str:
+        return f"{self.name}-{self.part}"
+
+
+@dataclass
+class PagerLink:
+    """One entry of a log page's pager: a page number, or a gap ('…')."""
+
+    label: str
+    url: str | None
+    current: bool = False
+
+
+def log_pages(
+    artifacts: list[tuple[str, str]], page_bytes: int = ARTIFACT_PAGE_BYTES
+) -> list[list[LogSection]]:
+    """Split a run's artifacts into pages of about `page_bytes`.
+
+    A large artifact is cut into parts on line boundaries; small ones share a page. A run with
+    a few small logs thus makes one page, not one per log: on a large board the number of
+    files written dominated the build time.
+    """
+    sections: list[LogSection] = []
+    for name, text in artifacts:
+        parts = paginate(text, page_bytes)
+        sections += [LogSection(name, i + 1, len(parts), p) for i, p in enumerate(parts)]
+    pages: list[list[LogSection]] = []
+    size = 0
+    for section in sections:
+        if not pages or (size + len(section.text) > page_bytes and pages[-1]):
+            pages.append([])
+            size = 0
+        pages[-1].append(section)
+        size += len(section.text)
+    return pages
+
+
+def pager(urls: list[str], current: int, root: str, reach: int = 2) -> list[PagerLink]:
+    """Page links around page `current` (1-based): the ends, the neighbours, gaps between."""
+    links: list[PagerLink] = []
+    n = len(urls)
+    for i in range(1, n + 1):
+        if i <= 2 or i > n - 2 or abs(i - current) <= reach:
+            links.append(PagerLink(str(i), root + urls[i - 1], current=i == current))
+        elif links and links[-1].url is not None:
+            links.append(PagerLink("…", None))
+    return links
+
+
 def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str) -> list[Any]:
-    views = []
-    root_dir = results.results_dir.resolve()
-    for name in sorted(loaded.result.artifacts):
+    run = loaded.result
+    if not run.artifacts:
+        return []
+    root_dir = Path(os.path.abspath(results.results_dir))
+    texts: list[tuple[str, str]] = []
+    raws: dict[str, tuple[str, int]] = {}
+    for name in sorted(run.artifacts):
         source = loaded.artifact_path(name)
         raw = f"runs/{source.relative_to(root_dir).as_posix()}"
         plan.copies.append(Copy(src_uri=raw, source=source))
-        text = source.read_text(encoding="utf-8", errors="replace")
-        chunks = paginate(text)
-        urls = [f"{raw}.{i + 1}.html" for i in range(len(chunks))]
-        for i, chunk in enumerate(chunks):
-            plan.html_pages.append(
-                HtmlPage(
-                    src_uri=urls[i],
-                    template="artifact.html",
-                    context={
-                        "root": root_of(urls[i]),
-                        "run": loaded.result,
-                        "name": name,
-                        "text": chunk,
-                        "page": i + 1,
-                        "pages": urls,
-                        "raw_url": raw,
-                        "row_url": back,
-                        "size": len(text.encode("utf-8")),
-                    },
-                )
+        data = source.read_bytes()
+        texts.append((name, data.decode("utf-8", errors="replace")))
+        raws[name] = (raw, len(data))
+    pages = log_pages(texts)
+    urls = [f"logs/{run.track}/{run.run_id}/{i + 1}.html" for i in range(len(pages))]
+    first: dict[str, str] = {}
+    for i, sections in enumerate(pages):
+        root = root_of(urls[i])
+        for section in sections:
+            first.setdefault(section.name, f"{urls[i]}#{section.anchor}")
+        plan.html_pages.append(
+            HtmlPage(
+                src_uri=urls[i],
+                template="logs.html",
+                context={
+                    "root": root,
+                    "run": run,
+                    "sections": sections,
+                    "page": i + 1,
+                    "pages": len(pages),
+                    "prev": root + urls[i - 1] if i > 0 else None,
+                    "next": root + urls[i + 1] if i + 1 < len(pages) else None,
+                    "pager": pager(urls, i + 1, root),
+                    "raws": {name: root + url for name, (url, _) in raws.items()},
+                    "row_url": root + back,
+                },
             )
-        views.append(ArtifactView(name=name, raw_url=raw, pages=urls, size=source.stat().st_size))
-    return views
+        )
+    return [
+        ArtifactView(
+            name=name,
+            raw_url=raws[name][0],
+            view_url=first[name],
+            parts=max(s.parts for p in pages for s in p if s.name == name),
+            size=raws[name][1],
+        )
+        for name, _ in texts
+    ]
 
 
 def _fix_for(fixes: list[ProtocolFix], row: Row) -> ProtocolFix | None:
