@@ -232,14 +232,25 @@ def _run_phase(
     params: GradingParams,
     out: _Outcome,
     body: Callable[[_Phase], None],
-) -> float:
-    """Start a fresh worker, wait for load, run `body`; returns load seconds."""
+    times: dict[str, float],
+) -> None:
+    """Start a fresh worker, wait for load, run `body`; fills times["load"] and times["body"].
+
+    Load time is measured on the host: sandbox and interpreter start-up, imports and `load()`.
+    """
+    started = time.monotonic()
     phase = _Phase(archive, work / name, exam=exam, backend=backend, device=device, params=params)
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
     try:
-        load_s = phase.load(params.load_timeout_s)
-        body(phase)
-        return load_s
+        try:
+            phase.load(params.load_timeout_s)
+        finally:
+            times["load"] = time.monotonic() - started
+        loaded = time.monotonic()
+        try:
+            body(phase)
+        finally:
+            times["body"] = time.monotonic() - loaded
     finally:
         phase.close()
 
@@ -294,21 +305,33 @@ def grade_bundle(
                 f"{size_limit_bytes:,}-byte limit"
             )
         if "generate" in phases:
-            t1 = time.monotonic()
 
             def generate(phase: _Phase) -> None:
                 report_progress("phase 1: generate", 0, len(questions))
                 _phase1(phase, questions, params, out, report_progress)
 
-            out.timings.load = _run_phase(
-                "phase1", packed.path, work, exam_file, backend, device, params, out, generate
-            )
-            out.timings.phase1 = time.monotonic() - t1 - out.timings.load
+            times: dict[str, float] = {}
+            try:
+                _run_phase(
+                    "phase1",
+                    packed.path,
+                    work,
+                    exam_file,
+                    backend,
+                    device,
+                    params,
+                    out,
+                    generate,
+                    times,
+                )
+            finally:
+                out.timings.load = times.get("load", 0.0)
+                out.timings.phase1 = times.get("body", 0.0)
     except (BundleError, WorkerFailure) as exc:
         out.ok, out.reason = False, str(exc)
     if "bpb" in phases and out.ok and packed is not None:
-        t2 = time.monotonic()
         result: list[float] = []
+        times2: dict[str, float] = {}
         try:
             _run_phase(
                 "phase2",
@@ -320,11 +343,12 @@ def grade_bundle(
                 params,
                 out,
                 lambda phase: result.append(_phase2(phase, questions, params, report_progress)),
+                times2,
             )
             out.bpb = result[0]
         except (BundleError, WorkerFailure) as exc:
             out.bpb_reason = str(exc)
-        out.timings.phase2 = time.monotonic() - t2
+        out.timings.phase2 = times2.get("load", 0.0) + times2.get("body", 0.0)
     elif "bpb" in phases:
         out.bpb_reason = "not measured: phase 1 did not complete"
     if workdir is None:

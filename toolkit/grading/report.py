@@ -19,9 +19,11 @@ class Timings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     pack: float = Field(default=0.0, description="Packing (or reading) the archive.")
-    load: float = Field(default=0.0, description="The bundle's load() in the phase 1 worker.")
+    load: float = Field(
+        default=0.0, description="Phase 1 worker start: sandbox, interpreter, imports, load()."
+    )
     phase1: float = Field(default=0.0, description="Greedy generation of every answer.")
-    phase2: float = Field(default=0.0, description="Bits per byte, including its own load().")
+    phase2: float = Field(default=0.0, description="Bits per byte, including its own start.")
     total: float = Field(default=0.0, description="Everything, from packing to the last result.")
 
 
