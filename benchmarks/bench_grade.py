@@ -1,0 +1,131 @@
+"""How fast is grading? The starter bundle on the 100-question demo exam.
+
+Prints load, phase 1 and phase 2 times as the grader reports them, and the ratio of phase 1 to a
+lower bound measured in the same run on the same weights: one batched teacher-forced forward
+pass over prompt + answer for every question (what generation would cost if every answer byte
+were known in advance). Target: phase 1 within 3x of that bound on CPU.
+
+    python benchmarks/bench_grade.py [--preset tiny|default] [--device cpu|cuda] [--repeat 3]
+
+The bundle is exported from a freshly initialised starter model (speed does not depend on what
+the weights learned: generation always produces exactly the answer's length).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from types import ModuleType
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+STARTER = REPO / "toolkit" / "starter"
+sys.path.insert(0, str(STARTER))
+
+from exam_builder.build import build_exam  # noqa: E402
+from exam_builder.exam_file import load_exam  # noqa: E402
+from toolkit.grading import grade_bundle  # noqa: E402
+from toolkit.tracks import GradingParams  # noqa: E402
+
+
+def _import(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def lower_bound_s(bundle: Path, exam: Path, device: str, batch_size: int) -> float:
+    """One teacher-forced forward pass over prompt[-1024:] + answer, batched like the grader."""
+    model = _import(bundle / "inference.py", "bench_inference").load(str(bundle), device).gpt
+    questions = load_exam(exam)
+    rows = [(q.prompt.encode()[-1024:] + q.answer.encode()) for q in questions]
+    rows = [r[-model.cfg.block_size :] for r in rows]  # what the model itself would keep
+    rows.sort(key=len)
+    started = time.perf_counter()
+    with torch.no_grad():
+        for i in range(0, len(rows), batch_size):
+            ids, positions, valid = model._pad_left(rows[i : i + batch_size])
+            model(ids, positions, model._prefill_mask(valid))
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--preset", default="tiny", choices=["tiny", "default"])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    train = _import(STARTER / "train.py", "bench_train_module")
+    export = _import(STARTER / "export.py", "bench_export_module")
+    params = GradingParams()
+    with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
+        work = Path(tmp)
+        torch.manual_seed(0)
+        model = train.GPT(train.PRESETS[args.preset].model)
+        bundle = work / "bundle"
+        export.write_bundle(model, bundle)
+        build_exam(REPO / "exam_builder/banks/public/demo", work / "exam", english_text=None)
+        exam = work / "exam" / "exam.jsonl"
+        questions = load_exam(exam)
+        answer_bytes = sum(len(q.answer.encode()) for q in questions)
+
+        print(
+            f"machine: {platform.machine()} {platform.processor() or ''}, "
+            f"{os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} "
+            f"threads), device {args.device}"
+        )
+        print(
+            f"bundle: starter '{args.preset}' preset, {model.num_params() / 1e6:.2f}M "
+            f"parameters; exam: {len(questions)} questions, {answer_bytes} answer bytes, "
+            f"batch size {params.batch_size}"
+        )
+        bounds, reports = [], []
+        for _ in range(args.repeat):
+            bounds.append(lower_bound_s(bundle, exam, args.device, params.batch_size))
+            reports.append(grade_bundle(bundle, exam, params=params, device=args.device))
+        first = reports[0]
+        assert first.ok, first.reason
+        assert all(
+            r.model_dump(exclude={"timings"}) == first.model_dump(exclude={"timings"})
+            for r in reports
+        ), "grading is not deterministic"
+
+        def med(values: list[float]) -> float:
+            return statistics.median(values)
+
+        load = med([r.timings.load for r in reports])
+        phase1 = med([r.timings.phase1 for r in reports])
+        phase2 = med([r.timings.phase2 for r in reports])
+        total = med([r.timings.total for r in reports])
+        bound = med(bounds)
+        print(
+            f"median of {args.repeat}: load {load:.2f}s (sandbox + interpreter + import + "
+            f"load()) | phase 1 {phase1:.2f}s | phase 2 {phase2:.2f}s (incl. its own load) | "
+            f"total {total:.2f}s"
+        )
+        print(
+            f"lower bound (one teacher-forced pass): {bound:.3f}s | phase 1 / bound = "
+            f"{phase1 / bound:.2f}x (target <= 3x)"
+        )
+        print(
+            f"grading after load: {total - load:.2f}s; packed bundle {first.packed_bytes:,} "
+            f"bytes; score {first.score.percent:.0f}%"
+        )
+
+
+if __name__ == "__main__":
+    main()
