@@ -22,7 +22,17 @@ from toolkit.run.recovery import MARKER, recover_runs, runs_root
 TOKEN = "987654.321"  # an argument only this test's processes carry
 
 
-def _survivors(token: str) -> list[str]:
+def _survivors(token: str, wait_s: float = 0.0) -> list[str]:
+    """Processes whose command line holds `token`, after waiting up to `wait_s` for none."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = _scan(token)
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
+
+
+def _scan(token: str) -> list[str]:
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -52,8 +62,7 @@ while :; do sleep 1; done
     assert ended - ticks[0] <= 5 + 2, f"the run ended {ended - ticks[0]:.2f}s after it started"
     assert result.status == "failed" and result.score.passed == 0
     assert "no candidate was promoted (deadline)" in (result.status_reason or "")
-    time.sleep(0.2)
-    assert _survivors(TOKEN) == []
+    assert _survivors(TOKEN, wait_s=1.0) == []
 
 
 def test_no_promotion_fails_with_zero_and_workspace_holds_no_secret(
@@ -123,7 +132,8 @@ sleep {TOKEN}
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         found = list(spec.results_dir.glob("demo-cpu/*/history.jsonl"))
-        if found and len(read_chain(found[0])) == 2 and _survivors(TOKEN):
+        promoted = found and any(e["kind"] == "promote" for e in read_chain(found[0]))
+        if promoted and _survivors(TOKEN):
             history = found[0]
             break
         time.sleep(0.2)
@@ -147,8 +157,7 @@ sleep {TOKEN}
     assert history.read_bytes() == before
     assert audit.read_bytes().startswith(audit_before)
     read_chain(audit)
-    time.sleep(0.5)
-    assert _survivors(TOKEN) == []
+    assert _survivors(TOKEN, wait_s=1.0) == []
     assert not list(runs_root().glob(f"*/harness/{MARKER}"))
     assert recover_runs() == []  # handled once
 

@@ -23,6 +23,16 @@ class SubmissionHistory:
     def __init__(self, path: Path) -> None:
         self.log = ChainedLog(path)
         self._entries = read_chain(path)
+        self.closed = False  # set when the run ends: late writers (a slow submit) are dropped
+
+    def close(self) -> None:
+        self.closed = True
+
+    def _append(self, entry: dict[str, Any]) -> bool:
+        if self.closed:
+            return False
+        self._entries.append(self.log.append(entry))
+        return True
 
     @property
     def path(self) -> Path:
@@ -31,13 +41,19 @@ class SubmissionHistory:
     def next_id(self) -> str:
         return f"c{len(self.candidates()) + 1:03d}"
 
-    def add_candidate(self, candidate: Candidate, source: str) -> None:
+    def add_candidate(self, candidate: Candidate, source: str) -> bool:
+        """Record a submission; False if the run has already ended."""
         entry: dict[str, Any] = {
             "kind": "submit",
             "source": source,
             **candidate.model_dump(mode="json"),
         }
-        self._entries.append(self.log.append(entry))
+        return self._append(entry)
+
+    def record_public(self, candidate_id: str, score: float | None, error: str | None) -> bool:
+        """Record a candidate's public-validation score (feedback only), once it is known."""
+        entry = {"kind": "public", "id": candidate_id, "public_score": score, "error": error}
+        return self._append(entry)
 
     def promote(self, candidate_id: str, at: datetime, elapsed_s: float) -> PromotedCandidate:
         """Mark a candidate as the one to grade; `KeyError` if there is no such candidate."""
@@ -45,7 +61,8 @@ class SubmissionHistory:
         if match is None:
             raise KeyError(candidate_id)
         entry = {"kind": "promote", "id": candidate_id, "promoted_at": at.isoformat()}
-        self._entries.append(self.log.append({**entry, "elapsed_s": round(elapsed_s, 3)}))
+        if not self._append({**entry, "elapsed_s": round(elapsed_s, 3)}):
+            raise KeyError(candidate_id)
         return PromotedCandidate(
             id=match.id,
             sha256=match.sha256,
@@ -82,12 +99,17 @@ class SubmissionHistory:
 
 
 def candidates_of(entries: list[dict[str, Any]]) -> list[Candidate]:
+    """Candidates in submission order, with their public scores once recorded."""
     fields = set(Candidate.model_fields)
-    return [
-        Candidate.model_validate({k: v for k, v in e.items() if k in fields})
+    raw = {
+        e["id"]: {k: v for k, v in e.items() if k in fields}
         for e in entries
         if e["kind"] == "submit"
-    ]
+    }
+    for e in entries:
+        if e["kind"] == "public" and e["id"] in raw:
+            raw[e["id"]].update(public_score=e["public_score"], error=e["error"])
+    return [Candidate.model_validate(c) for c in raw.values()]
 
 
 def promoted_of(entries: list[dict[str, Any]]) -> PromotedCandidate | None:

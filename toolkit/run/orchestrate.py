@@ -188,13 +188,25 @@ class Run:
         budget, per_call, reserved = spec.budget
         self.clock = Clock(budget_s=budget, reserved_s=reserved, per_call_limit_s=per_call)
         self.started_at = datetime.now(UTC)
-        self.log = AgentLog(self.artifacts / AGENT_LOG, lambda: self.clock.elapsed(), echo)
+        born = time.monotonic()  # agent.log times count from the harness's start
+        self.log = AgentLog(self.artifacts / AGENT_LOG, lambda: time.monotonic() - born, echo)
+        self.grader = Grader(
+            params=spec.track.grading,
+            size_limit_bytes=spec.track.size_limit_bytes,
+            backend=spec.backend,
+            device=spec.device,
+        )
         self.boxes: list[Sandbox] = []
+        self.controller: Sandbox | None = None
+        self.runner_box: Sandbox | None = None
         self.service: RunnerService | None = None
+        self.submissions: Submissions | None = None
+        self.transcript: Transcript | None = None
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
         self.isolation: list[str] = []
         self.runner_s = 0.0
+        self.used_s: float | None = None
 
     # -- result skeleton ----------------------------------------------------------------------
 
@@ -356,36 +368,31 @@ class Run:
         self.log(f"controller NOT isolated: {', '.join(controller.not_isolated)}")
         self.log(f"runner isolation: {', '.join(runner_box.isolation)}")
         self.log(f"runner NOT isolated: {', '.join(runner_box.not_isolated)}")
-        self._controller = controller
-        self._runner_box = runner_box
+        self.controller = controller
+        self.runner_box = runner_box
 
     def _start_runner_process(self, argv: list[str]) -> SandboxProcess:
-        process = self._runner_box.start(argv, stdin=False)
+        assert self.runner_box is not None
+        process = self.runner_box.start(argv, stdin=False)
         recovery.record_pid(self.harness, process.pid)
         return process
 
     def _supervise(self) -> str:
         """Run the agent until it exits or the deadline; return why it stopped."""
         assert self.workspace is not None and self.history is not None
+        assert self.controller is not None
         spec = self.spec
         budget, per_call, reserved = spec.budget
         self.clock = Clock(budget_s=budget, reserved_s=reserved, per_call_limit_s=per_call)
         self.started_at = self.clock.started_at
-        grader = Grader(
-            params=spec.track.grading,
-            size_limit_bytes=spec.track.size_limit_bytes,
-            backend=spec.backend,
-            device=spec.device,
-        )
         submissions = Submissions(
             workspace=self.workspace.root,
             store=self.artifacts / CANDIDATES_DIR,
             history=self.history,
             clock=self.clock,
-            grader=grader,
+            grader=self.grader,
             public_set=spec.public_set,
         )
-        self.grader = grader
         self.submissions = submissions
         self.service = RunnerService(
             channel=self.workspace.channel,
@@ -396,8 +403,8 @@ class Run:
         )
         self.service.start()
         transcript = Transcript(self.artifacts / TRANSCRIPT_FILE, self.echo)
-        self._transcript = transcript
-        agent = self._controller.start(spec.agent.command(), stdin=False)
+        self.transcript = transcript
+        agent = self.controller.start(spec.agent.command(), stdin=False)
         recovery.record_pid(self.harness, agent.pid)
         self.log(f"agent '{spec.agent.name}' started: {' '.join(spec.agent.command())}")
         transcript.follow(agent.stdout)
@@ -419,6 +426,8 @@ class Run:
     def _teardown(self) -> None:
         """Kill everything the run started (fast: a PID namespace dies with its first process)."""
         started = time.monotonic()
+        if self.submissions is not None:
+            self.submissions.close()
         if self.service is not None:
             self.service.stop()
             self.runner_s = self.service.runner_seconds
@@ -430,8 +439,9 @@ class Run:
                 errors.append(str(exc))
         self.boxes = []
         took = time.monotonic() - started
-        if hasattr(self, "_transcript"):
-            self._transcript.close()
+        if self.transcript is not None:
+            self.transcript.close()
+            self.transcript = None
         self.log(f"stopped everything in {took:.2f}s")
         if errors:
             raise RuntimeError("teardown failed: " + "; ".join(errors))
@@ -445,10 +455,11 @@ class Run:
     def _publish(self, result: RunResult) -> RunResult:
         if self.history is not None:
             result.candidates = self.history.candidates()
-            result.promoted = result.promoted or None
+            result.promoted = result.promoted or self.history.promoted()
         result.finished_at = datetime.now(UTC)
         result.started_at = self.started_at
-        result.timings.used_s = round(getattr(self, "used_s", self.clock.elapsed()), 3)
+        used = self.used_s if self.used_s is not None else self.clock.elapsed()
+        result.timings.used_s = round(min(used, self.clock.budget_s), 3)
         result.timings.runner_s = round(self.runner_s, 3)
         result.config.isolation = self.isolation
         transcript = self.artifacts / TRANSCRIPT_FILE
@@ -483,6 +494,7 @@ class Run:
             result.status_reason = f"no candidate was promoted ({stop_reason}): scores 0"
             return self._publish(result)
         result.promoted = promoted
+        assert self.submissions is not None
         archive = self.submissions.archive(promoted.id)
         if not archive.is_file() or sha256_file(archive) != promoted.sha256:
             return self._finish_invalid(

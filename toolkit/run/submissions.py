@@ -71,6 +71,11 @@ class Submissions:
         self._lock = threading.Lock()  # one submission at a time: ids and history stay ordered
         store.mkdir(parents=True, exist_ok=True)
 
+    def close(self) -> None:
+        """The run is over: nothing more is recorded (a submit still scoring is dropped)."""
+        with self._lock:
+            self.history.close()
+
     def handlers(self) -> dict[str, Handler]:
         return {"submit": self.submit, "promote": self.promote, "history": self.show_history}
 
@@ -106,24 +111,29 @@ class Submissions:
                     f"over the limit of {limit:,} (.tar.gz, gzip -9, as the grader packs it)"
                 )
                 return REJECTED
-            submitted_at = datetime.now(UTC)
-            elapsed = self.clock.elapsed()
-            call.say(
-                f"[runner] packed {call.argv[1]}: {packed.packed_bytes:,} bytes; "
-                "scoring on the public validation set (feedback only)..."
-            )
-            report = self.grader.grade(archive, self.public_set, ("generate",))
-            public = report.score.percent if report.ok else None
             candidate = Candidate(
                 id=candidate_id,
-                submitted_at=submitted_at,
-                elapsed_s=round(elapsed, 3),
+                submitted_at=datetime.now(UTC),
+                elapsed_s=round(self.clock.elapsed(), 3),
                 sha256=packed.sha256,
                 packed_bytes=packed.packed_bytes,
-                public_score=public,
-                error=None if report.ok else (report.reason or "public scoring failed"),
             )
-            self.history.add_candidate(candidate, source=call.argv[1])
+            if not self.history.add_candidate(candidate, source=call.argv[1]):
+                call.say("[runner] submit refused: the run is over")
+                return REJECTED
+        # Recorded (and promotable) before it is scored: public scoring is feedback only, and
+        # the candidate must not be lost if the deadline comes while it is being scored.
+        call.say(
+            f"[runner] {candidate_id} recorded ({packed.packed_bytes:,} bytes packed, sha256 "
+            f"{packed.sha256[:12]}); scoring it on the public validation set (feedback only)..."
+        )
+        report = self.grader.grade(archive, self.public_set, ("generate",))
+        with self._lock:
+            self.history.record_public(
+                candidate_id,
+                report.score.percent if report.ok else None,
+                None if report.ok else (report.reason or "public scoring failed"),
+            )
         score = (
             f"public score {report.score.percent:.1f}% ({report.score.passed}/{report.score.total})"
             if report.ok

@@ -150,8 +150,9 @@ class RunnerService:
         finally:
             with self._lock:
                 self._inflight.pop(call.name, None)
-            call.finish(code)
+            # Audited before the client sees its exit code: whatever the agent saw is on record.
             self._record(item, code, started_at, start_s)
+            call.finish(code)
             with self._lock:
                 self._done.append((time.monotonic(), folder))
 
