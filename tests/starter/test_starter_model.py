@@ -56,6 +56,14 @@ def test_next_byte_logprobs_match_the_forward_pass(model: GPT) -> None:
     assert model.generate([b"hello w"], [1])[0] == bytes([int(logprobs[1].argmax())])
 
 
+def test_logprobs_of_prefix_contexts_equal_separate_runs(model: GPT) -> None:
+    answer = b"prompt: the answer"
+    contexts = [answer[:k] for k in range(8, len(answer))] + [b"other", b"oth"]
+    shared = model.next_byte_logprobs(contexts)
+    alone = torch.cat([model.next_byte_logprobs([c]) for c in contexts])
+    assert torch.allclose(shared, alone, atol=1e-5)
+
+
 def test_int8_quantization_is_close(model: GPT) -> None:
     stored = quantize_state(model)
     q = stored["blocks.0.mlp.up.weight"]

@@ -252,13 +252,29 @@ class GPT(nn.Module):
 
     @torch.no_grad()
     def next_byte_logprobs(self, contexts: list[bytes], chunk: int = 64) -> Tensor:
-        """(len(contexts), 256) log-probabilities of the byte that follows each context."""
-        results = []
-        for start in range(0, len(contexts), chunk):
-            rows = [c[-self.cfg.block_size :] or b"\n" for c in contexts[start : start + chunk]]
-            ids, positions, valid = self._pad_left(rows)
-            logits = self(ids, positions, self._prefill_mask(valid))[:, -1]
-            results.append(F.log_softmax(logits.float(), dim=-1).cpu())
-        if not results:
-            return torch.zeros(0, 256)
-        return torch.cat(results)
+        """(len(contexts), 256) log-probabilities of the byte that follows each context.
+
+        Contexts that are prefixes of a longer one (the grader asks for every position of an
+        answer: prompt, prompt + a, prompt + ab, ...) are read off that longer row's logits
+        instead of being run again: causal attention makes the two identical.
+        """
+        rows = [c[-self.cfg.block_size :] or b"\n" for c in contexts]
+        kept: list[bytes] = []
+        where: list[tuple[int, int]] = [(0, 0)] * len(rows)  # (kept row, position in it)
+        for i in sorted(range(len(rows)), key=lambda i: -len(rows[i])):
+            home = next((j for j, r in enumerate(kept) if r.startswith(rows[i])), None)
+            if home is None:
+                kept.append(rows[i])
+                home = len(kept) - 1
+            where[i] = (home, len(rows[i]) - 1)
+        out = torch.zeros(len(rows), 256)
+        for start in range(0, len(kept), chunk):
+            batch = kept[start : start + chunk]
+            ids, positions, valid = self._pad_left(batch)
+            logprobs = F.log_softmax(self(ids, positions, self._prefill_mask(valid)).float(), -1)
+            width = ids.shape[1]
+            for i, (row, pos) in enumerate(where):
+                if start <= row < start + chunk:
+                    pad = width - len(kept[row])
+                    out[i] = logprobs[row - start, pad + pos].cpu()
+        return out
