@@ -21,7 +21,7 @@ from toolkit.grading import grade_bundle
 REPO = Path(__file__).resolve().parents[2]
 STARTER = REPO / "toolkit" / "starter"
 DEMO_BANK = REPO / "exam_builder" / "banks" / "public" / "demo"
-BUDGET_S = 40
+BUDGET_S = 60
 
 
 @pytest.fixture(scope="module")
