@@ -110,7 +110,7 @@ def means_chart(rows: list[Row], width: float = 760, row_height: float = 26) -> 
 
 def timeline_chart(run: RunResult, width: float = 640, height: float = 220) -> TimelineChart:
     """Geometry of a run's candidates over its budget; unscored candidates sit at 0."""
-    left, right, top, bottom = 48.0, width - 16.0, 14.0, height - 34.0
+    left, right, top, bottom = 48.0, width - 34.0, 14.0, height - 34.0
     budget_min = max(run.timings.budget_s / 60.0, 1e-9)
 
     def x(minutes: float) -> float:
