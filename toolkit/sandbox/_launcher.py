@@ -54,6 +54,7 @@ MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_NOEXEC = 0x8
 MS_PRIVATE = 1 << 18
+MOUNT_FLAGS_KEPT = 0x2 | 0x4 | 0x8 | 0x400 | 0x800 | 0x1000  # nosuid nodev noexec *atime
 PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
@@ -122,6 +123,13 @@ def make_mountpoint(path: str, is_dir: bool) -> None:
             pass
 
 
+def remount_readonly(path: str) -> None:
+    """Make the bind mount at `path` read-only, keeping the flags it came with (nosuid, nodev,
+    noexec, atime): in a user namespace, dropping one of those is refused."""
+    kept = os.statvfs(path).f_flag & MOUNT_FLAGS_KEPT
+    mount("none", path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | kept, None)
+
+
 def rebuild_filesystem(
     expose: list[str], readonly: list[str], shadow: list[str], hide: list[str], tmpfs_size: str
 ) -> None:
@@ -143,7 +151,7 @@ def rebuild_filesystem(
         make_mountpoint(path, is_dir)
         mount(f"/proc/self/fd/{fds[path]}", path, None, MS_BIND | MS_REC, None)
         if path in readonly:
-            mount("none", path, None, MS_BIND | MS_REC | MS_REMOUNT | MS_RDONLY | MS_NOSUID, None)
+            remount_readonly(path)
         os.close(fds[path])
     for path in hide:
         if not os.path.lexists(path):
@@ -152,7 +160,7 @@ def rebuild_filesystem(
             mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0555,size=4k")
         else:
             mount("/dev/null", path, None, MS_BIND, None)
-            mount("none", path, None, MS_BIND | MS_REMOUNT | MS_RDONLY, None)
+            remount_readonly(path)
 
 
 def loopback_up() -> None:
