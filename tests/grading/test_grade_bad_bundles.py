@@ -209,13 +209,18 @@ def test_exam_and_host_files_are_not_readable(
     secret.write_text("token")
     secret.chmod(0o600)
     home_secret = Path.home() / ".ari-grading-test-secret"
+    bank = tmp_path / "bank"  # world-readable, but passed in `hide`
+    bank.mkdir()
+    (bank / "seed.txt").write_text("42")
+    (bank / "seed.txt").chmod(0o644)
     check = (
         f"open({str(exam)!r}).read() or os.listdir({str(exam.parent)!r}) or "
-        f"open({str(secret)!r}).read() or open({str(home_secret)!r}).read()"
+        f"open({str(secret)!r}).read() or open({str(home_secret)!r}).read() or "
+        f"open({str(bank / 'seed.txt')!r}).read()"
     )
     home_secret.write_text("token")
     try:
-        report = grade_bundle(make_bundle(_answers_n_if(check)), exam)
+        report = grade_bundle(make_bundle(_answers_n_if(check)), exam, hide=[bank])
     finally:
         home_secret.unlink()
     assert "hidden-paths" in report.isolation

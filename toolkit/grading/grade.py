@@ -81,13 +81,15 @@ class _Phase:
         backend: str,
         device: str,
         params: GradingParams,
+        hide: Sequence[Path] = (),
     ) -> None:
         root.mkdir(parents=True)
         extract_bundle(archive, root / "bundle")
         shutil.copyfile(WORKER_SCRIPT, root / "worker.py")
         hidden = exam.parent.resolve()
         # Hide the exam's whole folder, unless the work folder lives inside it (then the file).
-        hide = [exam.resolve()] if root.resolve().is_relative_to(hidden) else [hidden]
+        exam_hidden = exam.resolve() if root.resolve().is_relative_to(hidden) else hidden
+        hidden_paths = [exam_hidden, *(p.resolve() for p in hide if p.exists())]
         limits = Limits(
             memory_bytes=params.memory_bytes,
             max_processes=MAX_PROCESSES,
@@ -97,7 +99,7 @@ class _Phase:
         # home, e.g. pyenv in /root, that the sandbox user could not otherwise traverse).
         runtime = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
         self.sandbox = create_sandbox(
-            backend, root=root, network=False, hide=hide, limits=limits, readonly=runtime
+            backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=runtime
         )
         self.session = WorkerSession(
             self.sandbox, [sys.executable, "-I", "worker.py", "bundle", device]
@@ -233,13 +235,16 @@ def _run_phase(
     out: _Outcome,
     body: Callable[[_Phase], None],
     times: dict[str, float],
+    hide: Sequence[Path],
 ) -> None:
     """Start a fresh worker, wait for load, run `body`; fills times["load"] and times["body"].
 
     Load time is measured on the host: sandbox and interpreter start-up, imports and `load()`.
     """
     started = time.monotonic()
-    phase = _Phase(archive, work / name, exam=exam, backend=backend, device=device, params=params)
+    phase = _Phase(
+        archive, work / name, exam=exam, backend=backend, device=device, params=params, hide=hide
+    )
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
     try:
         try:
@@ -266,10 +271,12 @@ def grade_bundle(
     phases: tuple[str, ...] = ("generate", "bpb"),
     progress: bool | Progress = False,
     workdir: Path | None = None,
+    hide: Sequence[Path] = (),
 ) -> GradeReport:
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
     `progress`: True for a progress bar on stderr, or a callback (phase, done, total).
+    `hide`: more host paths the worker must not see (the exam's folder is always hidden).
     `workdir`: where the archive and the per-phase sandboxes go; kept afterwards when given
     (for inspection), otherwise a temporary folder that is removed.
     """
@@ -287,6 +294,7 @@ def grade_bundle(
                 phases=phases,
                 progress=bar.update,
                 workdir=workdir,
+                hide=hide,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
     questions = load_exam(exam)
@@ -323,6 +331,7 @@ def grade_bundle(
                     out,
                     generate,
                     times,
+                    hide,
                 )
             finally:
                 out.timings.load = times.get("load", 0.0)
@@ -344,6 +353,7 @@ def grade_bundle(
                 out,
                 lambda phase: result.append(_phase2(phase, questions, params, report_progress)),
                 times2,
+                hide,
             )
             out.bpb = result[0]
         except (BundleError, WorkerFailure) as exc:
