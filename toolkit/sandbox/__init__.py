@@ -47,10 +47,18 @@ def create_sandbox(
     env: Mapping[str, str] | None = None,
     readonly: Sequence[Path] = (),
 ) -> Sandbox:
-    """A sandbox of `backend` working in `root`.
+    """A sandbox of `backend` working in `root` (an existing directory; commands start there).
 
-    `hide`: host paths that must be invisible inside; `readonly`: host paths visible but not
-    writable; `env`: variables added to the scrubbed environment (PATH, HOME, LANG, TMPDIR).
+    `network`: False = no network at all (a loopback of its own only). `hide`: host paths that
+    must be invisible inside (an exam, results, banks). `readonly`: host paths visible but not
+    writable (training data). `limits`: caps per process tree. `env`: variables added to the
+    scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside root).
+
+    The sandbox may run commands as another user (`nobody` for the local backend as root): it
+    is handed the files already in `root` when created; put later files in with `write_file`.
+    Read `isolation` / `not_isolated` for what is in force on this host, and record them.
+    Raises ValueError for an unknown backend or contradictory paths, SandboxError when the
+    sandbox cannot be set up.
     """
     if backend == "local":
         from toolkit.sandbox.local import LocalSandbox

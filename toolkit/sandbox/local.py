@@ -157,24 +157,20 @@ class LocalSandbox(Sandbox):
             off.append("memory-per-tree")
         if lim.max_processes is not None and not s.pids_parent and not self.drop_uid:
             off.append("process-count")
-        if any(v is not None for v in (lim.cpu_seconds, lim.file_size_bytes)) or (
-            lim.memory_bytes is not None and not s.memory_parent
-        ):
+        if set(self._rlimits()) - {"core"}:
             on.append("rlimits")
+        on.append("no-new-privs")
         if self.drop_uid:
-            on += [f"uid:{pwd.getpwuid(self.uid).pw_name if self._has_user() else self.uid}"]
-            on.append("no-new-privs")
+            on.append(f"uid:{self._user_name()}")
         else:
-            on.append("no-new-privs")
-            off.append("uid")
+            off.append("uid")  # commands run as the caller's own uid on the host
         return sorted(set(on)), sorted(set(off))
 
-    def _has_user(self) -> bool:
+    def _user_name(self) -> str:
         try:
-            pwd.getpwuid(self.uid)
-            return True
+            return pwd.getpwuid(self.uid).pw_name
         except KeyError:
-            return False
+            return str(self.uid)
 
     def _runtime_paths(self) -> list[Path]:
         """The host Python (interpreter, stdlib, venv), read-only, where `nobody` cannot reach it.
@@ -240,7 +236,9 @@ class LocalSandbox(Sandbox):
             "readonly": [str(p) for p in readonly],
             "shadow": self._shadowed(expose) if self.namespaces else [],
             "hide": [str(p) for p in self.hide],
-            "tmpfs_size": "50%",
+            # Private /tmp and friends: capped by the memory limit (their pages count in the
+            # memory cgroup too), else a quarter of the RAM each.
+            "tmpfs_size": str(self.limits.memory_bytes or "25%"),
             "loopback": self.namespaces and not self.network,
             "rlimits": self._rlimits(),
             "uid": self.uid if self.drop_uid else None,

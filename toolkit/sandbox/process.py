@@ -160,12 +160,12 @@ class LocalProcess(SandboxProcess):
                 self._read_status(0)  # a last line may have come with the launcher's end
                 self._settle(self._reported_exit())
                 break
-            left = None if end is None else end - time.monotonic()
-            if left is not None and left <= 0:
-                return None
-            ready, _, _ = select_fds([self._status_fd, self._pidfd], 1e9 if left is None else left)
+            left = 1e9 if end is None else max(0.0, end - time.monotonic())
+            ready, _, _ = select_fds([self._status_fd, self._pidfd], left)
             if self._status_fd in ready:
                 self._read_status(0)
+            elif not ready and left <= 0:
+                return None
         return self._code
 
     def poll(self) -> int | None:
