@@ -79,8 +79,10 @@ def _duration(seconds: float | None) -> str:
 
 
 def _md(text: object) -> str:
-    """Escape markdown's inline specials in data shown inside markdown (model names)."""
-    return re.sub(r"([\\`*_{}\[\]<>()#+!|])", r"\\\1", str(text))
+    """Escape markdown's inline specials in data shown inside markdown (model names).
+
+    `<`, `>` and `&` are left to jinja's autoescaping, which runs after this filter."""
+    return re.sub(r"([\\`*_{}\[\]()#+!|])", r"\\\1", str(text))
 
 
 @jinja2.pass_context
@@ -110,7 +112,8 @@ def environment() -> jinja2.Environment:
         md=_md,
         thousands=lambda n: f"{n:,}",
         # front matter values: JSON strings are valid YAML and survive quotes and colons
-        yaml=lambda s: markupsafe.Markup(json.dumps(str(s))),
+        # The theme prints page titles unescaped, so they are HTML-escaped here.
+        yaml=lambda s: markupsafe.Markup(json.dumps(str(markupsafe.escape(s)))),
         stash=_stash,
     )
     return env
@@ -141,6 +144,15 @@ def _render(plan: SitePlan, files: Files, config: MkDocsConfig) -> None:
         _add(files, File.generated(config, download.src_uri, content=download.content))
 
 
+def _escape_titles(nav: Any) -> Any:
+    """Nav titles come from the registry (track titles); the theme prints them unescaped."""
+    if isinstance(nav, list):
+        return [_escape_titles(item) for item in nav]
+    if isinstance(nav, dict):
+        return {str(markupsafe.escape(k)): _escape_titles(v) for k, v in nav.items()}
+    return nav
+
+
 def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Load results/, plan the site, add every generated page and file, build the nav."""
     source = results_dir(config)
@@ -155,7 +167,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         for f in files.documentation_pages()
         if f.src_uri.startswith(MAINTAINERS) and not f.generated_by
     )
-    nav: list[Any] = list(plan.nav)
+    nav: list[Any] = _escape_titles(plan.nav)
     if maintainers:
         index = f"{MAINTAINERS}index.md"
         ordered = [index] if index in maintainers else []

@@ -173,3 +173,19 @@ def test_maintainer_pages_join_the_nav(tmp_path: Path) -> None:
     home = _text(tmp_path / "public" / "index.html")
     assert "Maintainers" in home
     assert home.index("maintainers/index.html") < home.index("maintainers/building.html")
+
+
+def test_names_are_shown_literally(tmp_path: Path) -> None:
+    """Markup or markdown in a model name is shown as text, never interpreted."""
+    results = tmp_path / "results"
+    write_registry(results, [track_dict(title="Track *one* <i>")])
+    write_run(results, run_dict("r0", model="<b>evil</b>*model_x*", effort="[high](x)"))
+    done = build(results, tmp_path / "public")
+    assert done.returncode == 0, done.stderr
+    row = _text(tmp_path / "public" / "rows" / "v1-test" / "b-evil-b-model-x-high-x.html")
+    h1 = row.split("<h1", 1)[1].split("</h1>", 1)[0]
+    assert "&lt;b&gt;evil&lt;/b&gt;*model_x*" in h1 and "<b>" not in h1 and "<em>" not in h1
+    board = _text(tmp_path / "public" / "leaderboards" / "v1-test.html")
+    assert "&lt;b&gt;evil&lt;/b&gt;*model_x*</a>" in board
+    assert "<title>Track *one* &lt;i&gt; - ARI Bench</title>" in board
+    assert "<i>" not in board and "<b>evil" not in board  # not in the nav, title or table
