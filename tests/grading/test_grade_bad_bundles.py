@@ -7,7 +7,9 @@ an attack failed), so the test reads the outcome from the report itself.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 import time
 from pathlib import Path
 
@@ -160,18 +162,19 @@ def test_garbage_on_stdout_and_stderr_does_not_corrupt_grading(
     assert report.bits_per_byte is not None
 
 
-def _answers_n_if(check: str) -> str:
-    """A bundle answering 'N' to every question if `check` (a Python expression) is false."""
+def _answers_n_if(*checks: str) -> str:
+    """A bundle answering 'N' to every question unless one of `checks` (Python expressions,
+    each tried on its own) succeeds with a true value."""
     return f"""
         import os, socket
-        def attempt():
+        def attempt(check):
             try:
-                return bool({check})
+                return bool(eval(check))
             except Exception:
                 return False
         class M:
             def generate(self, prompts, lengths):
-                flag = b"Y" if attempt() else b"N"
+                flag = b"Y" if any(attempt(c) for c in {list(checks)!r}) else b"N"
                 return [flag * n for n in lengths]
         def load(bundle_dir, device):
             return M()
@@ -189,12 +192,12 @@ def test_network_connection_fails_and_isolation_is_recorded(
     server.bind(("127.0.0.1", 0))
     server.listen()
     port = server.getsockname()[1]
-    check = (
-        f"socket.create_connection(('127.0.0.1', {port}), timeout=3) or "
-        "socket.create_connection(('1.1.1.1', 53), timeout=3)"
+    checks = (
+        f"socket.create_connection(('127.0.0.1', {port}), timeout=3)",
+        "socket.create_connection(('1.1.1.1', 53), timeout=3)",
     )
     try:
-        report = grade_bundle(make_bundle(_answers_n_if(check)), _flag_exam(make_exam))
+        report = grade_bundle(make_bundle(_answers_n_if(*checks)), _flag_exam(make_exam))
     finally:
         server.close()
     assert "netns" in report.isolation, report.not_isolated
@@ -209,22 +212,33 @@ def test_exam_and_host_files_are_not_readable(
     secret.write_text("token")
     secret.chmod(0o600)
     home_secret = Path.home() / ".ari-grading-test-secret"
-    bank = tmp_path / "bank"  # world-readable, but passed in `hide`
-    bank.mkdir()
+    # World-readable and outside /tmp (which the sandbox replaces anyway): hidden only because
+    # it is passed in `hide`. `.ari/` is the repository's git-ignored state folder.
+    bank = Path(tempfile.mkdtemp(prefix="hide-test-", dir=_visible_scratch()))
+    bank.chmod(0o755)
     (bank / "seed.txt").write_text("42")
     (bank / "seed.txt").chmod(0o644)
-    check = (
-        f"open({str(exam)!r}).read() or os.listdir({str(exam.parent)!r}) or "
-        f"open({str(secret)!r}).read() or open({str(home_secret)!r}).read() or "
-        f"open({str(bank / 'seed.txt')!r}).read()"
+    checks = (
+        f"open({str(exam)!r}).read()",
+        f"os.listdir({str(exam.parent)!r})",
+        f"open({str(secret)!r}).read()",
+        f"open({str(home_secret)!r}).read()",
+        f"open({str(bank / 'seed.txt')!r}).read()",
     )
     home_secret.write_text("token")
     try:
-        report = grade_bundle(make_bundle(_answers_n_if(check)), exam, hide=[bank])
+        report = grade_bundle(make_bundle(_answers_n_if(*checks)), exam, hide=[bank])
     finally:
         home_secret.unlink()
+        shutil.rmtree(bank)
     assert "hidden-paths" in report.isolation
     assert report.score.passed == 1, "the bundle could read the exam or a host file"
+
+
+def _visible_scratch() -> Path:
+    scratch = Path(__file__).resolve().parents[2] / ".ari" / "test-scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return scratch
 
 
 def _leftover_processes(root: Path) -> list[int]:
