@@ -184,7 +184,10 @@ def on_page_content(html: str, page: Page, **_: Any) -> str:
 
 
 def on_post_build(config: MkDocsConfig, **_: Any) -> None:
-    """Put the run artifacts into the site: a hard link when possible, else a copy."""
+    """Put the run artifacts into the site: a hard link when possible, else a copy.
+
+    A link shares its file with results/: nothing may edit the built site in place (deploying
+    copies it, and the next build unlinks before it writes)."""
     site = Path(config.site_dir)
     made: set[Path] = set()
     for copy in _copies:
