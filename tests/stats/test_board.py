@@ -175,3 +175,14 @@ def test_rank_counts_rows_above_not_position(tmp_path: Path) -> None:
     ]
     rows = _board(tmp_path, runs)
     assert [(r.model, r.rank_label) for r in rows] == [("a", "=1"), ("b", "=1"), ("c", "2")]
+
+
+def test_a_track_with_only_invalid_runs(tmp_path: Path) -> None:
+    runs = [run_dict("r0", status="invalid"), run_dict("r1", seed=1, status="invalid")]
+    (row,) = _board(tmp_path, runs)
+    assert row.n == 0 and row.mean is None and row.se is None and row.rank is None
+    assert row.awaiting_rerun == ["r0", "r1"] and row.failed == 0 and row.gap is None
+
+
+def test_a_track_without_runs(tmp_path: Path) -> None:
+    assert _board(tmp_path, []) == []
