@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.agents import ScriptedAgent
+from toolkit.cli import cli
 from toolkit.results import load_run
 from toolkit.run.chain import read_chain
 from toolkit.run.orchestrate import execute_run
@@ -143,8 +145,11 @@ sleep {TOKEN}
     audit_before = audit.read_bytes()
     harness.send_signal(signal.SIGKILL)
     harness.wait()
-    written = recover_runs()
-    assert len(written) == 1
+    # The next toolkit command that looks (here `toolkit runs recover`) records it.
+    done = CliRunner().invoke(cli, ["runs", "recover"])
+    assert done.exit_code == 0, done.output
+    written = list(spec.results_dir.glob("demo-cpu/*.json"))
+    assert len(written) == 1 and str(written[0]) in done.output.replace("\n", "")
     result = load_run(written[0])
     assert result.status == "invalid"
     assert (

@@ -57,7 +57,7 @@ class ScriptedAgent(Agent):
     name = "scripted"
     version = __version__
 
-    def __init__(self, share: float = 0.5) -> None:
+    def __init__(self, share: float = 0.75) -> None:
         if not 0 < share <= 1:
             raise ValueError(f"share must be in (0, 1], got {share}")
         self.share = share
