@@ -176,3 +176,37 @@ def test_every_call_is_audited(env: Env) -> None:
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # sha256("abc")
     )
     assert first["start_s"] <= first["end_s"]
+
+
+def test_concurrent_calls_each_get_their_own_reply(env: Env) -> None:
+    procs = [
+        subprocess.Popen(
+            [str(env.client), "sh", "-c", f"sleep 0.{n}; echo reply-{n}; exit {n}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        for n in range(8)
+    ]
+    for n, proc in enumerate(procs):
+        out, _ = proc.communicate(timeout=60)
+        assert (out, proc.returncode) == (f"reply-{n}\n", n)
+    assert len(read_chain(env.audit)) == 8
+
+
+def test_interrupted_client_cancels_its_call(env: Env) -> None:
+    proc = subprocess.Popen(
+        [str(env.client), "sh", "-c", "echo go; sleep 60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "go\n"
+    proc.send_signal(2)  # SIGINT, as Ctrl-C or a tool timeout would
+    proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not read_chain(env.audit):
+        time.sleep(0.1)
+    entry = read_chain(env.audit)[-1]
+    assert entry["note"] and "cancelled" in entry["note"]
+    assert entry["end_s"] - entry["start_s"] < 20

@@ -42,7 +42,15 @@ fi
 # folder itself a little after the call ends, and `read` is a shell builtin.
 d=$(mktemp -d "$CHANNEL/calls/XXXXXXXX") || exit __NOHARNESS__
 name=${d##*/}
-trap 'printf "cancel %s\n" "$name" >"$CHANNEL/requests"; exit 130' INT TERM HUP
+outpid=
+errpid=
+# Interrupted (Ctrl-C, a tool's timeout): tell the harness to kill the call, stop the readers.
+cancel() {
+    printf 'cancel %s\n' "$name" >"$CHANNEL/requests"
+    kill $outpid $errpid 2>/dev/null
+    exit 130
+}
+trap cancel INT TERM HUP
 printf '%s\0' "$@" >"$d/argv"
 mkfifo "$d/out" "$d/err" || exit __NOHARNESS__
 printf '%s\n' "$name" >"$CHANNEL/requests"
@@ -52,9 +60,13 @@ if ! IFS= read -r header <&3; then
     exit __NOHARNESS__
 fi
 printf '%s\n' "$header" >&2
+# Both readers run in the background: `wait` returns at once when a trapped signal arrives,
+# where a foreground command would delay the trap until it ended.
 cat <&3 >&2 &
 errpid=$!
-cat "$d/out"
+cat "$d/out" &
+outpid=$!
+wait "$outpid"
 wait "$errpid"
 rc=__NOHARNESS__
 read -r rc <"$d/rc" 2>/dev/null
