@@ -46,6 +46,7 @@ class MeansChart(BaseModel):
     top: float
     bars: list[Bar]
     ticks: list[Tick]
+    legacy_y: float | None  # where the legacy rows' divider goes, when there are any
 
 
 class Point(BaseModel):
@@ -83,14 +84,20 @@ def means_chart(rows: list[Row], width: float = 760, row_height: float = 26) -> 
         return left + (right - left) * min(max(percent, 0.0), 100.0) / 100.0
 
     bars = []
-    for i, row in enumerate(r for r in rows if r.mean is not None):
+    legacy_y = None
+    y = top
+    for row in (r for r in rows if r.mean is not None):
+        if row.legacy and legacy_y is None:  # legacy rows come last, below a divider
+            legacy_y = y + row_height * 0.2
+            y += row_height
         mean = row.mean or 0.0
         se = row.se or 0.0
+        y += row_height
         bars.append(
             Bar(
                 label=row.label,
                 slug=row.slug,
-                y=top + row_height * (i + 0.5),
+                y=y - row_height * 0.5,
                 x_mean=x(mean),
                 x_low=x(mean - se),
                 x_high=x(mean + se),
@@ -102,9 +109,15 @@ def means_chart(rows: list[Row], width: float = 760, row_height: float = 26) -> 
             )
         )
     ticks = [Tick(pos=x(p), label=f"{p}%") for p in range(0, 101, 20)]
-    height = top + row_height * len(bars) + 12
     return MeansChart(
-        width=width, height=height, left=left, right=right, top=top, bars=bars, ticks=ticks
+        width=width,
+        height=y + 12,
+        left=left,
+        right=right,
+        top=top,
+        bars=bars,
+        ticks=ticks,
+        legacy_y=legacy_y,
     )
 
 
