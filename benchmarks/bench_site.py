@@ -47,8 +47,15 @@ def _track(i: int) -> dict[str, Any]:
     }
 
 
-def _run(run_id: str, track: str, model: str, effort: str | None, seed: int, rng: random.Random,
-         artifacts: dict[str, str]) -> dict[str, Any]:  # fmt: skip
+def _run(
+    run_id: str,
+    track: str,
+    model: str,
+    effort: str | None,
+    seed: int,
+    rng: random.Random,
+    artifacts: dict[str, str],
+) -> dict[str, Any]:
     status = rng.choices(["valid", "failed", "invalid"], weights=[90, 7, 3])[0]
     passed = 0 if status == "failed" else rng.randint(0, 100)
     candidates = [
@@ -84,7 +91,7 @@ def _run(run_id: str, track: str, model: str, effort: str | None, seed: int, rng
             "packed_bytes": last["packed_bytes"],
             "promoted_at": last["submitted_at"],
             "elapsed_s": last["elapsed_s"],
-        },  # fmt: skip
+        },
         "candidates": candidates,
         "timings": {"budget_s": 3600, "used_s": 3500, "runner_s": 3000},
         "config": {
@@ -128,8 +135,18 @@ def generate(root: Path, runs: int, rows: int, tracks: int, with_artifacts: bool
 
 def _build(results: Path, out: Path) -> float:
     env = {**os.environ, "ARI_RESULTS_DIR": str(results), "NO_MKDOCS_2_WARNING": "1"}
-    cmd = [sys.executable, "-m", "mkdocs", "build", "--strict", "-q",
-           "-f", str(REPO / "mkdocs.yml"), "-d", str(out)]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "mkdocs",
+        "build",
+        "--strict",
+        "-q",
+        "-f",
+        str(REPO / "mkdocs.yml"),
+        "-d",
+        str(out),
+    ]
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -151,8 +168,10 @@ def main() -> None:
         results = Path(tmp) / "results"
         start = time.perf_counter()
         generate(results, args.runs, args.rows, args.tracks, not args.no_artifacts)
-        print(f"generated {args.runs} synthetic runs, {args.rows} rows, {args.tracks} tracks "
-              f"in {time.perf_counter() - start:.2f} s (test data)")  # fmt: skip
+        print(
+            f"generated {args.runs} synthetic runs, {args.rows} rows, {args.tracks} tracks "
+            f"in {time.perf_counter() - start:.2f} s (test data)"
+        )
 
         start = time.perf_counter()
         for path in sorted(results.glob("*/*.json")):
@@ -168,10 +187,14 @@ def main() -> None:
         stats_s = time.perf_counter() - start
         n_rows = sum(len(b) for b in boards.values())
 
-        print(f"load + validate : {load_s:7.3f} s  ({load_s / ref_load:.1f}x bare json.loads "
-              f"{ref_load:.3f} s)")  # fmt: skip
-        print(f"statistics      : {stats_s:7.3f} s  ({n_rows} rows incl. legacy; target < 1 s: "
-              f"{'ok' if stats_s < 1 else 'MISSED'})")  # fmt: skip
+        print(
+            f"load + validate : {load_s:7.3f} s  ({load_s / ref_load:.1f}x bare json.loads "
+            f"{ref_load:.3f} s)"
+        )
+        print(
+            f"statistics      : {stats_s:7.3f} s  ({n_rows} rows incl. legacy; target < 1 s: "
+            f"{'ok' if stats_s < 1 else 'MISSED'})"
+        )
         if args.skip_build:
             return
         empty = Path(tmp) / "empty"
@@ -179,9 +202,11 @@ def main() -> None:
         ref_build = _build(empty, Path(tmp) / "public-empty")
         build_s = _build(results, Path(tmp) / "public")
         pages = sum(1 for _ in (Path(tmp) / "public").rglob("*.html"))
-        print(f"mkdocs build    : {build_s:7.3f} s  ({pages} HTML files; {build_s / ref_build:.1f}x "
-              f"an empty site {ref_build:.2f} s; target < 60 s: "
-              f"{'ok' if build_s < 60 else 'MISSED'})")  # fmt: skip
+        print(
+            f"mkdocs build    : {build_s:7.3f} s  ({pages} HTML files; {build_s / ref_build:.1f}x "
+            f"an empty site {ref_build:.2f} s; target < 60 s: "
+            f"{'ok' if build_s < 60 else 'MISSED'})"
+        )
 
 
 if __name__ == "__main__":
