@@ -99,10 +99,10 @@ def test_no_cgroups_left_behind(root: Path) -> None:
 
 
 UNPRIVILEGED = """
-import json, sys
+import json, os, sys
 from pathlib import Path
 from toolkit.sandbox import create_sandbox
-base = Path(sys.argv[1])
+base, marker = Path(sys.argv[1]), sys.argv[2]
 (base / "root" / "secret").mkdir(parents=True)
 (base / "root" / "secret" / "exam.jsonl").write_text("answer")
 (base / "data").mkdir()
@@ -120,11 +120,16 @@ with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) a
     }.items():
         result = box.exec(argv, timeout=60)
         out[name] = [result.returncode, result.stdout.decode()]
+    sleeper = f"(setsid python3 -c 'import time; time.sleep(600)' {marker} &); sleep 600"
+    box.start(["sh", "-c", sleeper])
+    out["timed_out"] = box.exec(["sh", "-c", sleeper], timeout=1).timed_out
+out["left"] = [p for p in os.listdir("/proc") if p.isdigit() and p != str(os.getpid())
+               and marker.encode() in open(f"/proc/{p}/cmdline", "rb").read()]
 print(json.dumps(out))
 """
 
 
-def test_unprivileged_user_gets_user_namespaces(tmp_path: Path) -> None:
+def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
     """What a newcomer's non-root `make test` gets: namespaces through a user namespace."""
     setpriv, python = shutil.which("setpriv"), "/usr/bin/python3"
     if os.geteuid() != 0 or not setpriv or not os.path.exists(python):
@@ -143,6 +148,7 @@ def test_unprivileged_user_gets_user_namespaces(tmp_path: Path) -> None:
                 "-c",
                 UNPRIVILEGED,
                 str(base),
+                marker,
             ],
             capture_output=True,
             timeout=300,
@@ -158,6 +164,7 @@ def test_unprivileged_user_gets_user_namespaces(tmp_path: Path) -> None:
         assert out["write"][0] != 0 and out["read"] == [0, "train"]
         interfaces = [line.split(":")[0].strip() for line in out["net"][1].splitlines()[2:]]
         assert interfaces == ["lo"]
+        assert out["timed_out"] and out["left"] == []
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -1,26 +1,28 @@
 """The local backend's launcher: a small fork server that starts every sandboxed process.
 
-`local.py` starts it once per sandbox (`python -I -S _launcher.py FD`, as root where the host
-allows) and sends it one message per command over a Unix socketpair: the spec (marshal) and
-four file descriptors (the command's stdin, stdout, stderr and a status pipe). Forking this
-already-running, single-threaded process costs about a millisecond; starting a fresh Python
-for every command cost 20-60 ms. Per command, in a fork ("A", the process the host kills):
+`local.py` starts it once per sandbox (`python -I -S _launcher.py FD MODE`, as root where the
+host allows; for another user, it first makes itself root of a user namespace) and sends it one
+message per command over a Unix socketpair: the spec (marshal) and four file descriptors (the
+command's stdin, stdout, stderr and a status pipe). It answers with the new tree's pid and a
+pidfd. Forking this already-running, single-threaded process costs about a millisecond;
+starting a fresh Python for every command cost 20-60 ms. Per command:
 
-1. A starts its own session, joins the per-process cgroups (pids, memory) prepared by the host
-   before anything can fork, reports its pid, and unshares new mount, PID and network
-   namespaces; it forks B and just waits for it (B dies with A: PDEATHSIG).
-2. B is PID 1 of the new namespace. It mounts a fresh /proc and rebuilds the visible
-   filesystem: private tmpfs over /tmp-like directories and over ancestors the sandbox user
-   could not traverse, re-exposes the sandbox root and the read-only paths from file
-   descriptors opened beforehand, remounts the read-only ones read-only, then covers every
-   hidden path with an empty read-only tmpfs (or /dev/null for a file). It brings loopback up.
-3. B forks the command C and stays as init (`supervise`): it reaps orphans and reports C's exit
-   status. C sets rlimits, drops to the sandbox uid/gid with no_new_privs (so the mounts above
-   cannot be undone and no setuid binary helps), chdirs and execs the command with exactly the
-   environment it was given.
+1. The server unshares a new PID namespace for its next child and forks it: that child `init`
+   is PID 1 there, and is what the host kills (its death ends the namespace). It starts its
+   own session, joins the per-process cgroups (pids, memory) prepared by the host before
+   anything can fork, and unshares new mount and network namespaces.
+2. It mounts a fresh /proc and rebuilds the visible filesystem: private tmpfs over /tmp-like
+   directories and over ancestors the sandbox user could not traverse, re-exposes the sandbox
+   root and the read-only paths from file descriptors opened beforehand, remounts the
+   read-only ones read-only, then covers every hidden path with an empty read-only tmpfs (or
+   /dev/null for a file). It brings loopback up.
+3. It forks the command and stays as init (`supervise`): it reaps orphans and reports the
+   command's exit status once nothing else is left. The command sets rlimits, drops to the
+   sandbox uid/gid with no_new_privs (or, not root, locks the mounts in a user namespace of its
+   own), chdirs and execs with exactly the environment it was given.
 
-Without namespaces (non-root hosts) the same chain runs with B as a subreaper, so escaped
-orphans stay its descendants and are killed with it.
+Without namespaces (non-root hosts without user namespaces) the same chain runs with `init` as
+a subreaper, so escaped orphans stay its descendants and are killed with it.
 
 It must stay standalone (stdlib only, no toolkit import): it runs as root with `-I -S`. And
 everything the children use must be imported before they fork: after the uid switch the
@@ -214,13 +216,20 @@ def drop_privileges(uid: int, gid: int) -> None:
         fail(f"cannot switch to uid {uid}: {e}")
 
 
-def serve(sock_fd: int) -> None:
-    """Fork one launch per message until the host closes its end; then kill what is left."""
+def serve(sock_fd: int, userns: bool) -> None:
+    """Fork one process tree per message until the host closes its end; then kill what is left.
+
+    Each request is answered with the new tree's pid and a pidfd for it (so the host can wait
+    for it and signal it without any race on pid reuse), or with an error line.
+    """
+    if userns:
+        become_namespace_root()
     sock = socket.socket(fileno=sock_fd)
+    own_pidns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
     children: set[int] = set()
     while True:
         ready, _, _ = select.select([sock], [], [], 1.0)
-        while children:  # reap finished launches (A), they are ours
+        while children:  # reap finished trees: they are our children
             try:
                 pid, _ = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -243,22 +252,69 @@ def serve(sock_fd: int) -> None:
             for pid in children:
                 kill_tree(pid)
             os._exit(0)
-        pid = os.fork()
-        if pid == 0:
-            try:
-                sock.close()
-                launch(marshal.loads(data), fds)
-            except BaseException as e:  # a launcher bug: say so on the status pipe
-                fail(f"launcher error: {e!r}")
-            finally:
-                os._exit(SETUP_FAILED)
-        children.add(pid)
+        spec = marshal.loads(data)
+        # A new PID namespace for the next child only: it will be PID 1 there. (unshare may
+        # do that only once while the children's namespace differs from ours: reset it first.)
+        if spec["pidns"] and (
+            _libc.setns(own_pidns, CLONE_NEWPID) != 0 or _libc.unshare(CLONE_NEWPID) != 0
+        ):
+            reply(sock, f"error: unshare failed: {os.strerror(ctypes.get_errno())}", None)
+        else:
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    sock.close()
+                    init(spec, fds)
+                except BaseException as e:  # a launcher bug: say so on the status pipe
+                    fail(f"launcher error: {e!r}")
+                finally:
+                    os._exit(SETUP_FAILED)
+            children.add(pid)
+            reply(sock, str(pid), os.pidfd_open(pid))
         for fd in fds:
             os.close(fd)
 
 
-def launch(spec: dict[str, object], fds: list[int]) -> None:
-    """Process A: session, cgroups, namespaces; then wait for B (never returns)."""
+def become_namespace_root() -> None:
+    """Not root: serve from inside a user namespace of our own, as PID 1 of a PID namespace it
+    owns. There the server may mount, and may make a new PID namespace for every tree (setns
+    back to our own PID namespace first needs privilege over it, which we now have)."""
+    outer_uid, outer_gid = os.getuid(), os.getgid()
+    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0:
+        reason = os.strerror(ctypes.get_errno())
+        sys.exit(f"ari-sandbox: cannot make a user namespace: {reason}")
+    map_ids(outer_uid, outer_gid)
+    server = os.fork()
+    if server == 0:
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return  # PID 1 of the new namespace: its death ends every tree of this sandbox
+    while True:
+        try:
+            _, status = os.waitpid(server, 0)
+        except InterruptedError:
+            continue
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def pack_fd(fd: int) -> bytes:
+    return struct.pack("i", fd)
+
+
+def reply(sock: socket.socket, text: str, pidfd: int | None) -> None:
+    rights = (
+        [] if pidfd is None else [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", pidfd))]
+    )
+    try:  # noqa: SIM105
+        sock.sendmsg([text.encode()], rights)
+    except OSError:
+        pass  # the host is gone: the next recvmsg says so
+    if pidfd is not None:
+        os.close(pidfd)
+
+
+def init(spec: dict[str, object], fds: list[int]) -> None:
+    """The tree's first process, PID 1 of its namespace: session, cgroups, namespaces, the
+    filesystem; then it forks the command and supervises it (never returns)."""
     global _status_fd
     _status_fd = fds[-1]
     stdin, stdout, stderr = fds[:3]
@@ -272,42 +328,11 @@ def launch(spec: dict[str, object], fds: list[int]) -> None:
         if fd > 2:
             os.close(fd)
     join_cgroups(spec["cgroups"])  # type: ignore[arg-type]
-    os.write(_status_fd, f"pid {os.getpid()}\n".encode())
     if spec["pidns"]:
-        flags = CLONE_NEWNS | CLONE_NEWPID | (0 if spec["network"] else CLONE_NEWNET)
-        outer_uid, outer_gid = os.getuid(), os.getgid()
-        if spec["userns"]:  # not root: a user namespace in which we may mount
-            flags |= CLONE_NEWUSER
+        flags = CLONE_NEWNS | (0 if spec["network"] else CLONE_NEWNET)
         if _libc.unshare(flags) != 0:
             fail(f"unshare failed: {os.strerror(ctypes.get_errno())}")
-        if spec["userns"]:
-            map_ids(outer_uid, outer_gid)
         mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates to the host
-    parent = os.getpid()
-    b = os.fork()
-    if b == 0:
-        # B dies with A: the host kills A, the kernel kills B, B's death ends the namespace.
-        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != (0 if spec["pidns"] else parent):  # 0: A is outside our namespace
-            os._exit(SETUP_FAILED)  # A is already gone
-        init(spec)
-    os.close(_status_fd)
-    devnull = os.open("/dev/null", os.O_RDWR)
-    for fd in (0, 1, 2):  # only the command may hold the host's pipes
-        os.dup2(devnull, fd)
-    while True:
-        try:
-            _, status = os.waitpid(b, 0)
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            os._exit(SETUP_FAILED)
-        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-
-
-def init(spec: dict[str, object]) -> None:
-    """Process B: PID 1 of the namespace; builds the filesystem, then forks the command."""
-    if spec["pidns"]:
         mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
     if spec["mounts"]:
         rebuild_filesystem(
@@ -488,4 +513,4 @@ def find_program(name: str, path: str) -> str | None:
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), userns=sys.argv[2] == "userns")

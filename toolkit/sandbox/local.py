@@ -129,7 +129,7 @@ class LocalSandbox(Sandbox):
             "TMPDIR": str(self.tmpdir),
             **(env or {}),
         }
-        self._server = ForkServer()
+        self._server = ForkServer(userns=self.userns)
         self._state = threading.Condition()
         self._starting = 0
         self._processes: list[LocalProcess] = []
@@ -278,7 +278,7 @@ class LocalSandbox(Sandbox):
         status_r, status_w = os.pipe2(os.O_CLOEXEC)
         process = LocalProcess(cgroups, status_r, *ours)
         try:
-            self._server.send(spec, [*theirs, status_w])
+            pid, pidfd = self._server.launch(spec, [*theirs, status_w])
         except BaseException:
             for stream in ours:
                 if stream is not None:
@@ -289,6 +289,7 @@ class LocalSandbox(Sandbox):
         finally:
             for fd in [*theirs, status_w]:
                 os.close(fd)
+        process.adopt(pid, pidfd)
         with self._state:  # forget trees that are over (a run starts thousands); keep the rest
             self._processes = [p for p in self._processes if not p.settled] + [process]
         process.await_setup(SETUP_TIMEOUT_S)

@@ -1,8 +1,9 @@
 """Host-side handles on local sandboxed process trees: start, talk, wait, kill, collect.
 
-The launcher (`_launcher.py`) forks each tree's first process "A"; the host is not its parent,
-so it follows A through a pidfd (race-free waiting and signalling, no pid reuse) and learns the
-command's own exit status from the status pipe ("pid N", "ok", "exit N").
+The launcher (`_launcher.py`) forks each tree's first process (PID 1 of its namespace); the
+host is not its parent, so it follows it through a pidfd the launcher hands over (race-free
+waiting and signalling, no pid reuse) and learns the command's own exit status from the status
+pipe ("ok" when it is about to exec, or why set-up failed; then "exit N").
 """
 
 from __future__ import annotations
@@ -108,8 +109,6 @@ class LocalProcess(SandboxProcess):
         """Block until the command is exec'd; SandboxError (tree killed) if set-up failed."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
-            if self.pid < 0 and self._status.startswith(b"pid ") and b"\n" in self._status:
-                self._adopt(int(self._status.split(b"\n", 1)[0][4:]))
             lines = self._status.split(b"\n")
             if b"ok" in lines[:-1]:
                 return
@@ -124,14 +123,14 @@ class LocalProcess(SandboxProcess):
         )
         raise SandboxError(f"local sandbox set-up failed: {reason.decode(errors='replace')}")
 
-    def _adopt(self, pid: int) -> None:
+    def adopt(self, pid: int, pidfd: int) -> None:
+        """The tree's first process, as the launcher forked it (its pidfd is now ours)."""
         self.pid = pid
-        with contextlib.suppress(OSError):  # already gone: nothing left to follow
-            self._pidfd = os.pidfd_open(pid)
+        self._pidfd = pidfd
 
     # -- lifetime ------------------------------------------------------------------------
     def _alive(self, timeout: float = 0) -> bool:
-        """Whether the launch (A) still runs; waits up to `timeout` for it to end."""
+        """Whether the tree's first process still runs; waits up to `timeout` for its end."""
         if self._pidfd is None:
             return False
         ready, _, _ = select_fds([self._pidfd], timeout)
@@ -205,9 +204,9 @@ class LocalProcess(SandboxProcess):
         self._cgroups.remove(wait=True)
 
     def _kill_tree(self) -> None:
-        # A leads its own session; in a PID namespace, A's death kills B (PDEATHSIG), and B's
-        # the namespace. Without one, B is a subreaper: escaped orphans stay descendants of A,
-        # so kill those first (repeatedly: they may be forking), then A. Cgroups catch the rest.
+        # The first process leads its own session and, as PID 1, its death ends the namespace.
+        # Without one, it is a subreaper: escaped orphans stay its descendants, so kill those
+        # first (repeatedly: they may be forking), then it. Cgroups catch the rest.
         killed: set[int] = set()
         if self._alive():
             for _ in range(1000):
