@@ -8,9 +8,11 @@ and generation is linear in the number of questions (document n never depends on
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,8 +58,27 @@ Progress = Callable[[int], None]
 """Called with the number of questions just handled (drives a progress bar)."""
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: generation makes millions of acyclic objects, and
+    its full collections would rescan them all, making large exams super-linear (about 1.5x
+    slower at 100,000 questions). Reference counting still frees everything."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def generate_documents(bank: Bank, progress: Progress | None = None) -> list[GeneratedDocument]:
     """Every document of the exam, with its questions, families in the bank's order."""
+    with _gc_paused():
+        return _generate_documents(bank, progress)
+
+
+def _generate_documents(bank: Bank, progress: Progress | None) -> list[GeneratedDocument]:
     out: list[GeneratedDocument] = []
     for entry in bank.families:
         name, left, number = entry.family.name, entry.count, 0
