@@ -114,6 +114,14 @@ def test_symlinks_planted_inside_are_not_followed(box: Sandbox, tmp_path: Path) 
     assert outside.read_bytes() == b"host secret"
 
 
+def test_fifo_planted_inside_does_not_hang_the_host(box: Sandbox) -> None:
+    assert box.exec(["mkfifo", "trap"]).ok
+    with pytest.raises(ValueError, match="regular"):
+        box.read_file("trap")
+    with pytest.raises(ValueError):
+        box.write_file("trap", b"x")
+
+
 def test_missing_file(box: Sandbox) -> None:
     with pytest.raises(FileNotFoundError):
         box.read_file("nothing.txt")

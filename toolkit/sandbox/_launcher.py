@@ -249,8 +249,9 @@ def serve(sock_fd: int, userns: bool) -> None:
                 usable = len(payload) - len(payload) % 4
                 fds += struct.unpack(f"{usable // 4}i", payload[:usable])
         if not data:  # the host is gone (or closed us): nothing may outlive it
-            for pid in children:
-                kill_tree(pid)
+            if os.getpid() != 1:  # as PID 1 (not root), our exit ends every tree by itself
+                for pid in children:
+                    kill_tree(pid)
             os._exit(0)
         spec = marshal.loads(data)
         # A new PID namespace for the next child only: it will be PID 1 there. (unshare may
