@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,14 +16,17 @@ from exam_builder.bank import Bank, load_bank
 from exam_builder.generate import GeneratedDocument, generate_documents
 
 
-@pytest.fixture(autouse=True)
-def _state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The session-wide ARI_HOME of tests/conftest.py already points at a temporary folder;
-    # keep it (the default corpus is extracted there once) unless none is set.
-    import os
-
-    if not os.environ.get("ARI_HOME"):
-        monkeypatch.setenv("ARI_HOME", str(tmp_path_factory.mktemp("ari-home")))
+@pytest.fixture(autouse=True, scope="session")
+def _state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """ARI_HOME in a temporary folder, never a user's: tests/conftest.py sets one for the
+    session (so the default corpus is extracted once); keep it only if it is a temporary one."""
+    current = os.environ.get("ARI_HOME", "")
+    if current and Path(current).resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("ARI_HOME", str(tmp_path_factory.mktemp("ari-home")))
+        yield
 
 
 @pytest.fixture
