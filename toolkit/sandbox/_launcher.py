@@ -265,6 +265,7 @@ def serve(sock_fd: int, userns: bool) -> None:
             if pid == 0:
                 try:
                     sock.close()
+                    os.close(own_pidns)
                     init(spec, fds)
                 except BaseException as e:  # a launcher bug: say so on the status pipe
                     fail(f"launcher error: {e!r}")
@@ -295,10 +296,6 @@ def become_namespace_root() -> None:
         except InterruptedError:
             continue
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
-
-
-def pack_fd(fd: int) -> bytes:
-    return struct.pack("i", fd)
 
 
 def reply(sock: socket.socket, text: str, pidfd: int | None) -> None:
