@@ -145,6 +145,10 @@ def test_root_inside_hidden_path_is_refused(backend: str, tmp_path: Path) -> Non
     (tmp_path / "exam" / "work").mkdir(parents=True)
     with pytest.raises(ValueError, match="inside hidden path"):
         create_sandbox(backend, root=tmp_path / "exam" / "work", hide=[tmp_path / "exam"])
+    with pytest.raises(ValueError, match="inside hidden path"):
+        create_sandbox(
+            backend, root=tmp_path, hide=[tmp_path / "exam"], readonly=[tmp_path / "exam" / "work"]
+        )
 
 
 def test_readonly_paths(backend: str, root: Path, tmp_path: Path) -> None:

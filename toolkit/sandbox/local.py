@@ -113,6 +113,9 @@ class LocalSandbox(Sandbox):
         for path in self.readonly:
             if not path.exists():
                 raise ValueError(f"read-only path {path} does not exist")
+            for hidden in self.hide:
+                if _is_within(path, hidden):
+                    raise ValueError(f"read-only path {path} lies inside hidden path {hidden}")
         self.uid, self.gid = _sandbox_ids()
         self.namespaces = self.support.namespaces
         self.userns = self.support.userns
