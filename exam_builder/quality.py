@@ -12,6 +12,8 @@ last `CONTEXT_BYTES` bytes):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from exam_builder.bank import Bank, BankError
@@ -57,8 +59,36 @@ class QualityReport(_Model):
     total: FamilyQuality = Field(description="Over the whole exam.")
 
 
-def _pct(hits: int, n: int) -> float:
-    return round(100.0 * hits / n, 2) if n else 0.0
+@dataclass
+class _Tally:
+    """Running counts of one family (or of the whole exam)."""
+
+    questions: int = 0
+    reference: int = 0
+    baseline: int = 0
+    copy: int = 0
+    max_prompt_bytes: int = 0
+
+    def add(self, other: _Tally) -> None:
+        self.questions += other.questions
+        self.reference += other.reference
+        self.baseline += other.baseline
+        self.copy += other.copy
+        self.max_prompt_bytes = max(self.max_prompt_bytes, other.max_prompt_bytes)
+
+    def quality(self, with_baseline: bool) -> FamilyQuality:
+        def pct(hits: int) -> float:
+            return round(100.0 * hits / self.questions, 2) if self.questions else 0.0
+
+        return FamilyQuality.model_validate(
+            {
+                "questions": self.questions,
+                "reference": pct(self.reference),
+                "baseline": pct(self.baseline) if with_baseline else None,
+                "copy": pct(self.copy),
+                "max_prompt_bytes": self.max_prompt_bytes,
+            }
+        )
 
 
 def quality_report(
@@ -69,10 +99,10 @@ def quality_report(
 ) -> QualityReport:
     """Score the three solvers on every question (`BankError` if a plug-in solver crashes)."""
     ngram = trained_ngram(english_text, NGRAM_ORDER) if english_text is not None else None
-    tallies: dict[str, list[int]] = {}  # family -> [questions, reference, baseline, copy, max]
+    tallies: dict[str, _Tally] = {}
     for doc in documents:
         entry = doc.entry
-        t = tallies.setdefault(entry.family.name, [0, 0, 0, 0, 0])
+        tally = tallies.setdefault(entry.family.name, _Tally())
         for q in doc.questions:
             prompt = visible_tail(q.prompt, CONTEXT_BYTES)
             context = prompt.encode("utf-8")
@@ -84,28 +114,18 @@ def quality_report(
                     msg = f"solve raised {type(exc).__name__} on {q.id}: {exc}"
                     raise BankError(f"{bank.where(entry)}: {msg}") from exc
                 solved = None  # a built-in solver that cannot read a prompt: counted as wrong
-            t[0] += 1
-            t[1] += solved == q.answer
+            tally.questions += 1
+            tally.reference += solved == q.answer
             if ngram is not None:
-                t[2] += ngram.generate(context, len(answer)) == answer
-            t[3] += copy_continue(context, len(answer)) == answer
-            t[4] = max(t[4], len(q.prompt.encode("utf-8")))
+                tally.baseline += ngram.generate(context, len(answer)) == answer
+            tally.copy += copy_continue(context, len(answer)) == answer
+            tally.max_prompt_bytes = max(tally.max_prompt_bytes, len(q.prompt.encode("utf-8")))
         if progress is not None:
             progress(len(doc.questions))
 
-    def row(t: list[int]) -> FamilyQuality:
-        return FamilyQuality.model_validate(
-            {
-                "questions": t[0],
-                "reference": _pct(t[1], t[0]),
-                "baseline": _pct(t[2], t[0]) if ngram is not None else None,
-                "copy": _pct(t[3], t[0]),
-                "max_prompt_bytes": t[4],
-            }
-        )
-
-    total = [sum(t[i] for t in tallies.values()) for i in range(4)]
-    total.append(max((t[4] for t in tallies.values()), default=0))
+    total = _Tally()
+    for tally in tallies.values():
+        total.add(tally)
     info = None
     if ngram is not None:
         info = BaselineInfo(
@@ -116,8 +136,8 @@ def quality_report(
     return QualityReport(
         context_bytes=CONTEXT_BYTES,
         baseline=info,
-        families={name: row(t) for name, t in tallies.items()},
-        total=row(total),
+        families={name: t.quality(ngram is not None) for name, t in tallies.items()},
+        total=total.quality(ngram is not None),
     )
 
 
