@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from conftest import ORACLE, MakeBundle, MakeExam, code_questions
+from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 
 from toolkit.grading import grade_bundle
 from toolkit.tracks import GradingParams

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
-from conftest import ORACLE, MakeBundle, MakeExam, code_questions
+from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 
 from toolkit.cli import cli
 

@@ -8,7 +8,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import ORACLE, MakeBundle, MakeExam, code_questions
+from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 
 from toolkit.grading import BundleError, extract_bundle, grade_bundle, pack_bundle
 

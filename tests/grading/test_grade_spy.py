@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import MakeBundle, MakeExam
+from grading_helpers import MakeBundle, MakeExam
 
 from toolkit.grading import grade_bundle
 from toolkit.tracks import GradingParams
