@@ -169,7 +169,7 @@ sleep {TOKEN}
 
 @pytest.mark.slow
 def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
-    spec = make_spec(ScriptedAgent(), budget=150, per_call=100, reserved=10)
+    spec = make_spec(ScriptedAgent(), budget=100, per_call=60, reserved=10)
     result = execute_run(spec)
     assert result.status in ("valid", "failed"), result.status_reason
     path = spec.results_dir / "demo-cpu" / f"{result.run_id}.json"

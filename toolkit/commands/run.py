@@ -156,8 +156,11 @@ def run_command(
           --results /tmp/demo-results
     """
     console = Console(stderr=True)
-    registry_dir = registry or (
-        results_dir if (results_dir / "tracks.json").is_file() else Path("results")
+    # The registry: --registry, else the results folder if it has one, else ./results, else
+    # the registry of the checkout this toolkit runs from.
+    candidates = [results_dir, Path("results"), Path(__file__).resolve().parents[2] / "results"]
+    registry_dir = registry or next(
+        (c for c in candidates if (c / "tracks.json").is_file()), results_dir
     )
     try:
         the_track = get_track(registry_dir, track)

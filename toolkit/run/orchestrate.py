@@ -281,15 +281,23 @@ class Run:
             raise
         try:
             stop_reason = self._supervise()
-        except Exception as exc:
-            self.log(f"harness error: {traceback.format_exc()}")
-            self._teardown()
-            return self._finish_invalid(f"harness error during the run: {exc}")
-        except BaseException as exc:  # Ctrl-C or SIGTERM of the operator: record, then go
-            self._teardown()
-            self._finish_invalid(f"the run was interrupted by the operator ({type(exc).__name__})")
-            raise
-        self._teardown()
+        except BaseException as exc:
+            operator = not isinstance(exc, Exception)  # Ctrl-C or SIGTERM: record, then go
+            if not operator:
+                self.log(f"harness error: {traceback.format_exc()}")
+            problem = self._teardown()
+            reason = (
+                f"the run was interrupted by the operator ({type(exc).__name__})"
+                if operator
+                else f"harness error during the run: {exc}"
+            )
+            result = self._finish_invalid(reason + (f"; {problem}" if problem else ""))
+            if operator:
+                raise
+            return result
+        problem = self._teardown()
+        if problem:
+            return self._finish_invalid(problem)
         return self._grade_and_publish(stop_reason)
 
     def _setup(self) -> None:
@@ -424,8 +432,11 @@ class Run:
                 self.log("deadline reached: stopping the agent and every call in flight")
                 return "deadline"
 
-    def _teardown(self) -> None:
-        """Kill everything the run started (fast: a PID namespace dies with its first process)."""
+    def _teardown(self) -> str | None:
+        """Kill everything the run started (fast: a PID namespace dies with its first process).
+
+        Returns what went wrong, if anything: a process that survived is an infrastructure
+        failure that makes the run invalid, not an exception that loses the result."""
         started = time.monotonic()
         if self.submissions is not None:
             self.submissions.close()
@@ -445,7 +456,9 @@ class Run:
             self.transcript = None
         self.log(f"stopped everything in {took:.2f}s")
         if errors:
-            raise RuntimeError("teardown failed: " + "; ".join(errors))
+            self.log("teardown failed: " + "; ".join(errors))
+            return "teardown failed: " + "; ".join(errors)
+        return None
 
     # -- grading and the result ---------------------------------------------------------------
 
