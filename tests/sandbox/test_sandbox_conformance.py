@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox import ExecResult, LineReader, Sandbox, SandboxError, create_sandbox
+from toolkit.sandbox import (
+    ExecResult,
+    Limits,
+    LineReader,
+    Sandbox,
+    SandboxError,
+    create_sandbox,
+)
 
 PY = "python3"  # the sandbox's own Python (the host's for local, the image's for docker)
 
@@ -206,3 +213,25 @@ def test_files_made_by_host_are_usable_inside(backend: str, root: Path) -> None:
         result = box.exec(["sh", "-c", "cat given.txt && echo x >> given.txt"])
     assert result.ok, result.stderr
     assert result.stdout == b"prepared before the sandbox"
+
+
+def test_isolation_words_are_documented(backend: str, root: Path, tmp_path: Path) -> None:
+    """Every word a run may record is explained in the package docstring (docs cannot drift)."""
+    import toolkit.sandbox
+
+    (tmp_path / "data").mkdir()
+    words: set[str] = set()
+    for kwargs in (
+        {},
+        {"network": True, "limits": Limits(memory_bytes=1 << 30, max_processes=64)},
+        {
+            "hide": [tmp_path / "x"],
+            "readonly": [tmp_path / "data"],
+            "limits": Limits(cpu_seconds=9),
+        },
+    ):
+        with create_sandbox(backend, root=root, **kwargs) as box:  # type: ignore[arg-type]
+            words |= set(box.isolation) | set(box.not_isolated)
+    doc = toolkit.sandbox.__doc__ or ""
+    missing = {w for w in words if w.split(":")[0] + (":" if ":" in w else "") not in doc}
+    assert not missing, f"undocumented isolation words: {missing}"

@@ -6,6 +6,24 @@
 
 `local` is the only backend so far; `docker` will implement the same `Sandbox` class and pass
 the same conformance tests (`tests/sandbox/`).
+
+The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
+
+    pgroup, subreaper   the tree is killed whole (own session; orphans stay findable)
+    pidns               own PID namespace: the host's processes are invisible, and the tree
+                        dies with its first process
+    netns / network     no network but an own loopback / network reachable
+    mountns             own mount namespace, with: hidden-paths (empty tmpfs over them),
+                        readonly-paths (read-only bind mounts), private-tmp (/tmp, /var/tmp,
+                        /dev/shm are fresh tmpfs; TMPDIR is inside root and persists)
+    userns              (non-root hosts) the namespaces come from a user namespace, and the
+                        mounts are locked in it
+    uid:NAME / uid      commands run as that user / as the caller's own uid on the host
+    no-new-privs        setuid binaries and file capabilities grant nothing
+    cgroup-pids, cgroup-memory, rlimits, memory-per-tree, process-count: how `Limits` are
+                        enforced, or (in not_isolated) that they are not, per tree
+    scrubbed-env        only PATH, HOME, LANG, TMPDIR and the variables given
+    host-filesystem-readable, kernel, cpu-share, devices, ipc, uts: never isolated locally
 """
 
 from __future__ import annotations

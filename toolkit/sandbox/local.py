@@ -124,7 +124,13 @@ class LocalSandbox(Sandbox):
         self.tmpdir = self.root / ".tmp"
         self.tmpdir.mkdir(exist_ok=True)
         if self.drop_uid:
-            self._hand_over(self.root)
+            try:
+                self._hand_over(self.root)
+            except OSError as e:
+                raise SandboxError(
+                    f"cannot give {self.root} to the sandbox user {self.uid}: {e.strerror}; "
+                    "put the sandbox root on a local filesystem that supports chown"
+                ) from e
         self.base_env = {
             "PATH": f"{os.path.dirname(sys.executable)}:{DEFAULT_PATH}",
             "HOME": str(self.root),
