@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from exam_builder import BUILDER_VERSION
@@ -22,7 +23,14 @@ from exam_builder.generate import generate_documents, generate_questions
 from exam_builder.manifest import Manifest
 from exam_builder.quality import quality_problems, quality_report
 
-__all__ = ["BuildError", "build_exam", "generate_questions", "git_worktree"]
+__all__ = [
+    "BuildError",
+    "PreparedExam",
+    "build_exam",
+    "generate_questions",
+    "git_worktree",
+    "prepare_exam",
+]
 
 
 class BuildError(ValueError):
@@ -69,23 +77,28 @@ def _write_new(path: Path, data: bytes) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
-def build_exam(
+@dataclass(frozen=True)
+class PreparedExam:
+    """An exam built in memory: its bytes, its manifest, and why it may not be published."""
+
+    exam_bytes: bytes
+    manifest: Manifest
+    problems: list[str]
+
+
+def prepare_exam(
     bank_dir: Path,
-    out_dir: Path,
     *,
     english_text: bytes | None,
-    allow_in_repo: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
-) -> Manifest:
-    """Build the exam of `bank_dir` into `out_dir` and return its manifest.
+) -> PreparedExam:
+    """Load the bank, generate the questions and score them; write nothing.
 
     `english_text` trains the context-free baseline of the quality report (the toolkit passes
     its default corpus); None skips that column. `progress(stage, done, total)`, if given, is
     called as questions are generated (stage "generate") and scored ("quality"). Raises
-    `BankError` for a bad bank and `BuildError` for a refused destination or a failed quality
-    gate.
+    `BankError` for a bad bank.
     """
-    check_destination(out_dir, allow_in_repo=allow_in_repo)
     bank = load_bank(bank_dir)
     total = sum(f.count for f in bank.families)
     done = {"generate": 0, "quality": 0}
@@ -103,9 +116,6 @@ def build_exam(
     documents = generate_documents(bank, tick("generate"))
     questions = [q for d in documents for q in d.questions]
     report = quality_report(bank, documents, english_text, tick("quality"))
-    problems = quality_problems(report)
-    if problems:
-        raise BuildError(f"{bank.path}: exam refused: " + "; ".join(problems))
     exam_bytes = serialize(questions)
     counts: dict[str, int] = {}
     for q in questions:
@@ -120,11 +130,31 @@ def build_exam(
         mask=MASK,
         quality=report,
     )
+    return PreparedExam(exam_bytes, manifest, quality_problems(report))
+
+
+def build_exam(
+    bank_dir: Path,
+    out_dir: Path,
+    *,
+    english_text: bytes | None,
+    allow_in_repo: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> Manifest:
+    """Build the exam of `bank_dir` into `out_dir` and return its manifest.
+
+    See `prepare_exam` for `english_text` and `progress`. Raises `BankError` for a bad bank
+    and `BuildError` for a refused destination or a failed quality gate.
+    """
+    check_destination(out_dir, allow_in_repo=allow_in_repo)
+    prepared = prepare_exam(bank_dir, english_text=english_text, progress=progress)
+    if prepared.problems:
+        raise BuildError(f"{bank_dir}: exam refused: " + "; ".join(prepared.problems))
     out_dir.mkdir(parents=True, exist_ok=True)
-    _write_new(out_dir / EXAM_FILE, exam_bytes)
+    _write_new(out_dir / EXAM_FILE, prepared.exam_bytes)
     try:
-        _write_new(out_dir / MANIFEST_FILE, manifest.to_json().encode("utf-8"))
+        _write_new(out_dir / MANIFEST_FILE, prepared.manifest.to_json().encode("utf-8"))
     except BaseException:
         (out_dir / EXAM_FILE).unlink(missing_ok=True)  # no exam without its manifest
         raise
-    return manifest
+    return prepared.manifest

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from exam_helpers import DEMO, SYLLABLES, VALIDATION, MakeBank
+from pytest import MonkeyPatch
 
 from exam_builder.bank import Bank, load_bank
 from exam_builder.baselines import NgramModel, copy_continue
@@ -123,3 +124,46 @@ def test_ngram_lookup_is_exact_for_long_contexts() -> None:
     # Neighbouring 7-byte contexts: a float64 comparison would blur them into one another.
     text = b"\x10abcdee\xff" * 10 + b"\x10abcdefA" + b"\x10abcdeg\x00" * 10
     assert NgramModel(text, order=7).generate(b"\x10abcdef", 1) == b"A"
+
+
+def test_check_builds_in_memory_and_writes_nothing(
+    tmp_path: Path, monkeypatch: MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["build-exam", "--bank", str(VALIDATION), "--check"])
+    assert result.exit_code == 0, result.output
+    assert "check passed; nothing written" in result.output
+    assert build_exam(VALIDATION, tmp_path / "v", english_text=None).exam_sha256 in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["v"]
+
+
+def test_check_reports_a_refused_exam(make_bank: MakeBank, tmp_path: Path) -> None:
+    plugin = """
+        from exam_builder.document import Document
+        from exam_builder.families.base import Family, Params
+
+        def generate(rng, params, lexicon):
+            doc = Document()
+            doc.say("Guess: ")
+            doc.ask(lexicon.word())
+            return doc
+
+        FAMILY = Family("guess", Params, generate, lambda prompt, params: "?")
+    """
+    bank = make_bank(
+        f'id = "x"\nseed = "s"\nsyllables = {SYLLABLES}\n'
+        '[[families]]\nfamily = "guess"\ncount = 2\n',
+        {"guess.py": plugin},
+    )
+    result = CliRunner().invoke(
+        cli,
+        ["build-exam", "--bank", str(bank), "--check", "--train-data", str(bank / "bank.toml")],
+        terminal_width=200,
+    )
+    assert result.exit_code == 1
+    assert "guess" in result.output and "reference solver answers only 0.0%" in result.output
+
+
+def test_out_or_check_is_required() -> None:
+    result = CliRunner().invoke(cli, ["build-exam", "--bank", str(VALIDATION)])
+    assert result.exit_code == 2 and "--check" in result.output

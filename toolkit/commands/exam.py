@@ -9,6 +9,8 @@ one-line errors into clean exits.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -24,7 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from exam_builder.bank import BankError
-from exam_builder.build import BuildError, build_exam
+from exam_builder.build import BuildError, build_exam, prepare_exam
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
 from exam_builder.quality import FamilyQuality
@@ -79,6 +81,35 @@ def _english_text(train_data: Path | None) -> bytes:
         raise click.ClickException(f"{exc} (the quality report's baseline needs it)") from exc
 
 
+@contextmanager
+def _progress_bars(console: Console) -> Iterator[Callable[[str, int, int], None]]:
+    """A `progress(stage, done, total)` callback drawing one rich bar per stage."""
+    columns = (
+        TextColumn("{task.description:<28}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    labels = {"generate": "generating questions", "quality": "scoring (quality report)"}
+    with Progress(*columns, console=console, transient=True) as bar:
+        tasks: dict[str, TaskID] = {}
+
+        def progress(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bar.add_task(labels.get(stage, stage), total=total)
+            bar.update(tasks[stage], completed=done)
+
+        yield progress
+
+
+def _summary(console: Console, manifest: Manifest) -> None:
+    console.print(quality_table(manifest))
+    console.print(
+        f"bank {manifest.bank_id} (sha256 {manifest.bank_sha256[:SHORT_HASH]}), "
+        f"builder {manifest.builder_version}, {manifest.questions} questions"
+    )
+
+
 @click.command("build-exam")
 @click.option(
     "--bank",
@@ -90,9 +121,13 @@ def _english_text(train_data: Path | None) -> bytes:
 @click.option(
     "--out",
     "out_dir",
-    required=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Output directory for exam.jsonl and manifest.json (must not hold an exam yet).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Build in memory and print the report and hash; write nothing (no --out needed).",
 )
 @click.option(
     "--allow-in-repo",
@@ -105,7 +140,11 @@ def _english_text(train_data: Path | None) -> bytes:
     help="English text that trains the context-free baseline (default: the default corpus).",
 )
 def build_exam_command(
-    bank_dir: Path, out_dir: Path, allow_in_repo: bool, train_data: Path | None
+    bank_dir: Path,
+    out_dir: Path | None,
+    check: bool,
+    allow_in_repo: bool,
+    train_data: Path | None,
 ) -> None:
     """Build an exam (exam.jsonl + manifest.json) from a bank and print its hash and quality.
 
@@ -113,45 +152,40 @@ def build_exam_command(
     write inside a git working tree (a hidden exam must never be committed) unless
     --allow-in-repo, refuses to overwrite an existing exam, and refuses an exam whose
     reference solver is below 100% or whose English baseline is above 5% on any family.
+    With --check it only reports, which is handy while editing a bank.
 
     \b
-    Example:
+    Examples:
       toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/demo-exam --allow-in-repo
+      toolkit build-exam --bank ~/secure/hidden-bank --check
     """
+    if out_dir is None and not check:
+        raise click.UsageError("pass --out DIR to write the exam, or --check to write nothing")
     console = Console()
     with console.status("Loading the English text for the baseline..."):
         english = _english_text(train_data)
-    columns = (
-        TextColumn("{task.description:<28}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    with Progress(*columns, console=console, transient=True) as bar:
-        tasks: dict[str, TaskID] = {}
-        labels = {"generate": "generating questions", "quality": "scoring (quality report)"}
-
-        def progress(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bar.add_task(labels.get(stage, stage), total=total)
-            bar.update(tasks[stage], completed=done)
-
-        try:
-            manifest = build_exam(
-                bank_dir,
-                out_dir,
-                english_text=english,
-                allow_in_repo=allow_in_repo,
-                progress=progress,
-            )
-        except (BankError, BuildError) as exc:
-            raise click.ClickException(str(exc)) from exc
-    console.print(quality_table(manifest))
-    console.print(
-        f"bank {manifest.bank_id} (sha256 {manifest.bank_sha256[:SHORT_HASH]}), "
-        f"builder {manifest.builder_version}, {manifest.questions} questions"
-    )
-    console.print(f"wrote {out_dir / EXAM_FILE} and manifest.json")
+    try:
+        if check or out_dir is None:
+            with _progress_bars(console) as progress:
+                prepared = prepare_exam(bank_dir, english_text=english, progress=progress)
+            _summary(console, prepared.manifest)
+            if prepared.problems:
+                raise click.ClickException("exam refused: " + "; ".join(prepared.problems))
+            manifest = prepared.manifest
+            console.print("check passed; nothing written")
+        else:
+            with _progress_bars(console) as progress:
+                manifest = build_exam(
+                    bank_dir,
+                    out_dir,
+                    english_text=english,
+                    allow_in_repo=allow_in_repo,
+                    progress=progress,
+                )
+            _summary(console, manifest)
+            console.print(f"wrote {out_dir / EXAM_FILE} and {MANIFEST_FILE}")
+    except (BankError, BuildError) as exc:
+        raise click.ClickException(str(exc)) from exc
     console.print(f"exam sha256 {manifest.exam_sha256}", soft_wrap=True)
     console.print(f"short hash  {manifest.exam_sha256[:SHORT_HASH]}")
 
