@@ -1,3 +1,16 @@
-"""The ARI Bench exam engine: families, banks, masking, canonical exam files and hashing."""
+"""The ARI Bench exam engine: families, banks, masking, canonical exam files and hashing.
+
+Public API (the `toolkit` CLI is a thin layer over it; this package never imports `toolkit`):
+
+- `exam_builder.build.build_exam(bank_dir, out_dir, *, english_text, allow_in_repo=False)`:
+  build `exam.jsonl` + `manifest.json`, returning the `Manifest`; `prepare_exam` does the
+  same in memory.
+- `exam_builder.generate.generate_questions(bank)`: the questions of a bank (pure).
+- `exam_builder.bank.load_bank(bank_dir)`: read and validate a bank (`BankError` otherwise).
+- `exam_builder.exam_file`: the exam file format (`Question`, `load_exam`, `serialize`).
+- `exam_builder.document.MASK`: what stands in a prompt for an earlier answer.
+
+Maintainers' guide: site/docs/maintainers/exams.md.
+"""
 
 BUILDER_VERSION = "1.0.0"
