@@ -155,8 +155,7 @@ def _phase1(
     """Greedy generation of every answer; sets passes and problems, raises WorkerFailure."""
     prompts = [q.prompt.encode()[-params.context_bytes :] for q in questions]
     answers = [q.answer.encode() for q in questions]
-    # Similar lengths together: less padding in batched inference. Ties broken by position.
-    order = sorted(range(len(questions)), key=lambda i: (len(prompts[i]), i))
+    order = _by_prompt_length(questions, params.context_bytes)
     phase_end = time.monotonic() + params.total_timeout_s
     done = 0
     for n, batch in enumerate(_batches(order, params.batch_size), 1):
@@ -182,33 +181,45 @@ def _phase1(
         progress("phase 1: generate", done, len(questions))
 
 
+def _by_prompt_length(questions: list[Question], context_bytes: int) -> list[int]:
+    """Question order for batching: similar prompt lengths together (less padding)."""
+    lengths = [len(q.prompt.encode()[-context_bytes:]) for q in questions]
+    return sorted(range(len(questions)), key=lambda i: (lengths[i], i))
+
+
 def _phase2(
     phase: _Phase, questions: list[Question], params: GradingParams, progress: Progress
 ) -> float:
-    """Bits per byte over every answer byte given prompt + earlier answer bytes."""
-    contexts: list[bytes] = []
-    targets: list[int] = []
-    for q in questions:
-        prompt, answer = q.prompt.encode(), q.answer.encode()
-        for k, byte in enumerate(answer):
-            contexts.append((prompt + answer[:k])[-params.context_bytes :])
-            targets.append(byte)
+    """Bits per byte over every answer byte given prompt + earlier answer bytes.
+
+    One request carries every context of `batch_size` questions, so that a bundle can compute
+    a question's answer positions in one forward pass (they are prefixes of each other).
+    """
+    total_bytes = sum(len(q.answer.encode()) for q in questions)
     phase_end = time.monotonic() + params.total_timeout_s
-    bits = 0.0
-    order = list(range(len(contexts)))
+    bits, done = 0.0, 0
+    order = _by_prompt_length(questions, params.context_bytes)
     for n, batch in enumerate(_batches(order, params.batch_size), 1):
-        message = {"op": "logprobs", "contexts": [_b64(contexts[i]) for i in batch]}
+        contexts: list[bytes] = []
+        targets: list[int] = []
+        for i in batch:
+            prompt, answer = questions[i].prompt.encode(), questions[i].answer.encode()
+            for k, byte in enumerate(answer):
+                contexts.append((prompt + answer[:k])[-params.context_bytes :])
+                targets.append(byte)
+        message = {"op": "logprobs", "contexts": [_b64(c) for c in contexts]}
         reply = _ask(phase, message, params, phase_end, f"next_byte_logprobs() on batch {n}")
         if not reply.get("ok"):
             raise WorkerFailure(f"next_byte_logprobs() failed: {_error_text(reply)}")
         rows = np.frombuffer(base64.b64decode(reply["logprobs"]), dtype=np.float32)
-        rows = rows.reshape(len(batch), 256)
-        picked = rows[np.arange(len(batch)), [targets[i] for i in batch]].astype(np.float64)
+        rows = rows.reshape(len(contexts), 256)
+        picked = rows[np.arange(len(contexts)), targets].astype(np.float64)
         if not np.all(np.isfinite(picked)) or np.any(picked > 1e-3):
             raise WorkerFailure("next_byte_logprobs() returned values that are not log-probs")
         bits -= float(picked.sum()) / math.log(2)
-        progress("phase 2: bits per byte", batch[-1] + 1, len(contexts))
-    return bits / len(contexts)
+        done += len(contexts)
+        progress("phase 2: bits per byte", done, total_bytes)
+    return bits / total_bytes
 
 
 def _prepare_archive(bundle: Path, work: Path, out: _Outcome) -> PackedBundle:
