@@ -117,6 +117,7 @@ with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) a
         "write": ["sh", "-c", f"echo x > {base}/data/text.txt"],
         "read": ["cat", f"{base}/data/text.txt"],
         "net": ["cat", "/proc/net/dev"],
+        "launcher": ["readlink", "/proc/1/fd/0"],
     }.items():
         result = box.exec(argv, timeout=60)
         out[name] = [result.returncode, result.stdout.decode()]
@@ -165,6 +166,7 @@ def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
         interfaces = [line.split(":")[0].strip() for line in out["net"][1].splitlines()[2:]]
         assert interfaces == ["lo"]
         assert out["timed_out"] and out["left"] == []
+        assert out["launcher"][0] != 0  # the namespace's init is out of the command's reach
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -58,6 +58,7 @@ MS_NOEXEC = 0x8
 MS_PRIVATE = 1 << 18
 MOUNT_FLAGS_KEPT = 0x2 | 0x4 | 0x8 | 0x400 | 0x800 | 0x1000  # nosuid nodev noexec *atime
 PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNS = 0x00020000
@@ -317,6 +318,9 @@ def init(spec: dict[str, object], fds: list[int]) -> None:
     _status_fd = fds[-1]
     stdin, stdout, stderr = fds[:3]
     os.set_inheritable(_status_fd, False)
+    # Not dumpable: the command (same host uid without root) cannot ptrace us or read our
+    # descriptors; its capability-less state already denies that, this holds regardless.
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     os.setsid()
     for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, signal.SIG_DFL)
@@ -468,6 +472,7 @@ def kill_descendants() -> None:
 
 def run_command(spec: dict[str, object]) -> None:
     """In the forked child: limits, the uid switch, then exec (never returns)."""
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # init is not; the command is an ordinary process
     set_rlimits(spec["rlimits"])  # type: ignore[arg-type]
     os.umask(0o022)
     for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; exec keeps that
