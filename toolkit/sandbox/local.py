@@ -17,8 +17,9 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
   callers hide the real locations;
 - the kernel (no seccomp filter), CPU share (no CPU quota; only `cpu_seconds` of CPU time),
   devices in /dev (GPUs stay reachable), the clock, System V IPC and the UTS hostname;
-- processes of other sandboxes that also run as `nobody` share its uid (they cannot signal
-  across PID namespaces, but they can read each other's world-readable files);
+- other sandboxes: their commands also run as `nobody` (they cannot signal or see each other
+  across PID namespaces, but each may read, and write, the other's root if it can reach it:
+  keep roots under /tmp, which every sandbox sees as its own private tmpfs, or hide them);
 - without namespaces (non-root hosts): network, mounts, hidden and read-only paths, and the uid
   (commands run as the caller); trees are still killed whole (the launcher is a subreaper);
 - without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree, and the
