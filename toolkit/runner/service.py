@@ -30,7 +30,7 @@ from toolkit.runner.channel import BadRequest, Call, ClientGone, RequestLoop
 # Exit codes of the runner's own verdicts (the command's own code passes through otherwise).
 REFUSED = 75  # compute asked for in the reserved window, or after the run ended
 KILLED = 124  # past the per-call limit, at the deadline, or cancelled (like timeout(1))
-USAGE = 64
+INTERNAL = 70  # the harness failed (EX_SOFTWARE): the run will be marked invalid
 
 
 class Process(Protocol):
@@ -146,7 +146,7 @@ class RunnerService:
                 self.infra_errors.append(f"{' '.join(call.argv[:2])}: {item.reason}")
             with contextlib.suppress(ClientGone):
                 call.say(f"[runner] internal error: {exc}")
-            code = 70
+            code = INTERNAL
         finally:
             with self._lock:
                 self._inflight.pop(call.name, None)
