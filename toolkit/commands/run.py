@@ -7,6 +7,7 @@ Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result:
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import tempfile
 from pathlib import Path
@@ -18,11 +19,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from exam_builder.exam_file import ExamFileError
 from toolkit.agents import AGENTS, get_agent
 from toolkit.data import DataError
+from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
-from toolkit.run.chain import ChainError
+from toolkit.run.chain import ChainError, read_chain
 from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
-from toolkit.run.orchestrate import RunSpec, execute_run
+from toolkit.run.orchestrate import AUDIT_FILE, RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.workspace import WorkspaceError
 from toolkit.tracks import RegistryError, get_track
@@ -182,7 +184,7 @@ def run_command(
         exam_path = resolve_exam(the_track, exam)
         public = public_set()
         check_public_set(the_track, public)
-        data_dir = Path(tempfile.mkdtemp(prefix="ari-data-"))
+        data_dir = Path(tempfile.mkdtemp(prefix="prepared-data-", dir=state_dir()))
         console.print("preparing the training data...")
         prepare_data(train_data, data_dir)
     except (InputError, ExamFileError, DataError) as exc:
@@ -228,6 +230,8 @@ def run_command(
             result = execute_run(spec, echo=echo, tick=tick)
     except (WorkspaceError, RuntimeError) as exc:
         raise click.ClickException(str(exc)) from exc
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)  # the workspace holds its own copy
     path = results_dir / result.track / f"{result.run_id}.json"
     print_result(result, path, Console())
     if result.status == "invalid":
@@ -292,6 +296,8 @@ def validate_command(paths: tuple[Path, ...]) -> None:
             history = file.parent / result.run_id / HISTORY_FILE
             if history.is_file():
                 check_against(history, result)
+            audit = file.parent / result.run_id / AUDIT_FILE
+            read_chain(audit)  # an absent audit log reads as empty
         except (ResultsError, ChainError) as exc:
             click.echo(f"error: {exc}", err=True)
             bad += 1

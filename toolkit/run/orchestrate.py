@@ -495,8 +495,10 @@ class Run:
         assert self.history is not None
         try:
             self.history.verify()
+            if self.service is not None:
+                self.service.audit.verify()
         except ChainError as exc:
-            return self._finish_invalid(f"the submission history was altered during the run: {exc}")
+            return self._finish_invalid(f"a run log was altered during the run: {exc}")
         if self.service is not None and self.service.infra_errors:
             errors = "; ".join(self.service.infra_errors[:3])
             return self._finish_invalid(f"infrastructure error during the run: {errors}")
