@@ -1,1 +1,19 @@
-"""One agent run under the benchmark's rules: workspace, clock, submissions, grading, result."""
+"""One agent run under the benchmark's rules: workspace, clock, submissions, grading, result.
+
+On disk, for run R on track T (`toolkit run --results RESULTS`):
+
+    RESULTS/T/R.json              the published result (toolkit.results.RunResult), atomic
+    RESULTS/T/R/audit.jsonl       every `runner` call: argv, times, exit code, output size+sha256
+    RESULTS/T/R/history.jsonl     every submission, public score and promotion (hash-chained)
+    RESULTS/T/R/candidates/       the packed bundles as submitted (cNNN.tar.gz); the graded one
+                                  is re-checked against its recorded sha256 before grading
+    RESULTS/T/R/transcript.txt    the agent's console (and, for model agents, its transcript)
+    RESULTS/T/R/agent.log         the harness's notes: isolation, start, stop, grading
+    $ARI_HOME/runs/R/workspace/   what the agent worked in (kept for inspection)
+    $ARI_HOME/runs/R/harness/     RUNNING marker and launcher pids while the run lasts
+
+Modules: `clock` (the deadline), `chain` (append-only hash-chained logs), `history`
+(candidates and promotions), `workspace` (assembly and leak check), `roles` (controller and
+runner sandboxes), `submissions` (`runner submit/promote/history`), `recovery` (runs whose
+harness died), `inputs` (exam, public set, training data), `orchestrate` (the whole run).
+"""
