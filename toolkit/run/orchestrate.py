@@ -333,16 +333,6 @@ class Run:
             ),
         )
         self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)
-        recovery.write_marker(
-            self.harness,
-            recovery.Marker(
-                pid=os.getpid(),
-                pid_start=recovery.process_start(os.getpid()),
-                results_dir=str(spec.results_dir.resolve()),
-                artifacts=str(self.artifacts.resolve()),
-                skeleton=self.skeleton("the harness died before the run finished"),
-            ),
-        )
         hidden = [
             spec.results_dir.resolve(),
             self.artifacts.resolve(),
@@ -379,6 +369,17 @@ class Run:
         self.log(f"runner NOT isolated: {', '.join(runner_box.not_isolated)}")
         self.controller = controller
         self.runner_box = runner_box
+        # Before any process starts: from here on, a crash of this harness is recoverable.
+        recovery.write_marker(
+            self.harness,
+            recovery.Marker(
+                pid=os.getpid(),
+                pid_start=recovery.process_start(os.getpid()),
+                results_dir=str(spec.results_dir.resolve()),
+                artifacts=str(self.artifacts.resolve()),
+                skeleton=self.skeleton("the harness died before the run finished"),
+            ),
+        )
 
     def _start_runner_process(self, argv: list[str]) -> SandboxProcess:
         assert self.runner_box is not None
