@@ -101,9 +101,13 @@ class _Phase:
         self.sandbox = create_sandbox(
             backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=runtime
         )
-        self.session = WorkerSession(
-            self.sandbox, [sys.executable, "-I", "worker.py", "bundle", device]
-        )
+        try:
+            self.session = WorkerSession(
+                self.sandbox, [sys.executable, "-I", "worker.py", "bundle", device]
+            )
+        except BaseException:
+            self.sandbox.cleanup()
+            raise
 
     def load(self, timeout_s: float) -> float:
         """Wait for the bundle's load(); its duration, or WorkerFailure with the reason."""
