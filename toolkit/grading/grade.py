@@ -97,13 +97,17 @@ class _Phase:
         )
         # The interpreter and its libraries, visible read-only (they may sit under a private
         # home, e.g. pyenv in /root, that the sandbox user could not otherwise traverse).
+        # In a container the image brings its own interpreter (same packages, pinned by digest).
+        local = backend == "local"
         runtime = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
+        runtime = runtime if local else []
+        python = sys.executable if local else "python3"
         self.sandbox = create_sandbox(
             backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=runtime
         )
         try:
             self.session = WorkerSession(
-                self.sandbox, [sys.executable, "-I", "worker.py", "bundle", device]
+                self.sandbox, [python, "-I", "worker.py", "bundle", device]
             )
         except BaseException:
             self.sandbox.cleanup()
