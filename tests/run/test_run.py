@@ -184,3 +184,25 @@ def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
         assert (artifacts / name).is_file(), name
     assert "[scripted] done: promoted c001" in (artifacts / "transcript.txt").read_text()
     assert json.loads(path.read_text())["config"]["budget"]["overridden"] == 1
+
+
+def test_history_altered_during_the_run_makes_it_invalid(make_spec: SpecFactory) -> None:
+    script = f"""{MAKE_BUNDLE}
+runner submit bundles/triv
+runner promote c001
+echo TAMPER-NOW
+sleep 2
+"""
+    spec = make_spec(ShellAgent(script), budget=60, per_call=30, reserved=5)
+
+    def tamper(line: str) -> None:
+        # Someone with access to the host edits the public score of c001 mid-run.
+        if line == "TAMPER-NOW":
+            (history,) = spec.results_dir.glob("demo-cpu/*/history.jsonl")
+            history.write_text(
+                history.read_text().replace('"public_score": 0.0', '"public_score": 99.0')
+            )
+
+    result = execute_run(spec, echo=tamper)
+    assert result.status == "invalid"
+    assert result.status_reason and "altered during the run" in result.status_reason
