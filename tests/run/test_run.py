@@ -195,14 +195,18 @@ sleep 2
 """
     spec = make_spec(ShellAgent(script), budget=60, per_call=30, reserved=5)
 
+    tampered: list[bool] = []
+
     def tamper(line: str) -> None:
         # Someone with access to the host edits the public score of c001 mid-run.
         if line == "TAMPER-NOW":
             (history,) = spec.results_dir.glob("demo-cpu/*/history.jsonl")
-            history.write_text(
-                history.read_text().replace('"public_score": 0.0', '"public_score": 99.0')
-            )
+            text = history.read_text()
+            edited = text.replace('"public_score": 0.0', '"public_score": 99.0')
+            history.write_text(edited)
+            tampered.append(edited != text)
 
     result = execute_run(spec, echo=tamper)
+    assert tampered == [True]
     assert result.status == "invalid"
     assert result.status_reason and "altered during the run" in result.status_reason
