@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -23,6 +24,13 @@ from pathlib import Path
 from toolkit.sandbox import LineReader, _host, create_sandbox
 
 ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
+
+
+def _fork_exit_wait() -> None:
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def median_s(action: Callable[[], object], runs: int) -> float:
@@ -42,6 +50,10 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="ari-bench-sandbox-"))
     direct = median_s(lambda: subprocess.run(["true"], check=True), runs)
     print(f"direct `true`: {direct * 1000:.1f} ms (median of {runs})")
+    # A sandboxed command takes three process hand-offs (launcher -> init -> command); on a
+    # busy host each costs a scheduling delay. This shows what one costs here, now.
+    fork = median_s(_fork_exit_wait, runs)
+    print(f"reference: fork + exit + wait of this Python process: {fork * 1000:.2f} ms")
 
     def report(label: str, seconds: float) -> None:
         added = (seconds - direct) * 1000
