@@ -196,3 +196,17 @@ def test_cleanup_racing_with_starts_leaves_nothing(root: Path, marker: str) -> N
         thread.join()
     assert errors == []
     assert leftover(marker) == []
+
+
+def test_oversized_command_is_refused_clearly(root: Path) -> None:
+    with create_sandbox("local", root=root) as box:
+        with pytest.raises(ValueError, match="too large"):
+            box.exec(["true"], env={"BIG": "x" * (2 << 20)})
+        assert box.exec(["true"]).ok  # and the sandbox still works
+
+
+def test_write_through_a_file_is_refused(root: Path) -> None:
+    with create_sandbox("local", root=root) as box:
+        box.write_file("plain", b"x")
+        with pytest.raises(ValueError, match="not a plain directory"):
+            box.write_file("plain/inner.txt", b"y")
