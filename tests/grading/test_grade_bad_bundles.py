@@ -32,6 +32,22 @@ def test_oracle_bundle_scores_100_and_uniform_bpb_is_8(
     assert report.timings.total >= report.timings.phase1 > 0
 
 
+def test_phases_and_progress_callback(
+    make_bundle: MakeBundle, make_exam: MakeExam, fast_params: GradingParams
+) -> None:
+    calls: list[tuple[str, int, int]] = []
+    report = grade_bundle(
+        make_bundle(ORACLE),
+        make_exam(code_questions(6)),
+        params=fast_params,
+        phases=("generate",),
+        progress=lambda name, done, total: calls.append((name, done, total)),
+    )
+    assert report.score.passed == 6 and report.bits_per_byte is None
+    assert report.bpb_reason == "not measured: phase 2 was not requested"
+    assert calls[0] == ("phase 1: generate", 0, 6) and calls[-1] == ("phase 1: generate", 6, 6)
+
+
 def test_no_inference_py(make_bundle: MakeBundle, make_exam: MakeExam, tmp_path: Path) -> None:
     bundle = make_bundle(ORACLE)
     (bundle / "inference.py").rename(bundle / "model.py")

@@ -380,6 +380,8 @@ def grade_bundle(
         out.timings.phase2 = times2.get("load", 0.0) + times2.get("body", 0.0)
     elif "bpb" in phases:
         out.bpb_reason = "not measured: phase 1 did not complete"
+    else:
+        out.bpb_reason = "not measured: phase 2 was not requested"
     if workdir is None:
         shutil.rmtree(work, ignore_errors=True)
     out.timings.total = time.monotonic() - started
