@@ -1,8 +1,9 @@
 """What this host lets the local backend do, probed once per process, and cgroup handling.
 
-The local backend degrades instead of failing: namespaces need root (and util-linux `unshare`),
-cgroups need a writable cgroup-v1 pids/memory hierarchy. Whatever is missing is logged once and
-shows up in the sandbox's `not_isolated`, so a run records the isolation it actually had.
+The local backend degrades instead of failing: namespaces need root or unprivileged user
+namespaces, cgroups need root and a writable cgroup-v1 pids/memory hierarchy (cgroup v2 is not
+used yet). Whatever is missing is logged once and shows up in the sandbox's `not_isolated`, so
+a run records the isolation it actually had.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ this end closes (also when the host dies).
 from __future__ import annotations
 
 import array
+import errno
 import marshal
 import os
 import socket
@@ -77,6 +78,10 @@ class ForkServer:
                     sock.sendmsg([payload], message)
                     text, ancdata, _, _ = sock.recvmsg(1024, socket.CMSG_SPACE(4))
                 except OSError as e:
+                    if e.errno == errno.EMSGSIZE:  # above this host's socket buffer limit
+                        raise ValueError(
+                            f"command and environment too large ({len(payload)} bytes)"
+                        ) from e
                     text, ancdata = f"error: {e}".encode(), []
                 pidfds = [
                     fd
