@@ -64,6 +64,22 @@ class _Outcome:
             self.problems.append(text)
 
 
+@dataclass(frozen=True)
+class _Job:
+    """What one grading is asked to do (the arguments of `grade_bundle`, resolved)."""
+
+    questions: list[Question]
+    exam_file: Path
+    work: Path
+    params: GradingParams
+    size_limit_bytes: int
+    backend: str
+    device: str
+    phases: tuple[str, ...]
+    progress: Progress
+    hide: Sequence[Path]
+
+
 def _batches(order: Sequence[int], size: int) -> Iterator[list[int]]:
     for start in range(0, len(order), size):
         yield list(order[start : start + size])
@@ -230,7 +246,7 @@ def _phase2(
     return bits / total_bytes
 
 
-def _prepare_archive(bundle: Path, work: Path, out: _Outcome) -> PackedBundle:
+def _prepare_archive(bundle: Path, work: Path) -> PackedBundle:
     """Our own deterministic archive of the bundle, whether given a folder or an archive."""
     archive = work / "bundle.tar.gz"
     if bundle.is_dir():
@@ -246,15 +262,10 @@ def _prepare_archive(bundle: Path, work: Path, out: _Outcome) -> PackedBundle:
 def _run_phase(
     name: str,
     archive: Path,
-    work: Path,
-    exam: Path,
-    backend: str,
-    device: str,
-    params: GradingParams,
+    job: _Job,
     out: _Outcome,
     body: Callable[[_Phase], None],
     times: dict[str, float],
-    hide: Sequence[Path],
 ) -> None:
     """Start a fresh worker, wait for load, run `body`; fills times["load"] and times["body"].
 
@@ -262,12 +273,18 @@ def _run_phase(
     """
     started = time.monotonic()
     phase = _Phase(
-        archive, work / name, exam=exam, backend=backend, device=device, params=params, hide=hide
+        archive,
+        job.work / name,
+        exam=job.exam_file,
+        backend=job.backend,
+        device=job.device,
+        params=job.params,
+        hide=job.hide,
     )
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
     try:
         try:
-            phase.load(params.load_timeout_s)
+            phase.load(job.params.load_timeout_s)
         finally:
             times["load"] = time.monotonic() - started
         loaded = time.monotonic()
@@ -321,71 +338,76 @@ def grade_bundle(
     exam_sha = sha256_file(exam_file)
     work = workdir or Path(tempfile.mkdtemp(prefix="ari-grade-"))
     work.mkdir(parents=True, exist_ok=True)
+    try:
+        job = _Job(
+            questions=questions,
+            exam_file=exam_file,
+            work=work,
+            params=params,
+            size_limit_bytes=size_limit_bytes,
+            backend=backend,
+            device=device,
+            phases=phases,
+            progress=report_progress,
+            hide=hide,
+        )
+        out, packed = _grade(bundle, job, started)
+    finally:
+        if workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    out.timings.total = time.monotonic() - started
+    return _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
+
+
+def _grade(bundle: Path, job: _Job, started: float) -> tuple[_Outcome, PackedBundle | None]:
+    """The phases of `grade_bundle`, in `work`; bundle failures end up in the outcome."""
     out = _Outcome()
     packed: PackedBundle | None = None
     try:
-        packed = _prepare_archive(bundle, work, out)
+        packed = _prepare_archive(bundle, job.work)
         out.timings.pack = time.monotonic() - started
-        if packed.packed_bytes > size_limit_bytes:
+        if packed.packed_bytes > job.size_limit_bytes:
             raise BundleError(
                 f"packed bundle is {packed.packed_bytes:,} bytes, over the "
-                f"{size_limit_bytes:,}-byte limit"
+                f"{job.size_limit_bytes:,}-byte limit"
             )
-        if "generate" in phases:
+        if "generate" in job.phases:
 
             def generate(phase: _Phase) -> None:
-                report_progress("phase 1: generate", 0, len(questions))
-                _phase1(phase, questions, params, out, report_progress)
+                job.progress("phase 1: generate", 0, len(job.questions))
+                _phase1(phase, job.questions, job.params, out, job.progress)
 
             times: dict[str, float] = {}
             try:
-                _run_phase(
-                    "phase1",
-                    packed.path,
-                    work,
-                    exam_file,
-                    backend,
-                    device,
-                    params,
-                    out,
-                    generate,
-                    times,
-                    hide,
-                )
+                _run_phase("phase1", packed.path, job, out, generate, times)
             finally:
                 out.timings.load = times.get("load", 0.0)
                 out.timings.phase1 = times.get("body", 0.0)
     except (BundleError, WorkerFailure) as exc:
         out.ok, out.reason = False, str(exc)
-    if "bpb" in phases and out.ok and packed is not None:
+    if "bpb" in job.phases and out.ok and packed is not None:
         result: list[float] = []
         times2: dict[str, float] = {}
         try:
             _run_phase(
                 "phase2",
                 packed.path,
-                work,
-                exam_file,
-                backend,
-                device,
-                params,
+                job,
                 out,
-                lambda phase: result.append(_phase2(phase, questions, params, report_progress)),
+                lambda phase: result.append(
+                    _phase2(phase, job.questions, job.params, job.progress)
+                ),
                 times2,
-                hide,
             )
             out.bpb = result[0]
         except (BundleError, WorkerFailure) as exc:
             out.bpb_reason = str(exc)
         out.timings.phase2 = times2.get("load", 0.0) + times2.get("body", 0.0)
-    elif "bpb" in phases:
+    elif "bpb" in job.phases:
         out.bpb_reason = "not measured: phase 1 did not complete"
     else:
         out.bpb_reason = "not measured: phase 2 was not requested"
-    if workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
-    out.timings.total = time.monotonic() - started
-    return _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
+    return out, packed
 
 
 class _ProgressBar:
