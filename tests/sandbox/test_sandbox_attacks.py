@@ -344,7 +344,7 @@ HOST = """
 import sys, time
 from pathlib import Path
 from toolkit.sandbox import create_sandbox
-box = create_sandbox("local", root=Path(sys.argv[1]))
+box = create_sandbox(sys.argv[3], root=Path(sys.argv[1]))
 process = box.start([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[2]])
 print("started", flush=True)
 time.sleep(600)
@@ -354,7 +354,9 @@ time.sleep(600)
 def test_tree_dies_with_a_killed_host(backend: str, root: Path, marker: str) -> None:
     """A harness killed with SIGKILL cannot clean up: its launcher must take the trees down."""
     host = subprocess.Popen(
-        [PY, "-c", HOST, str(root), marker], stdout=subprocess.PIPE, start_new_session=True
+        [PY, "-c", HOST, str(root), marker, backend],
+        stdout=subprocess.PIPE,
+        start_new_session=True,
     )
     try:
         assert host.stdout is not None and host.stdout.readline() == b"started\n"
