@@ -1,67 +1,31 @@
 """Grade a bundle on an exam (DESIGN §4): pack, size-check, phase 1 exact match, phase 2 bpb.
 
-The host holds the exam and never gives it to the worker. Phase 1 sends each question's prompt
-(its last `context_bytes` bytes) and the answer's *length*; the worker replies with generated
-bytes, and the host compares. Phase 2 starts a fresh worker (fresh sandbox, fresh copy of the
-bundle) only after phase 1 is over and asks for next-byte log-probabilities at every answer
-byte, given the prompt plus the answer bytes before it.
-
-Whatever the bundle does, the outcome is a `GradeReport`; this module raises only for a missing
-or unreadable exam (the operator's mistake) and for bugs of its own.
+The host holds the exam and never gives it to the worker; each phase runs in a fresh worker in
+a fresh sandbox with a fresh copy of the bundle (`phases.py`), phase 2 only after phase 1 is
+over. Whatever the bundle does, the outcome is a `GradeReport`; this module raises only for a
+missing or unreadable exam (the operator's mistake) and for bugs of its own (or a sandbox that
+breaks: an infrastructure failure, not the bundle's).
 """
 
 from __future__ import annotations
 
-import base64
-import math
 import shutil
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from exam_builder.exam_file import Question, load_exam, sha256_file
 from toolkit.grading.pack import BundleError, PackedBundle, extract_bundle, pack_bundle
-from toolkit.grading.report import GradeReport, Timings
-from toolkit.grading.session import WorkerFailure, WorkerSession, WorkerTimeout
+from toolkit.grading.phases import Outcome, PhaseWorker, Progress, run_phase1, run_phase2
+from toolkit.grading.report import GradeReport
+from toolkit.grading.session import WorkerFailure
 from toolkit.results import FamilyScore, Score
-from toolkit.sandbox import Limits, create_sandbox
 from toolkit.tracks import GradingParams
 
 SIZE_LIMIT_BYTES = 16_000_000
-WORKER_SCRIPT = Path(__file__).with_name("worker.py")
-MAX_PROCESSES = 512  # threads count here too (pids cgroup): room for BLAS/OpenMP pools
-MAX_FILE_BYTES = 2**30  # a bundle may write scratch files, not fill the disk
-MAX_PROBLEMS = 20
-
-Progress = Callable[[str, int, int], None]
-"""Progress callback: (phase name, done, total)."""
-
-
-@dataclass
-class _Outcome:
-    """What the phases found, turned into a report at the end."""
-
-    passed: set[str] = field(default_factory=set)
-    problems: list[str] = field(default_factory=list)
-    problem_count: int = 0
-    reason: str | None = None
-    ok: bool = True
-    bpb: float | None = None
-    bpb_reason: str | None = None
-    isolation: list[str] = field(default_factory=list)
-    not_isolated: list[str] = field(default_factory=list)
-    timings: Timings = field(default_factory=Timings)
-
-    def problem(self, text: str) -> None:
-        self.problem_count += 1
-        if len(self.problems) < MAX_PROBLEMS:
-            self.problems.append(text)
 
 
 @dataclass(frozen=True)
@@ -78,172 +42,6 @@ class _Job:
     phases: tuple[str, ...]
     progress: Progress
     hide: Sequence[Path]
-
-
-def _batches(order: Sequence[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(order), size):
-        yield list(order[start : start + size])
-
-
-class _Phase:
-    """One worker in one fresh sandbox, with the bundle extracted into it."""
-
-    def __init__(
-        self,
-        archive: Path,
-        root: Path,
-        *,
-        exam: Path,
-        backend: str,
-        device: str,
-        params: GradingParams,
-        hide: Sequence[Path] = (),
-    ) -> None:
-        root.mkdir(parents=True)
-        extract_bundle(archive, root / "bundle")
-        shutil.copyfile(WORKER_SCRIPT, root / "worker.py")
-        hidden = exam.parent.resolve()
-        # Hide the exam's whole folder, unless the work folder lives inside it (then the file).
-        exam_hidden = exam.resolve() if root.resolve().is_relative_to(hidden) else hidden
-        hidden_paths = [exam_hidden, *(p.resolve() for p in hide if p.exists())]
-        limits = Limits(
-            memory_bytes=params.memory_bytes,
-            max_processes=MAX_PROCESSES,
-            file_size_bytes=MAX_FILE_BYTES,
-        )
-        # The interpreter and its libraries, visible read-only (they may sit under a private
-        # home, e.g. pyenv in /root, that the sandbox user could not otherwise traverse).
-        # In a container the image brings its own interpreter (same packages, pinned by digest).
-        local = backend == "local"
-        runtime = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
-        runtime = runtime if local else []
-        python = sys.executable if local else "python3"
-        self.sandbox = create_sandbox(
-            backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=runtime
-        )
-        try:
-            self.session = WorkerSession(
-                self.sandbox, [python, "-I", "worker.py", "bundle", device]
-            )
-        except BaseException:
-            self.sandbox.cleanup()
-            raise
-
-    def load(self, timeout_s: float) -> float:
-        """Wait for the bundle's load(); its duration, or WorkerFailure with the reason."""
-        try:
-            reply = self.session.receive(time.monotonic() + timeout_s)
-        except WorkerTimeout:
-            raise WorkerFailure(f"load() did not finish within {timeout_s:g} s") from None
-        if not reply.get("ok"):
-            raise WorkerFailure(f"the bundle failed to load: {_error_text(reply)}")
-        return float(reply.get("load_s", 0.0))
-
-    def close(self) -> None:
-        self.session.close()
-        self.sandbox.cleanup()
-
-
-def _error_text(reply: dict[str, Any]) -> str:
-    return str(reply.get("error", "no reason given"))[:300]
-
-
-def _ask(
-    phase: _Phase, message: dict[str, Any], params: GradingParams, phase_end: float, what: str
-) -> dict[str, Any]:
-    """One request with the per-batch and per-phase limits; raises WorkerFailure."""
-    batch_end = time.monotonic() + params.batch_timeout_s
-    try:
-        return phase.session.request(message, min(batch_end, phase_end))
-    except WorkerTimeout:
-        if batch_end <= phase_end:
-            raise WorkerFailure(
-                f"{what} took longer than the {params.batch_timeout_s:g} s limit per batch"
-            ) from None
-        raise WorkerFailure(
-            f"{what}: the phase ran past its {params.total_timeout_s:g} s limit"
-        ) from None
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def _phase1(
-    phase: _Phase,
-    questions: list[Question],
-    params: GradingParams,
-    out: _Outcome,
-    progress: Progress,
-) -> None:
-    """Greedy generation of every answer; sets passes and problems, raises WorkerFailure."""
-    prompts = [q.prompt.encode()[-params.context_bytes :] for q in questions]
-    answers = [q.answer.encode() for q in questions]
-    order = _by_prompt_length(questions, params.context_bytes)
-    phase_end = time.monotonic() + params.total_timeout_s
-    done = 0
-    for n, batch in enumerate(_batches(order, params.batch_size), 1):
-        message = {
-            "op": "generate",
-            "prompts": [_b64(prompts[i]) for i in batch],
-            "lengths": [len(answers[i]) for i in batch],
-        }
-        reply = _ask(phase, message, params, phase_end, f"generate() on batch {n}")
-        if not reply.get("ok"):
-            raise WorkerFailure(f"generate() failed on batch {n}: {_error_text(reply)}")
-        for i, output, kind in zip(batch, reply["outputs"], reply["types"], strict=True):
-            q = questions[i]
-            if output is None:
-                out.problem(f"{q.id}: generate() returned {kind}, not bytes")
-                continue
-            got = base64.b64decode(output)
-            if len(got) != len(answers[i]):
-                out.problem(f"{q.id}: expected {len(answers[i])} bytes, got {len(got)}")
-            elif got == answers[i]:
-                out.passed.add(q.id)
-        done += len(batch)
-        progress("phase 1: generate", done, len(questions))
-
-
-def _by_prompt_length(questions: list[Question], context_bytes: int) -> list[int]:
-    """Question order for batching: similar prompt lengths together (less padding)."""
-    lengths = [len(q.prompt.encode()[-context_bytes:]) for q in questions]
-    return sorted(range(len(questions)), key=lambda i: (lengths[i], i))
-
-
-def _phase2(
-    phase: _Phase, questions: list[Question], params: GradingParams, progress: Progress
-) -> float:
-    """Bits per byte over every answer byte given prompt + earlier answer bytes.
-
-    One request carries every context of `batch_size` questions, so that a bundle can compute
-    a question's answer positions in one forward pass (they are prefixes of each other).
-    """
-    total_bytes = sum(len(q.answer.encode()) for q in questions)
-    phase_end = time.monotonic() + params.total_timeout_s
-    bits, done = 0.0, 0
-    order = _by_prompt_length(questions, params.context_bytes)
-    for n, batch in enumerate(_batches(order, params.batch_size), 1):
-        contexts: list[bytes] = []
-        targets: list[int] = []
-        for i in batch:
-            prompt, answer = questions[i].prompt.encode(), questions[i].answer.encode()
-            for k, byte in enumerate(answer):
-                contexts.append((prompt + answer[:k])[-params.context_bytes :])
-                targets.append(byte)
-        message = {"op": "logprobs", "contexts": [_b64(c) for c in contexts]}
-        reply = _ask(phase, message, params, phase_end, f"next_byte_logprobs() on batch {n}")
-        if not reply.get("ok"):
-            raise WorkerFailure(f"next_byte_logprobs() failed: {_error_text(reply)}")
-        rows = np.frombuffer(base64.b64decode(reply["logprobs"]), dtype=np.float32)
-        rows = rows.reshape(len(contexts), 256)
-        picked = rows[np.arange(len(contexts)), targets].astype(np.float64)
-        if not np.all(np.isfinite(picked)) or np.any(picked > 1e-3):
-            raise WorkerFailure("next_byte_logprobs() returned values that are not log-probs")
-        bits -= float(picked.sum()) / math.log(2)
-        done += len(contexts)
-        progress("phase 2: bits per byte", done, total_bytes)
-    return bits / total_bytes
 
 
 def _prepare_archive(bundle: Path, work: Path) -> PackedBundle:
@@ -263,8 +61,8 @@ def _run_phase(
     name: str,
     archive: Path,
     job: _Job,
-    out: _Outcome,
-    body: Callable[[_Phase], None],
+    out: Outcome,
+    body: Callable[[PhaseWorker], None],
     times: dict[str, float],
 ) -> None:
     """Start a fresh worker, wait for load, run `body`; fills times["load"] and times["body"].
@@ -272,7 +70,7 @@ def _run_phase(
     Load time is measured on the host: sandbox and interpreter start-up, imports and `load()`.
     """
     started = time.monotonic()
-    phase = _Phase(
+    phase = PhaseWorker(
         archive,
         job.work / name,
         exam=job.exam_file,
@@ -359,9 +157,9 @@ def grade_bundle(
     return _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
 
 
-def _grade(bundle: Path, job: _Job, started: float) -> tuple[_Outcome, PackedBundle | None]:
+def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBundle | None]:
     """The phases of `grade_bundle`, in `work`; bundle failures end up in the outcome."""
-    out = _Outcome()
+    out = Outcome()
     packed: PackedBundle | None = None
     try:
         packed = _prepare_archive(bundle, job.work)
@@ -373,9 +171,9 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[_Outcome, PackedBun
             )
         if "generate" in job.phases:
 
-            def generate(phase: _Phase) -> None:
+            def generate(phase: PhaseWorker) -> None:
                 job.progress("phase 1: generate", 0, len(job.questions))
-                _phase1(phase, job.questions, job.params, out, job.progress)
+                run_phase1(phase, job.questions, job.params, out, job.progress)
 
             times: dict[str, float] = {}
             try:
@@ -395,7 +193,7 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[_Outcome, PackedBun
                 job,
                 out,
                 lambda phase: result.append(
-                    _phase2(phase, job.questions, job.params, job.progress)
+                    run_phase2(phase, job.questions, job.params, job.progress)
                 ),
                 times2,
             )
@@ -441,7 +239,7 @@ class _ProgressBar:
 
 
 def _report(
-    out: _Outcome,
+    out: Outcome,
     questions: list[Question],
     packed: PackedBundle | None,
     size_limit: int,
