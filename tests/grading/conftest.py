@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -56,3 +57,11 @@ def fast_params() -> GradingParams:
         batch_size=4,
         memory_bytes=4 * 2**30,
     )
+
+
+@pytest.fixture(autouse=True)
+def _state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # tests/conftest.py points ARI_HOME at a session-wide temporary folder (the default corpus
+    # is extracted there once); make sure of it even when this folder is run on its own.
+    if not os.environ.get("ARI_HOME"):
+        monkeypatch.setenv("ARI_HOME", str(tmp_path_factory.mktemp("ari-home")))
