@@ -262,7 +262,6 @@ class Run:
                 "history": f"{self.run_id}/{HISTORY_FILE}",
                 "transcript": f"{self.run_id}/{TRANSCRIPT_FILE}",
                 "agent_log": f"{self.run_id}/{AGENT_LOG}",
-                "candidates": f"{self.run_id}/{CANDIDATES_DIR}",
             },
         )
 
