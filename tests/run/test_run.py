@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from toolkit.run.chain import read_chain
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
 
+REPO = Path(__file__).resolve().parents[2]
 TOKEN = "987654.321"  # an argument only this test's processes carry
 
 
@@ -184,6 +186,11 @@ def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
         assert (artifacts / name).is_file(), name
     assert "[scripted] done: promoted c001" in (artifacts / "transcript.txt").read_text()
     assert json.loads(path.read_text())["config"]["budget"]["overridden"] == 1
+    # What the site reads: the result and its artifacts pass the site's own loader.
+    for name in ("tracks.json", "protocol_fixes.json"):
+        shutil.copy(REPO / "results" / name, spec.results_dir / name)
+    done = CliRunner().invoke(cli, ["runs", "validate", str(spec.results_dir)])
+    assert done.exit_code == 0, done.output
 
 
 def test_history_altered_during_the_run_makes_it_invalid(make_spec: SpecFactory) -> None:

@@ -27,6 +27,7 @@ from toolkit.run.inputs import InputError, check_public_set, prepare_data, publi
 from toolkit.run.orchestrate import AUDIT_FILE, RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.workspace import WorkspaceError
+from toolkit.stats import load_results
 from toolkit.tracks import RegistryError, get_track
 
 # Environment variables whose values must never reach the agent's workspace (checked there).
@@ -303,6 +304,14 @@ def validate_command(paths: tuple[Path, ...]) -> None:
             bad += 1
             continue
         click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%)")
+    # A results folder with its registry is also checked the way the site reads it (tracks,
+    # protocol fixes, artifacts, duplicates): what passes here builds.
+    for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
+        try:
+            load_results(folder)
+        except (ResultsError, RegistryError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            bad += 1
     if not files:
         click.echo("no result files found", err=True)
     if bad or not files:
