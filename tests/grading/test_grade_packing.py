@@ -64,6 +64,33 @@ def test_packed_size_over_the_limit_is_a_graded_failure(
     assert report.timings.load == 0  # never started
 
 
+def test_a_huge_bundle_is_refused_without_packing_it_all(
+    make_bundle: MakeBundle, make_exam: MakeExam
+) -> None:
+    files = {f"w{i}.bin": os.urandom(1_000_000) for i in range(4)}
+    report = grade_bundle(
+        make_bundle(ORACLE, files=files), make_exam(code_questions(1)), size_limit_bytes=100_000
+    )
+    assert not report.ok and "packing stopped" in (report.reason or "")
+    assert report.packed_bytes is None
+
+
+def test_an_archive_that_unpacks_too_big_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.grading import pack
+
+    monkeypatch.setattr(pack, "MAX_UNPACKED_BYTES", 1000)
+    archive = tmp_path / "zeros.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        info = tarfile.TarInfo("zeros.bin")
+        info.size = 5000
+        tar.addfile(info, io.BytesIO(bytes(5000)))
+    with pytest.raises(BundleError, match="unpacks to 5,000 bytes"):
+        extract_bundle(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def _evil_archive(path: Path, member: tarfile.TarInfo, data: bytes = b"pwned") -> Path:
     with tarfile.open(path, "w:gz") as tar:
         safe = tarfile.TarInfo("inference.py")

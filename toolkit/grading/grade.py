@@ -44,16 +44,22 @@ class _Job:
     hide: Sequence[Path]
 
 
-def _prepare_archive(bundle: Path, work: Path) -> PackedBundle:
+def give_up_bytes(size_limit_bytes: int) -> int:
+    """Where packing stops: far enough past the limit to report a near miss's exact size."""
+    return 2 * size_limit_bytes + 2**20
+
+
+def _prepare_archive(bundle: Path, work: Path, size_limit_bytes: int) -> PackedBundle:
     """Our own deterministic archive of the bundle, whether given a folder or an archive."""
     archive = work / "bundle.tar.gz"
+    give_up = give_up_bytes(size_limit_bytes)
     if bundle.is_dir():
-        return pack_bundle(bundle, archive)
+        return pack_bundle(bundle, archive, give_up_bytes=give_up)
     if bundle.is_file():
         # Re-pack from a safe extraction: the size and hash are of *our* archive.
         unpacked = work / "unpacked"
         extract_bundle(bundle, unpacked)
-        return pack_bundle(unpacked, archive)
+        return pack_bundle(unpacked, archive, give_up_bytes=give_up)
     raise BundleError(f"{bundle}: no such bundle folder or archive")
 
 
@@ -162,7 +168,7 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBund
     out = Outcome()
     packed: PackedBundle | None = None
     try:
-        packed = _prepare_archive(bundle, job.work)
+        packed = _prepare_archive(bundle, job.work, job.size_limit_bytes)
         out.timings.pack = time.monotonic() - started
         if packed.packed_bytes > job.size_limit_bytes:
             raise BundleError(

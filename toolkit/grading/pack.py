@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel, Field
 
 MAX_MEMBERS = 10_000
+MAX_UNPACKED_BYTES = 4 * 2**30  # a grader limit: 16 MB of gzip can hold terabytes of zeros
 
 
 class BundleError(ValueError):
@@ -55,11 +56,29 @@ def _walk(bundle_dir: Path) -> list[tuple[str, Path]]:
     return sorted(entries)
 
 
-def pack_bundle(bundle_dir: Path, out: Path) -> PackedBundle:
-    """Pack `bundle_dir` into `out` (.tar.gz) deterministically; raises BundleError if unfit."""
+def pack_bundle(bundle_dir: Path, out: Path, *, give_up_bytes: int | None = None) -> PackedBundle:
+    """Pack `bundle_dir` into `out` (.tar.gz) deterministically; raises BundleError if unfit.
+
+    `give_up_bytes`: stop (BundleError) once the archive grows past this, so that a huge
+    folder is refused in seconds instead of being compressed to the end.
+    """
     if not bundle_dir.is_dir():
         raise BundleError(f"{bundle_dir}: the bundle must be a folder")
     out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        files = _write_archive(bundle_dir, out, give_up_bytes)
+    except OSError as exc:  # e.g. a file that changed size or vanished while being packed
+        raise BundleError(f"{bundle_dir}: could not pack the bundle ({exc})") from exc
+    digest = hashlib.sha256()
+    with out.open("rb") as packed:
+        while block := packed.read(1 << 20):
+            digest.update(block)
+    return PackedBundle(
+        path=out, sha256=digest.hexdigest(), packed_bytes=out.stat().st_size, files=files
+    )
+
+
+def _write_archive(bundle_dir: Path, out: Path, give_up_bytes: int | None) -> int:
     files = 0
     # Stream tar -> gzip -> file: a huge bundle must not be held in memory to be refused.
     with (
@@ -68,6 +87,11 @@ def pack_bundle(bundle_dir: Path, out: Path) -> PackedBundle:
         tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar,
     ):
         for rel, path in _walk(bundle_dir):
+            if give_up_bytes is not None and f.tell() > give_up_bytes:
+                raise BundleError(
+                    f"{bundle_dir}: the packed bundle passed {give_up_bytes:,} bytes before "
+                    "its end; packing stopped (far over the size limit)"
+                )
             info = tarfile.TarInfo(rel)
             info.mtime = 0
             info.uid = info.gid = 0
@@ -82,13 +106,7 @@ def pack_bundle(bundle_dir: Path, out: Path) -> PackedBundle:
             with path.open("rb") as src:
                 tar.addfile(info, src)
             files += 1
-    digest = hashlib.sha256()
-    with out.open("rb") as packed:
-        while block := packed.read(1 << 20):
-            digest.update(block)
-    return PackedBundle(
-        path=out, sha256=digest.hexdigest(), packed_bytes=out.stat().st_size, files=files
-    )
+    return files
 
 
 def _checked_name(member: tarfile.TarInfo) -> PurePosixPath:
@@ -112,6 +130,12 @@ def extract_bundle(archive: Path, dest: Path) -> None:
             if len(members) > MAX_MEMBERS:
                 raise BundleError(f"{archive}: more than {MAX_MEMBERS} entries")
             checked = [(m, _checked_name(m)) for m in members]  # all checks before any write
+            unpacked = sum(m.size for m in members if m.isfile())
+            if unpacked > MAX_UNPACKED_BYTES:
+                raise BundleError(
+                    f"{archive}: unpacks to {unpacked:,} bytes, more than the grader's "
+                    f"{MAX_UNPACKED_BYTES:,}"
+                )
             dest.mkdir(parents=True, exist_ok=True)
             root = dest.resolve()
             for member, name in checked:
