@@ -1,11 +1,11 @@
 """The three roles of a run as sandboxes: controller, runner (grader: see `toolkit.grading`).
 
 controller: the agent's shell, at the workspace root. Its PATH is one folder holding links to
-    ordinary shell tools plus the `runner` client, and the Python interpreters we know of are
-    hidden, so the agent has no Python of its own. Network only if the scaffold needs a model
-    API. The local backend cannot take away every interpreter a host may have (perl, awk):
-    nothing the controller runs has the GPU or the data's write access anyway, and all compute
-    that counts goes through `runner`, which is audited.
+    ordinary shell tools plus the `runner` client; the Python interpreters we know of and the
+    GPU device nodes are hidden, so the agent has no Python and no GPU of its own. Network only
+    if the scaffold needs a model API. The local backend cannot take away every interpreter a
+    host may have (perl, awk): nothing the controller runs has the GPU or write access to the
+    data anyway, and all compute that counts goes through `runner`, which is audited.
 runner: runs the agent's `runner CMD` calls at the workspace root with Python, no network, the
     training data read-only, and the results, the exam, the banks and the harness's own files
     hidden.
@@ -53,6 +53,16 @@ def python_paths() -> list[Path]:
     return sorted(found)
 
 
+def gpu_device_paths() -> list[Path]:
+    """GPU device nodes, hidden from the controller (it has a shell, not the GPU).
+
+    Covered with /dev/null by the sandbox like any hidden file. Untested on a GPU host in this
+    repository's CI (none has one); the docker backend drops devices the usual way instead.
+    """
+    patterns = ("/dev/nvidia*", "/dev/dri/*", "/dev/kfd")
+    return sorted(Path(p) for pattern in patterns for p in glob.glob(pattern))
+
+
 def visible_hide(paths: Sequence[Path], root: Path) -> list[Path]:
     """Existing paths to hide, leaving out any that contain the sandbox root itself."""
     root = root.resolve()
@@ -81,7 +91,7 @@ def make_controller(
         backend,
         root=workspace,
         network=network,
-        hide=visible_hide([*hide, *python_paths()], workspace),
+        hide=visible_hide([*hide, *python_paths(), *gpu_device_paths()], workspace),
         env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
         readonly=readonly,
     )
