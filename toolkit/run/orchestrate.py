@@ -357,9 +357,15 @@ class Run:
             readonly=readonly,
         )
         self.boxes.append(controller)
+        # The sandbox's own protections, plus what the harness adds on top for the controller.
+        extra = {"controller:path-restricted"}
+        if "hidden-paths" in controller.isolation:
+            extra.add("controller:python-hidden")
+            extra |= {"controller:gpu-hidden"} if roles.gpu_device_paths() else set()
         self.isolation = sorted(
             {f"controller:{i}" for i in controller.isolation}
             | {f"runner:{i}" for i in runner_box.isolation}
+            | extra
         )
         self.log(f"workspace {ws}; results {self.artifacts}")
         self.log(f"controller isolation: {', '.join(controller.isolation)}")
