@@ -91,3 +91,28 @@ def test_export_round_trip(model: GPT, tmp_path: Path) -> None:
     # Same distribution as the float model, up to int8 rounding.
     reference = model.next_byte_logprobs([b"abc", b"abcd"]).numpy()
     assert np.abs(np.exp(logprobs) - np.exp(reference)).max() < 0.05
+
+
+def test_train_py_refuses_a_missing_data_folder_clearly(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    starter = Path(__file__).resolve().parents[2] / "toolkit" / "starter"
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(starter / "train.py"),
+            "--data",
+            str(tmp_path / "nothing"),
+            "--out",
+            str(tmp_path / "b"),
+            "--budget-s",
+            "30",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 1
+    assert "train.bin not found" in done.stderr and "--data" in done.stderr
+    assert not (tmp_path / "b").exists()
