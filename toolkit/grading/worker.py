@@ -124,7 +124,7 @@ def _logprobs(model: Any, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> None:
-    bundle_dir, device = sys.argv[1], sys.argv[2]
+    bundle_dir, device = os.path.abspath(sys.argv[1]), sys.argv[2]
     nonce = os.environ.pop("ARI_GRADER_NONCE", "").encode()
     # Private protocol fds (not inherited by the bundle's subprocesses), then silence 0 and 1.
     channel = Channel(os.dup(0), os.dup(1), nonce)
