@@ -27,6 +27,20 @@ def test_grade_prints_the_report_and_writes_json(
     assert report["passed_ids"] == [q["id"] for q in code_questions(3)]
 
 
+def test_keep_leaves_the_sandboxes_for_inspection(
+    make_bundle: MakeBundle, make_exam: MakeExam, tmp_path: Path
+) -> None:
+    keep = tmp_path / "keep"
+    args = ["grade", str(make_bundle(ORACLE)), "--exam", str(make_exam(code_questions(1)))]
+    result = CliRunner().invoke(cli, [*args, "--keep", str(keep)])
+    assert result.exit_code == 0, result.output
+    assert (keep / "bundle.tar.gz").is_file()
+    assert (keep / "phase1" / "bundle" / "inference.py").is_file()
+    assert (keep / "phase2" / "worker.py").is_file()
+    again = CliRunner().invoke(cli, [*args, "--keep", str(keep)])
+    assert again.exit_code == 2 and "not empty" in again.output
+
+
 def test_a_failing_bundle_is_graded_with_exit_code_0(
     make_bundle: MakeBundle, make_exam: MakeExam
 ) -> None:

@@ -98,6 +98,12 @@ def print_report(report: GradeReport, console: Console) -> None:
     multiple=True,
     help="Run only these phases (repeatable; default both).",
 )
+@click.option(
+    "--keep",
+    "keep_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep the archive and each phase's sandbox folder here (to inspect a bundle).",
+)
 def grade_command(
     bundle: Path,
     exam: Path,
@@ -106,6 +112,7 @@ def grade_command(
     json_out: Path | None,
     size_limit: int,
     phases: tuple[str, ...],
+    keep_dir: Path | None,
 ) -> None:
     """Grade a bundle (a folder or .tar.gz) on an exam, in a sandbox.
 
@@ -119,6 +126,8 @@ def grade_command(
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
     console = Console()
+    if keep_dir is not None and keep_dir.exists() and any(keep_dir.iterdir()):
+        raise click.UsageError(f"--keep {keep_dir}: the folder is not empty; pick a new one")
     try:
         report = grade_bundle(
             bundle,
@@ -129,9 +138,14 @@ def grade_command(
             device=device,
             phases=phases or ("generate", "bpb"),
             progress=True,
+            workdir=keep_dir,
         )
     except ExamFileError as exc:
         raise click.UsageError(f"{exc} (pass --exam with a built exam.jsonl)") from exc
+    except FileExistsError as exc:
+        raise click.UsageError(
+            f"--keep {keep_dir}: already holds a grading; pick a new folder"
+        ) from exc
     print_report(report, console)
     if json_out is not None:
         try:
