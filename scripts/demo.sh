@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DEMO_DIR=${DEMO_DIR:-.ari/demo}
 BIN=${BIN:-.venv/bin}
+export NO_MKDOCS_2_WARNING=1
 export ARI_HOME=${ARI_HOME:-$DEMO_DIR/home}
 RESULTS=$DEMO_DIR/results
 mkdir -p "$DEMO_DIR" "$RESULTS"

@@ -186,13 +186,16 @@ class LocalSandbox(Sandbox):
         """The host Python (interpreter, stdlib, venv), read-only, where `nobody` cannot reach it.
 
         The local backend has no image: sandboxed code runs the host's Python. When that lives
-        under a private directory (pyenv in /root, here), it is bound in read-only, alone.
+        under a private directory (pyenv in /root, here) or under a directory the sandbox gets
+        its own empty copy of (a checkout, and so its .venv, cloned into /tmp), it is bound in
+        read-only, alone.
         """
         found: list[Path] = []
-        for prefix in {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}:
-            if _untraversable_ancestor(prefix, self.uid) is not None and not any(
-                _is_within(prefix, p) for p in self.readonly
-            ):
+        for prefix in sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}):
+            hidden = _untraversable_ancestor(prefix, self.uid) is not None or any(
+                _is_within(prefix, Path(tmp).resolve()) for tmp in PRIVATE_TMP
+            )
+            if hidden and not any(_is_within(prefix, p) for p in self.readonly):
                 found.append(prefix)
         return found
 
