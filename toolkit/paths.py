@@ -13,6 +13,7 @@ from pathlib import Path
 def state_dir() -> Path:
     """The toolkit's state directory (`$ARI_HOME`, default `~/.cache/ari-bench`), created."""
     root = os.environ.get("ARI_HOME")
-    path = Path(root) if root else Path.home() / ".cache" / "ari-bench"
+    # Absolute, always: sandboxes get these paths (PATH entries, mounts) from another cwd.
+    path = Path(root).expanduser().resolve() if root else Path.home() / ".cache" / "ari-bench"
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -217,3 +217,23 @@ sleep 2
     assert tampered == [True]
     assert result.status == "invalid"
     assert result.status_reason and "altered during the run" in result.status_reason
+
+
+def test_relative_state_dir_and_an_agent_that_never_calls_runner(
+    make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`ARI_HOME` given relative (as `make demo` does) still reaches the controller's PATH, and
+    a run without any runner call publishes a result that validates (no dangling artifacts)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ARI_HOME", "relative-home")
+    spec = make_spec(
+        ShellAgent("echo agent-ran-here\nexit 3\n"), budget=20, per_call=10, reserved=2
+    )
+    result = execute_run(spec)
+    assert result.status == "failed"
+    assert "exited with status 3" in (result.status_reason or "")
+    assert "audit" not in result.artifacts
+    path = spec.results_dir / result.track / f"{result.run_id}.json"
+    for rel in load_run(path).artifacts.values():
+        assert (path.parent / rel).is_file(), rel
+    assert "agent-ran-here" in (path.parent / result.artifacts["transcript"]).read_text()

@@ -257,11 +257,16 @@ class Run:
                 isolation=self.isolation,
                 protocol_revision=track.protocol_revision,
             ),
+            # Only what exists: an agent that never called `runner` leaves no audit log.
             artifacts={
-                "audit": f"{self.run_id}/{AUDIT_FILE}",
-                "history": f"{self.run_id}/{HISTORY_FILE}",
-                "transcript": f"{self.run_id}/{TRANSCRIPT_FILE}",
-                "agent_log": f"{self.run_id}/{AGENT_LOG}",
+                key: f"{self.run_id}/{name}"
+                for key, name in (
+                    ("audit", AUDIT_FILE),
+                    ("history", HISTORY_FILE),
+                    ("transcript", TRANSCRIPT_FILE),
+                    ("agent_log", AGENT_LOG),
+                )
+                if (self.artifacts / name).is_file()
             },
         )
 

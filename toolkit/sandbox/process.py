@@ -18,32 +18,13 @@ from collections.abc import Callable
 from typing import IO
 
 from toolkit.sandbox import _host
+
+# The launcher is stdlib-only by design, so the host side can share its /proc walk.
+from toolkit.sandbox._launcher import descendants
 from toolkit.sandbox.base import SandboxError, SandboxProcess
 
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """Per stream, what `exec` keeps; the rest is read and dropped so a flood cannot exhaust memory."""
-
-
-def descendants(pid: int) -> list[int]:
-    """Live (non-zombie) host pids descending from `pid`, from a /proc snapshot."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != b"Z":  # zombies are dead already; their parent reaps them
-            children.setdefault(int(fields[1]), []).append(int(entry))
-    found: list[int] = []
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def _all_gone(pids: set[int], timeout: float) -> bool:
