@@ -499,7 +499,8 @@ class Run:
         result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)
         recovery.clear_marker(self.harness)
-        self.log(f"result: {result.status} {result.score.percent:.1f}% ({result.status_reason})")
+        reason = f" ({result.status_reason})" if result.status_reason else ""
+        self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}")
         return result
 
     def _grade_and_publish(self, stop_reason: str) -> RunResult:
