@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolkit.commands.options import results_dir_option
 from toolkit.results import ResultsError
 from toolkit.stats import Row, leaderboard, load_results, to_csv, to_json
 from toolkit.tracks import RegistryError, Track
@@ -70,15 +71,7 @@ def _table(track: Track, rows: list[Row]) -> Table:
 
 @click.command("leaderboard")
 @click.option("--track", "track_id", metavar="T", help="Only this track (default: every track).")
-@click.option(
-    "--results",
-    "results_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    envvar="ARI_RESULTS_DIR",
-    help="The results folder (registry + per-run files); env ARI_RESULTS_DIR.",
-)
+@results_dir_option("The results folder (registry + per-run files)")
 @click.option(
     "--format",
     "fmt",

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from exam_builder.exam_file import ExamFileError
 from toolkit.agents import AGENTS, get_agent
+from toolkit.commands.options import results_dir_option
 from toolkit.data import DataError
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
@@ -109,13 +110,8 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
     default=None,
     help="Training text (.txt, folder, .jsonl, .parquet). Default: the built-in corpus.",
 )
-@click.option(
-    "--results",
-    "results_dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path("results"),
-    show_default=True,
-    help="Results folder: holds tracks.json; the run goes to <results>/<track>/<run_id>.json.",
+@results_dir_option(
+    "Results folder: holds tracks.json; the run goes to <results>/<track>/<run_id>.json"
 )
 @click.option(
     "--registry",
