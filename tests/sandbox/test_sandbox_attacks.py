@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import leftover
 
+from tests.sandbox.conftest import leftover
 from toolkit.sandbox import Limits, Sandbox, create_sandbox
 
 PY = sys.executable

@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import leftover
 
+from tests.sandbox.conftest import leftover
 from toolkit.sandbox import Limits, SandboxError, create_sandbox, process
 from toolkit.sandbox.local import LocalSandbox
 

@@ -18,6 +18,8 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         /dev/shm are fresh tmpfs; TMPDIR is inside root and persists)
     userns              (non-root hosts) the namespaces come from a user namespace, and the
                         mounts are locked in it
+    private-home        (no user switch) the caller's home is an empty tmpfs, so code running
+                        as the caller cannot read its files; the sandbox's own paths stay
     uid:NAME / uid      commands run as that user / as the caller's own uid on the host
     no-new-privs        setuid binaries and file capabilities grant nothing
     cgroup-pids, cgroup-memory, rlimits, memory-per-tree, process-count: how `Limits` are

@@ -121,7 +121,13 @@ class LocalSandbox(Sandbox):
         self.namespaces = self.support.namespaces
         self.userns = self.support.userns
         self.drop_uid = self.namespaces and self.support.is_root
-        self.runtime = self._runtime_paths() if self.drop_uid else []
+        # Without a user switch, sandboxed code runs as the caller, who can read the caller's
+        # home (credentials included): cover it like /tmp, re-exposing only the sandbox's paths.
+        home = Path.home().resolve()
+        self.private_home = (
+            home if self.namespaces and not self.drop_uid and home != Path("/") else None
+        )
+        self.runtime = self._runtime_paths() if self.namespaces else []
         self.tmpdir = self.root / ".tmp"
         self.tmpdir.mkdir(exist_ok=True)
         if self.drop_uid:
@@ -153,6 +159,7 @@ class LocalSandbox(Sandbox):
         off = ["host-filesystem-readable", "kernel", "cpu-share", "devices", "ipc", "uts"]
         if self.namespaces:
             on += ["pidns", "mountns", "private-tmp"] + (["userns"] if self.userns else [])
+            on += ["private-home"] if self.private_home else []
             on += ["hidden-paths"] if self.hide else []
             on += ["readonly-paths"] if self.readonly else []
             on += [] if self.network else ["netns"]
@@ -191,10 +198,12 @@ class LocalSandbox(Sandbox):
         read-only, alone.
         """
         found: list[Path] = []
+        private = [Path(tmp).resolve() for tmp in PRIVATE_TMP]
+        private += [self.private_home] if self.private_home else []
         for prefix in sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}):
-            hidden = _untraversable_ancestor(prefix, self.uid) is not None or any(
-                _is_within(prefix, Path(tmp).resolve()) for tmp in PRIVATE_TMP
-            )
+            hidden = (
+                self.drop_uid and _untraversable_ancestor(prefix, self.uid) is not None
+            ) or any(_is_within(prefix, d) for d in private)
             if hidden and not any(_is_within(prefix, p) for p in self.readonly):
                 found.append(prefix)
         return found
@@ -222,6 +231,8 @@ class LocalSandbox(Sandbox):
 
     def _shadowed(self, expose: list[Path]) -> list[str]:
         shadow = {p for p in PRIVATE_TMP if os.path.isdir(p)}
+        if self.private_home is not None and self.private_home.is_dir():
+            shadow.add(str(self.private_home))
         if self.drop_uid:
             for path in expose:
                 ancestor = _untraversable_ancestor(path, self.uid)
