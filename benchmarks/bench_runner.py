@@ -15,12 +15,11 @@ The target for `runner` is under 50 ms added.
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
 from toolkit.run.chain import ChainedLog
 from toolkit.run.clock import Clock
@@ -28,16 +27,6 @@ from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService
 from toolkit.sandbox import create_sandbox
-
-
-def median_s(action: Callable[[], object], runs: int) -> float:
-    action()  # warm-up
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+
+from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
 from toolkit.sandbox import LineReader, _host, create_sandbox
 
@@ -31,16 +31,6 @@ def _fork_exit_wait() -> None:
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
-
-
-def median_s(action: Callable[[], object], runs: int) -> float:
-    action()  # warm-up (host probe, page cache)
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
 
 
 def main() -> None:
