@@ -13,6 +13,8 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     pidns               own PID namespace: the host's processes are invisible, and the tree
                         dies with its first process
     netns / network     no network but an own loopback / network reachable
+    egress-allowlist    (with `egress`) only the listed (host, port) pairs are reachable, over
+                        TCP; every attempt is logged (`Sandbox.egress_log`)
     mountns             own mount namespace, with: hidden-paths (empty tmpfs over them),
                         readonly-paths (read-only bind mounts), private-tmp (/tmp, /var/tmp,
                         /dev/shm are fresh tmpfs; TMPDIR is inside root and persists)
@@ -35,6 +37,7 @@ from pathlib import Path
 
 from toolkit.sandbox.base import (
     NO_LIMITS,
+    Egress,
     ExecResult,
     Limits,
     Sandbox,
@@ -47,6 +50,7 @@ BACKENDS = ("local",)
 
 __all__ = [
     "BACKENDS",
+    "Egress",
     "ExecResult",
     "Limits",
     "LineReader",
@@ -66,13 +70,16 @@ def create_sandbox(
     limits: Limits = NO_LIMITS,
     env: Mapping[str, str] | None = None,
     readonly: Sequence[Path] = (),
+    egress: Sequence[Egress] = (),
 ) -> Sandbox:
     """A sandbox of `backend` working in `root` (an existing directory; commands start there).
 
     `network`: False = no network at all (a loopback of its own only). `hide`: host paths that
     must be invisible inside (an exam, results, banks). `readonly`: host paths visible but not
-    writable (training data). `limits`: caps per process tree. `env`: variables added to the
-    scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside root).
+    writable (training data). `egress`: with network False, the (host, port) pairs that may
+    still be reached over TCP (every attempt is in `egress_log`). `limits`: caps per process
+    tree. `env`: variables added to the scrubbed environment (PATH, HOME=root, LANG=C.UTF-8,
+    TMPDIR inside root).
 
     The sandbox may run commands as another user (`nobody` for the local backend as root): it
     is handed the files already in `root` when created; put later files in with `write_file`.
@@ -84,7 +91,13 @@ def create_sandbox(
         from toolkit.sandbox.local import LocalSandbox
 
         return LocalSandbox(
-            root, network=network, hide=hide, limits=limits, env=env, readonly=readonly
+            root,
+            network=network,
+            hide=hide,
+            limits=limits,
+            env=env,
+            readonly=readonly,
+            egress=egress,
         )
     known = ", ".join(repr(b) for b in BACKENDS)
     raise ValueError(f"unknown sandbox backend {backend!r}; known backends: {known}")

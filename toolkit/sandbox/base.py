@@ -52,6 +52,19 @@ class Limits:
 NO_LIMITS = Limits()
 
 
+@dataclass(frozen=True)
+class Egress:
+    """One destination a sandbox without network may still open TCP connections to.
+
+    Programs inside connect to `host:port` as usual (the name resolves inside); nothing else
+    outside is reachable. This is how a controller reaches its model provider and nothing more.
+    """
+
+    host: str
+    """A DNS name or an IP address, as the program inside will use it."""
+    port: int
+
+
 class SandboxError(RuntimeError):
     """The sandbox itself broke (could not be set up, lost a process): not the command's fault."""
 
@@ -126,6 +139,14 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def cleanup(self) -> None:
         """Kill every process ever started in the sandbox and release its resources. Idempotent."""
+
+    @property
+    def egress_log(self) -> list[dict[str, object]]:
+        """Every attempt to reach the outside, allowed or refused, oldest first ([] when the
+        sandbox has no egress allow-list). Each entry: `time` (ISO 8601, UTC), `host`, `port`
+        (None for a name lookup), `protocol` ("tcp", "udp" or "dns"), `allowed` (bool) and
+        `error` (why it failed or was refused; None when the connection was made)."""
+        return []
 
     def __enter__(self) -> Sandbox:
         return self

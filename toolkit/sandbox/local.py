@@ -42,12 +42,14 @@ from typing import IO
 from toolkit.sandbox import _host
 from toolkit.sandbox.base import (
     NO_LIMITS,
+    Egress,
     ExecResult,
     Limits,
     Sandbox,
     SandboxError,
     SandboxProcess,
 )
+from toolkit.sandbox.egress import EgressGate
 from toolkit.sandbox.files import read_under, write_under
 from toolkit.sandbox.forkserver import ForkServer
 from toolkit.sandbox.process import LocalProcess, communicate
@@ -99,6 +101,7 @@ class LocalSandbox(Sandbox):
         limits: Limits = NO_LIMITS,
         env: Mapping[str, str] | None = None,
         readonly: Sequence[Path] = (),
+        egress: Sequence[Egress] = (),
     ):
         self.support = _host.probe()
         self.root = Path(root).resolve()
@@ -145,6 +148,8 @@ class LocalSandbox(Sandbox):
             "TMPDIR": str(self.tmpdir),
             **(env or {}),
         }
+        self.egress = list(egress)
+        self._gate = self._egress_gate()
         self._server = ForkServer(userns=self.userns)
         self._state = threading.Condition()
         self._starting = 0
@@ -168,6 +173,8 @@ class LocalSandbox(Sandbox):
             off += [] if self.network else ["network"]
         if self.network:
             off.append("network")
+        if self.egress:
+            (on if self._gate is not None else off).append("egress-allowlist")
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
         on += ["cgroup-memory"] if s.memory_parent and lim.memory_bytes is not None else []
         if lim.memory_bytes is not None and not s.memory_parent:
@@ -214,6 +221,25 @@ class LocalSandbox(Sandbox):
         for dirpath, dirnames, filenames in os.walk(path):
             for name in dirnames + filenames:
                 os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
+
+    # -- egress --------------------------------------------------------------------------
+    def _egress_gate(self) -> EgressGate | None:
+        """The allow-list's host side, where there are network namespaces to apply it in.
+
+        Without them the sandbox has the host's network as it is (recorded: `network` and
+        `egress-allowlist` in not_isolated)."""
+        if not self.egress:
+            return None
+        if self.network:
+            raise ValueError("egress is for sandboxes without network (network=False)")
+        if not self.namespaces:
+            log.warning("sandbox: no network namespaces here: egress allow-list not enforced")
+            return None
+        return EgressGate(self.egress)
+
+    @property
+    def egress_log(self) -> list[dict[str, object]]:
+        return self._gate.log if self._gate is not None else []
 
     # -- spawning ------------------------------------------------------------------------
     def _rlimits(self) -> dict[str, int]:
@@ -265,6 +291,7 @@ class LocalSandbox(Sandbox):
             "tmpfs_size": str(self.limits.memory_bytes or "25%"),
             "loopback": self.namespaces and not self.network,
             "rlimits": self._rlimits(),
+            "egress": self._gate.launcher_spec() if self._gate is not None else None,
             "uid": self.uid if self.drop_uid else None,
             "gid": self.gid if self.drop_uid else None,
             "cwd": str(workdir),
@@ -367,5 +394,7 @@ class LocalSandbox(Sandbox):
             except SandboxError as e:
                 errors.append(str(e))
         self._server.close()
+        if self._gate is not None:
+            self._gate.close()
         if errors:
             raise SandboxError("; ".join(errors))
