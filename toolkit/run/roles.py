@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from toolkit.sandbox import Limits, Sandbox, create_sandbox
+from toolkit.sandbox import Egress, Limits, Sandbox, create_sandbox
 
 # What an agent's shell needs; missing ones are skipped (the list is a courtesy, not a promise).
 SHELL_TOOLS = (
@@ -86,6 +86,7 @@ def make_controller(
     network: bool,
     env: dict[str, str],
     readonly: Sequence[Path],
+    egress: Sequence[Egress] = (),
 ) -> Sandbox:
     return create_sandbox(
         backend,
@@ -94,6 +95,7 @@ def make_controller(
         hide=visible_hide([*hide, *python_paths(), *gpu_device_paths()], workspace),
         env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
         readonly=readonly,
+        egress=egress,
     )
 
 
