@@ -51,7 +51,22 @@ def ari_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def prepared_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Small training data, prepared once for every run of the session."""
-    words = "the quick brown fox jumps over a lazy dog while seven wizards quietly box".split()
+    words = [
+        "the",
+        "quick",
+        "brown",
+        "fox",
+        "jumps",
+        "over",
+        "a",
+        "lazy",
+        "dog",
+        "while",
+        "seven",
+        "wizards",
+        "quietly",
+        "box",
+    ]
     lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) for i in range(3000)]
     base = tmp_path_factory.mktemp("agent-data")
     text = base / "text.txt"

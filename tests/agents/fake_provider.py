@@ -151,7 +151,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 (the stdlib's name)
+    def do_POST(self) -> None:
         arrived = time.monotonic()
         length = int(self.headers.get("content-length", 0))
         body = json.loads(self.rfile.read(length) or b"{}")
@@ -163,7 +163,8 @@ class _Handler(BaseHTTPRequestHandler):
                 provider.results_back.setdefault(call_id, arrived)
         reply = provider.script(request)
         if reply.status != 200:
-            self._send(reply.status, "application/json", b'{"error": {"message": "scripted failure"}}')
+            error = b'{"error": {"message": "scripted failure"}}'
+            self._send(reply.status, "application/json", error)
             return
         turn = len(provider.requests)
         chunks = [_chunk({"role": "assistant", "content": ""})]

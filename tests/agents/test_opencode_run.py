@@ -80,9 +80,7 @@ def test_a_scripted_model_trains_submits_promotes_and_is_graded(
         Reply(calls=[("read", {"filePath": "TASK.md"})]),
         Reply(calls=[bash("runner time_left")]),
         Reply(
-            calls=[
-                bash("runner python starter/train.py --data data --out bundles/b1 --budget-s 5")
-            ]
+            calls=[bash("runner python starter/train.py --data data --out bundles/b1 --budget-s 5")]
         ),
         Reply(calls=[bash("runner submit bundles/b1")]),
         _promote_submitted,

@@ -52,7 +52,7 @@ class _Hello(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+    def do_GET(self) -> None:
         body = b"hello from the host\n"
         self.send_response(200)
         self.send_header("content-length", str(len(body)))
@@ -175,7 +175,9 @@ def test_a_server_of_the_sandboxs_own_is_not_egress(gated: Sandbox) -> None:
     assert gated.egress_log == []
 
 
-def test_the_tree_cannot_touch_the_gate(gated: Sandbox, servers: tuple[_Recorder, _Recorder]) -> None:
+def test_the_tree_cannot_touch_the_gate(
+    gated: Sandbox, servers: tuple[_Recorder, _Recorder]
+) -> None:
     """The resolver files are read-only, the gate's folder is out of sight, and no process of
     the gate runs inside (nothing to kill)."""
     allowed, _ = servers
@@ -203,9 +205,7 @@ def test_listeners_go_with_their_tree(gated: Sandbox) -> None:
     assert gate._trees == []
 
 
-def test_a_flood_of_attempts_is_capped(
-    gated: Sandbox, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_flood_of_attempts_is_capped(gated: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(egress_module, "MAX_LOG_ENTRIES", 5)
     script = (
         "import socket\n"
@@ -261,8 +261,16 @@ def test_unprivileged_user_gets_the_allow_list_too() -> None:
         os.chown(base, 65534, 65534)
         repo = Path(__file__).resolve().parents[2]
         done = subprocess.run(
-            [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", python, "-c"]
-            + [UNPRIVILEGED, str(base)],
+            [
+                setpriv,
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                python,
+                "-c",
+                UNPRIVILEGED,
+                str(base),
+            ],
             capture_output=True,
             timeout=300,
             env={"PATH": os.environ["PATH"], "HOME": str(base), "PYTHONPATH": str(repo)},
