@@ -5,7 +5,7 @@ e.g. `opencode-linux-x64`): no Node and no Python are needed to run it, only to 
 It goes into a folder the project owns (`.tools/opencode` in a checkout, else
 `$ARI_HOME/tools/opencode`), never a global install:
 
-    python -m toolkit.agents.scaffold        # or: make opencode
+    make opencode        # or: python -m toolkit.agents.install
 
 `ARI_OPENCODE_BIN` points at another binary (it must report the pinned version, or the run
 is told explicitly to accept another one).
@@ -106,7 +106,7 @@ def require(any_version: bool = False) -> tuple[Path, str]:
         where = binary or install_dir()
         raise ScaffoldError(
             f"opencode {OPENCODE_VERSION} is not installed (looked in {where}); "
-            "install it with `make opencode` (or `python -m toolkit.agents.scaffold`)"
+            "install it with `make opencode` (or `python -m toolkit.agents.install`)"
         )
     version = binary_version(binary)
     if version != OPENCODE_VERSION and not any_version:

@@ -335,6 +335,7 @@ class EgressGate:
             self._record(rule.host, rule.port, "tcp", True, "refused: too many connections")
             return
         inside.setblocking(True)
+        inside.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # relay, do not batch
         with self._lock:
             self._relays.add(inside)
         threading.Thread(
@@ -349,6 +350,7 @@ class EgressGate:
                 self._record(rule.host, rule.port, "tcp", True, f"connect failed: {e}")
                 return
             self._record(rule.host, rule.port, "tcp", True, None)
+            outside.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self._relays.add(outside)
             try:
