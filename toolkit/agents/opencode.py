@@ -22,6 +22,13 @@ and port and nothing else (egress allow-list). stdout (JSON events) goes to `eve
 stderr (its log) to `scaffold.log`; at the end `opencode export` gives `transcript.json`, and
 usage is summed over the `step_finish` events. A provider that fails past the scaffold's
 retries, or keeps failing for more than `stall_share` of the budget, makes the run `invalid`.
+
+Not covered (the scaffold's shell runs as the scaffold's own user, so anything the scaffold can
+read, the model's commands can too): the key is readable by the model's commands (it can only
+be used towards the provider; it is redacted from every file the run publishes), and the model
+could make its own run `invalid`, by spending the provider's rate limit with that key or by
+writing a fake error event into the scaffold's output. Invalid runs are never averaged, and
+each is listed with its reason; a row whose runs keep ending `invalid` is visible as such.
 """
 
 from __future__ import annotations
