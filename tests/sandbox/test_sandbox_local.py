@@ -102,11 +102,12 @@ UNPRIVILEGED = """
 import json, os, sys
 from pathlib import Path
 from toolkit.sandbox import create_sandbox
-base, marker = Path(sys.argv[1]), sys.argv[2]
+base, marker, owned = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 (base / "root" / "secret").mkdir(parents=True)
 (base / "root" / "secret" / "exam.jsonl").write_text("answer")
 (base / "data").mkdir()
 (base / "data" / "text.txt").write_text("train")
+(base / "private.txt").write_text("the caller's own file")
 hide, readonly = [base / "root" / "secret"], [base / "data"]
 with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) as box:
     out = {"isolation": box.isolation}
@@ -118,12 +119,17 @@ with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) a
         "read": ["cat", f"{base}/data/text.txt"],
         "net": ["cat", "/proc/net/dev"],
         "launcher": ["readlink", "/proc/1/fd/0"],
+        "lock": ["sh", "-c", f"echo x > /run/lock/{marker} && cat /run/lock/{marker}"],
+        "planted": ["sh", "-c", f"echo x > {owned}/planted"],
+        "home": ["cat", f"{base}/private.txt"],
     }.items():
         result = box.exec(argv, timeout=60)
         out[name] = [result.returncode, result.stdout.decode()]
     sleeper = f"(setsid python3 -c 'import time; time.sleep(600)' {marker} &); sleep 600"
     box.start(["sh", "-c", sleeper])
     out["timed_out"] = box.exec(["sh", "-c", sleeper], timeout=1).timed_out
+out["lock_on_host"] = os.path.exists(f"/run/lock/{marker}")
+out["planted_on_host"] = os.path.exists(f"{owned}/planted")
 out["left"] = [p for p in os.listdir("/proc") if p.isdigit() and p != str(os.getpid())
                and marker.encode() in open(f"/proc/{p}/cmdline", "rb").read()]
 print(json.dumps(out))
@@ -136,9 +142,12 @@ def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
     if os.geteuid() != 0 or not setpriv or not os.path.exists(python):
         pytest.skip("needs root, setpriv and /usr/bin/python3 to act as an unprivileged user")
     base = Path(tempfile.mkdtemp(prefix="ari-unprivileged-"))
+    repo = Path(__file__).resolve().parents[2]
+    owned = repo / ".ari" / f"test-unprivileged-{marker}"  # on the host's disk, the user's own
+    owned.mkdir(parents=True)
     try:
         os.chown(base, 65534, 65534)
-        repo = Path(__file__).resolve().parents[2]
+        os.chown(owned, 65534, 65534)
         done = subprocess.run(
             [
                 setpriv,
@@ -150,6 +159,7 @@ def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
                 UNPRIVILEGED,
                 str(base),
                 marker,
+                str(owned),
             ],
             capture_output=True,
             timeout=300,
@@ -167,8 +177,13 @@ def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
         assert interfaces == ["lo"]
         assert out["timed_out"] and out["left"] == []
         assert out["launcher"][0] != 0  # the namespace's init is out of the command's reach
+        # The host is read-only, even where the caller may write; /run/lock is private.
+        assert out["lock"] == [0, "x\n"] and not out["lock_on_host"]
+        assert out["planted"][0] != 0 and not out["planted_on_host"]
+        assert out["home"][0] != 0 and "own file" not in out["home"][1]  # HOME is covered
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(owned, ignore_errors=True)
 
 
 def test_cleanup_racing_with_starts_leaves_nothing(root: Path, marker: str) -> None:
