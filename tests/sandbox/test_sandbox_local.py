@@ -225,3 +225,15 @@ def test_write_through_a_file_is_refused(root: Path) -> None:
         box.write_file("plain", b"x")
         with pytest.raises(ValueError, match="not a plain directory"):
             box.write_file("plain/inner.txt", b"y")
+
+
+def test_keyring_filter_is_in_force_where_the_machine_is_known() -> None:
+    """A broken probe would quietly turn the keyring filter off (`keyrings` in not_isolated):
+    on a machine whose system call numbers we know, it must be on."""
+    import platform
+
+    from toolkit.sandbox import _host, _seccomp
+
+    if platform.machine() not in _seccomp.KEYRING_CALLS:
+        pytest.skip(f"no keyring filter for {platform.machine()} yet (see _seccomp.py)")
+    assert _host.probe().keyring_filter

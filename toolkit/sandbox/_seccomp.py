@@ -74,6 +74,9 @@ def program(machine: str | None = None) -> bytes | None:
     return b"".join(struct.pack("=HBBI", *insn) for insn in insns)
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
@@ -83,9 +86,8 @@ def install(filter_code: bytes) -> None:
 
     Needs no_new_privs (or CAP_SYS_ADMIN); OSError if the kernel refuses.
     """
-    libc = ctypes.CDLL(None, use_errno=True)
     prog = _SockFprog(len(filter_code) // 8, filter_code)
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"seccomp filter refused: {os.strerror(err)}")
 
@@ -95,8 +97,7 @@ def _probe() -> int:
     code = program()
     if code is None:
         return 1
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         return 1
     try:
         install(code)
@@ -104,7 +105,7 @@ def _probe() -> int:
         return 1
     keyctl = KEYRING_CALLS[platform.machine()][0][1][2]
     # KEYCTL_GET_KEYRING_ID (0) of the session keyring (-3), without creating it (0).
-    result = libc.syscall(
+    result = _libc.syscall(
         ctypes.c_long(keyctl), ctypes.c_long(0), ctypes.c_long(-3), ctypes.c_long(0)
     )
     return 0 if result == -1 and ctypes.get_errno() == errno.ENOSYS else 1
