@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -237,3 +238,36 @@ def test_keyring_filter_is_in_force_where_the_machine_is_known() -> None:
     if platform.machine() not in _seccomp.KEYRING_CALLS:
         pytest.skip(f"no keyring filter for {platform.machine()} yet (see _seccomp.py)")
     assert _host.probe().keyring_filter
+
+
+SWAPPER = """
+import os, sys, time
+while True:  # sub/ is a folder for a few ms, then a link to a root-owned folder for a few ms
+    time.sleep(0.004)
+    os.rename("sub", "sub.d")
+    os.symlink(sys.argv[1], "sub")
+    time.sleep(0.004)
+    os.unlink("sub")
+    os.rename("sub.d", "sub")
+"""
+
+
+def test_handing_over_a_root_never_follows_a_swapped_link(tmp_path: Path) -> None:
+    """Creating a sandbox chowns its root's files to the sandbox user, as root. A sandbox
+    already working in that root swaps a folder for a link mid-walk: the link's target (here a
+    root-owned file) must never be chowned. Fails within a second against a path-based walk."""
+    root, victim = tmp_path / "root", tmp_path / "victim"
+    (root / "sub").mkdir(parents=True)
+    victim.mkdir()
+    for i in range(2000):  # the same names in both: a path through sub/ resolves either way
+        (root / "sub" / f"f{i}").write_bytes(b"")
+        (victim / f"f{i}").write_bytes(b"root's own")
+    with create_sandbox("local", root=root) as box:
+        if not isinstance(box, LocalSandbox) or not box.drop_uid:
+            pytest.skip("no user switch here: nothing is chowned")
+        box.start([PY, "-c", SWAPPER, str(victim)], stdin=False, stdout=False)
+        end = time.monotonic() + 5
+        while time.monotonic() < end and (victim / "f0").stat().st_uid == 0:
+            with contextlib.suppress(SandboxError):  # a root changing under the walk: refused
+                create_sandbox("local", root=root).cleanup()
+    assert {(victim / f"f{i}").stat().st_uid for i in range(2000)} == {0}

@@ -298,10 +298,7 @@ def build(plan: dict[str, Any]) -> None:
     sources: dict[str, int] = {}
     for kind, path in plan["steps"]:
         if kind in ("bind", "bind-ro"):
-            try:
-                sources[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError as e:
-                raise SetupError(f"cannot open {path} to expose it in the sandbox: {e}") from e
+            sources[path] = open_target(path)  # canonical: a symlink here was planted
     make_host_readonly(how)
     mount_proc(how)
     folders = stage_places(plan["places"], plan["place_dirs"], plan["place_options"])

@@ -1,27 +1,36 @@
 """The local backend: each process tree is a host process, isolated as far as the host allows.
 
-Where the host allows it (root and Linux namespaces; here: yes), every command gets its own
+Where the host allows it (root, or a user namespace; here: yes), every command gets its own
 PID namespace (killing its first process kills the whole tree, setsid'd and double-forked
-children included), network namespace (loopback only), and mount namespace (hidden paths covered
-by an empty tmpfs, read-only paths bind-mounted read-only, private /tmp, /var/tmp, /dev/shm).
-It joins per-tree pids and memory cgroups for the limits that are set (where writable), gets
-rlimits and a scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands
-are started by a fork server (`_launcher.py`), one per sandbox. `isolation` lists what was in
-force; where the host cannot, the backend falls back with a logged warning.
+children included), network namespace (loopback only), IPC and UTS namespaces, and mount
+namespace in which the whole host is read-only: the root is bound read-write, read-only paths
+read-only, hidden paths are covered by an empty tmpfs (a hidden folder that holds the root or a
+read-only path shows only those), and /tmp, /var/tmp, /dev/shm, /run (/run/lock, /var/lock)
+and /dev/mqueue are private, size-capped and gone with the command (`_layout.py` plans it,
+`_mounts.py` mounts it). It joins per-tree pids and memory cgroups for the limits that are set
+(where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
+scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands are started by
+a fork server (`_launcher.py`), one per sandbox. `isolation` lists what was in force; where the
+host cannot, the backend falls back with a logged warning.
 
 What the local backend does NOT isolate (recorded in `not_isolated`):
 
-- the host filesystem outside the hidden paths: it is visible, readable wherever `nobody` may
-  read (world-readable files), writable wherever `nobody` may write;
-- the same data reached by another path (a hard link, another bind mount, a copy) is not hidden:
-  callers hide the real locations;
-- the kernel (no seccomp filter), CPU share (no CPU quota; only `cpu_seconds` of CPU time),
-  devices in /dev (GPUs stay reachable), the clock, System V IPC and the UTS hostname;
-- other sandboxes: their commands also run as `nobody` (they cannot signal or see each other
-  across PID namespaces, but each may read, and write, the other's root if it can reach it:
-  keep roots under /tmp, which every sandbox sees as its own private tmpfs, or hide them);
-- without namespaces (non-root hosts): network, mounts, hidden and read-only paths, and the uid
-  (commands run as the caller); trees are still killed whole (the launcher is a subreaper);
+- reading the host filesystem outside the hidden paths: it is visible, and readable wherever
+  the sandbox user may read (world-readable files); the same data reached by another path (a
+  hard link, another bind mount, a copy) is not hidden: callers hide the real locations;
+- FIFOs and Unix sockets on the host outside the private places: a read-only mount does not
+  stop opening them, so their permissions (and hiding their folders) must;
+- the root's disk use: it is the caller's folder, capped per file (`file_size_bytes`), not in
+  total (`disk_bytes` caps the private places only);
+- the kernel (no system call filter beyond the keyrings), CPU share (no CPU quota; only
+  `cpu_seconds` of CPU time), devices in /dev (GPUs stay reachable), the clock;
+- sandboxes running at the same time: all run as `nobody`; they cannot signal, see or write
+  each other, but each may read another's root if it can reach it (keep roots under /tmp, which
+  every sandbox sees as its own, or hide them), and timing or file locks on shared readable
+  files are covert channels between live sandboxes (not persistence: nothing outlives a tree);
+- without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
+  host, hidden and read-only paths, private places, IPC and the uid (commands run as the
+  caller); trees are still killed whole (the launcher is a subreaper), and keyrings refused;
 - without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree, and the
   process cap is only RLIMIT_NPROC of the uid (not enforced at all for root).
 """
@@ -216,11 +225,16 @@ class LocalSandbox(Sandbox):
             return str(self.uid)
 
     def _hand_over(self, path: Path) -> None:
-        """Give the sandbox user the root's files, so it can work in its own directory."""
-        os.chown(path, self.uid, self.gid)
-        for dirpath, dirnames, filenames in os.walk(path):
+        """Give the sandbox user the root's files, so it can work in its own directory.
+
+        Walked by descriptor, never through a symlink: a sandbox already working in this root
+        (a runner, when the controller is made) must not get root to chown a link's target by
+        swapping a folder for a link mid-walk.
+        """
+        os.chown(path, self.uid, self.gid, follow_symlinks=False)
+        for _, dirnames, filenames, dir_fd in os.fwalk(path, follow_symlinks=False):
             for name in dirnames + filenames:
-                os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
+                os.chown(name, self.uid, self.gid, dir_fd=dir_fd, follow_symlinks=False)
 
     # -- spawning ------------------------------------------------------------------------
     def _rlimits(self) -> dict[str, int]:
