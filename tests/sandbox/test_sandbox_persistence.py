@@ -27,6 +27,8 @@ from toolkit.sandbox import Limits, Sandbox, SandboxError, _host, create_sandbox
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
+# Who sandboxed commands write as on the host: `nobody` as root, else the caller (user namespace).
+WRITER = (NOBODY, NOBODY) if os.geteuid() == 0 else (os.getuid(), os.getgid())
 # Where processes normally write; each must be private to the sandbox (where the host has it).
 PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue", "/run", "/run/lock", "/var/lock")
 
@@ -67,8 +69,8 @@ def _writable_by(uid: int, gid: int, st: os.stat_result) -> bool:
 
 @pytest.fixture(scope="module")
 def host_writable_dirs() -> list[str]:
-    """Every folder on the host that `nobody` may write, found by walking all of / (every
-    mounted filesystem but the kernel's /proc and /sys), plus the usual places."""
+    """Every folder on the host that the sandbox's user may write, found by walking all of /
+    (every mounted filesystem but the kernel's /proc and /sys), plus the usual places."""
     found = {p for p in PLACES if os.path.isdir(p)}
     stack = ["/"]
     while stack:
@@ -83,7 +85,7 @@ def host_writable_dirs() -> list[str]:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if _writable_by(NOBODY, NOBODY, st):
+            if _writable_by(*WRITER, st):
                 found.add(entry.path)
             stack.append(entry.path)
     return sorted(found)
@@ -118,11 +120,11 @@ print(json.dumps([d for d in dirs if os.path.lexists(os.path.join(d, name))]))
 def test_no_host_folder_is_shared_or_writable(
     readonly_by: str, tmp_path: Path, host_dir: Path, host_writable_dirs: list[str]
 ) -> None:
-    """What one sandbox writes in any folder `nobody` may write on the host reaches neither a
+    """What one sandbox writes in any folder its user may write on the host reaches neither a
     second sandbox nor the host; outside the private places, the write itself fails."""
-    owned = host_dir / "owned-by-nobody"  # like another sandbox's root, or a run's workspace
+    owned = host_dir / "owned-by-the-writer"  # like another sandbox's root, or a workspace
     owned.mkdir()
-    os.chown(owned, NOBODY, NOBODY)
+    os.chown(owned, *WRITER)
     name = f"ari-probe-{uuid.uuid4().hex}"
     dirs = sorted({*host_writable_dirs, str(owned)})
     private = [p for p in PLACES if os.path.isdir(p)]
