@@ -131,8 +131,13 @@ with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) a
     out["timed_out"] = box.exec(["sh", "-c", sleeper], timeout=1).timed_out
 out["lock_on_host"] = os.path.exists(f"/run/lock/{marker}")
 out["planted_on_host"] = os.path.exists(f"{owned}/planted")
+def cmdline(pid):
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:  # gone meanwhile
+        return b""
 out["left"] = [p for p in os.listdir("/proc") if p.isdigit() and p != str(os.getpid())
-               and marker.encode() in open(f"/proc/{p}/cmdline", "rb").read()]
+               and marker.encode() in cmdline(p)]
 print(json.dumps(out))
 """
 
