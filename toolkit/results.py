@@ -75,6 +75,12 @@ class TrainData(_Model):
     )
     train_bytes: int = Field(ge=0, description="Prepared training bytes.")
     val_bytes: int = Field(ge=0, description="Prepared validation bytes.")
+    not_text_share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the prepared bytes that are not text (invalid UTF-8, control).",
+    )
 
 
 class Candidate(_Model):

@@ -214,3 +214,30 @@ def test_names_are_shown_literally(tmp_path: Path) -> None:
     assert "&lt;b&gt;evil&lt;/b&gt;*model_x*</a>" in board
     assert "<title>Track *one* &lt;i&gt; - ARI Bench</title>" in board
     assert "<i>" not in board and "<b>evil" not in board  # not in the nav, title or table
+
+
+def test_row_page_lists_runs_that_do_not_count(built_site: Path) -> None:
+    gpt = _text(built_site / "rows" / "v1-test" / "gpt-x-high.html")
+    assert "repeat of seed 0: the seed&#39;s first scored run, run0, counts" in gpt
+    assert "Seeds counted" in gpt and "3/3" in gpt and ">1–2<" in gpt
+    claude = _text(built_site / "rows" / "v1-test" / "claude-y.html")
+    assert "not under the track&#39;s rules: budget 600 s (track: 3600 s)" in claude
+    assert "rerun" in claude and "inv0" in claude
+    board = _text(built_site / "leaderboards" / "v1-test.html")
+    assert "1 repeat" in board and "1 off the track's rules" in board
+
+
+def test_the_pages_explain_what_they_show(built_site: Path) -> None:
+    method = _text(built_site / "methodology.html")
+    assert "A worked example" in method and "1–3" in method and "2–3" in method
+    assert "scores 0" in method and "zero included" not in method
+    assert "first scored run of each seed" in method
+    official = _text(built_site / "leaderboards" / "v1-test.html")
+    assert "100 hidden questions" in official
+    demo = _text(built_site / "leaderboards" / "demo-test.html")
+    assert "hidden questions" not in demo and "questions of the public demo exam" in demo
+    limits = _text(built_site / "limitations.html")
+    assert "open-source agent scaffold" not in limits
+    assert "built-in <em>scripted</em> agent, which uses no model" in limits
+    home = _text(built_site / "index.html")
+    assert 'Last updated <time datetime="2026-11-22">' in home and 'class="ari-glance"' in home
