@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from toolkit.results import RunResult
 from toolkit.stats.loading import ResultsSet
-from toolkit.stats.rules import rule_differences
+from toolkit.stats.rules import TrackRules
 from toolkit.tracks import ProtocolFix, Track
 
 # Below this float gap between two interval ends, the exact comparison decides.
@@ -192,13 +192,20 @@ def rank_ranges(intervals: list[Interval]) -> list[tuple[int, int]]:
 
 
 def exact_interval(percents: list[Fraction]) -> Interval:
-    """Mean and squared standard error (ddof 1) of exact percents; a single value: SE² = 0."""
+    """Mean and squared standard error (ddof 1) of exact percents; a single value: SE² = 0.
+
+    Computed on integers over a common denominator (sums of Fractions normalise at every
+    step, which dominated the statistics of a large board): with x_i = a_i / D,
+    mean = Σa / (nD) and SE² = (nΣa² - (Σa)²) / (n²(n-1)D²)."""
     n = len(percents)
-    mean = sum(percents, Fraction(0)) / n
+    denominator = math.lcm(*(x.denominator for x in percents))
+    a = [x.numerator * (denominator // x.denominator) for x in percents]
+    total = sum(a)
+    mean = Fraction(total, n * denominator)
     if n < 2:
         return Interval(mean, Fraction(0))
-    variance = sum(((x - mean) ** 2 for x in percents), Fraction(0)) / (n - 1)
-    return Interval(mean, variance / n)
+    spread = n * sum(v * v for v in a) - total * total
+    return Interval(mean, Fraction(spread, n * n * (n - 1) * denominator * denominator))
 
 
 def percent(run: RunResult) -> Fraction:
@@ -224,13 +231,13 @@ def _utc(when: datetime) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _entries(runs: list[RunResult], track: Track) -> list[RunEntry]:
+def _entries(runs: list[RunResult], rules: TrackRules) -> list[RunEntry]:
     """Each run's role in its row (see the module docstring), in (seed, start, id) order."""
     runs = sorted(runs, key=lambda r: (r.seed, _utc(r.started_at), r.run_id))
     counted: dict[int, str] = {}  # seed -> the run that counts for it
     entries: list[tuple[RunResult, RunRole, str | None]] = []
     for run in runs:
-        differences = rule_differences(run, track)
+        differences = rules.differences(run)
         if differences:
             entries.append(
                 (run, "off-rules", "not under the track's rules: " + "; ".join(differences))
@@ -266,14 +273,15 @@ def _mean(values: list[float]) -> float | None:
 
 
 def _row(
-    track: Track,
+    rules: TrackRules,
     key: tuple[str, str | None, int],
     runs: list[RunResult],
     fixes: list[ProtocolFix],
     slug: str,
 ) -> tuple[Row, Interval | None]:
     model, effort, legacy_rev = key
-    entries = _entries(runs, track)
+    track = rules.track
+    entries = _entries(runs, rules)
     by_id = {r.run_id: r for r in runs}
     scored = [by_id[e.run_id] for e in entries if e.counted]
     interval = exact_interval([percent(r) for r in scored]) if scored else None
@@ -317,12 +325,13 @@ def leaderboard(results: ResultsSet, track: Track | str) -> list[Row]:
     rows: list[Row] = []
     intervals: list[Interval | None] = []
     used: set[str] = set()
+    rules = TrackRules(track)
     for key in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2])):
         slug = _slug(key[0], key[1], key[2] or None)
         if slug in used:  # two spellings that slugify alike: keep both pages apart
             slug += "-" + hashlib.sha256(repr(key).encode()).hexdigest()[:6]
         used.add(slug)
-        row, interval = _row(track, key, groups[key], results.fixes, slug)
+        row, interval = _row(rules, key, groups[key], results.fixes, slug)
         rows.append(row)
         intervals.append(interval)
     return _rank(rows, intervals)

@@ -29,8 +29,46 @@ def _num(value: object) -> str:
     return f"{value:g}" if isinstance(value, int | float) else str(value)
 
 
+class TrackRules:
+    """A track's frozen values, prepared once to check many runs against them."""
+
+    def __init__(self, track: Track) -> None:
+        self.track = track
+        self.grading: dict[str, float] = {
+            **track.grading.model_dump(),
+            "size_limit_bytes": track.size_limit_bytes,
+        }
+        self.budget = {
+            "budget_s": track.budget_s,
+            "per_call_limit_s": track.per_call_limit_s,
+            "reserved_s": track.reserved_s,
+        }
+
+    def plainly_under(self, run: RunResult) -> bool:
+        """A quick check that settles the common case: every value recorded as frozen."""
+        track, config = self.track, run.config
+        return (
+            run.timings.budget_s == track.budget_s
+            and all(config.budget.get(k, v) == v for k, v in self.budget.items())
+            and all(config.grading.get(k, v) == v for k, v in self.grading.items())
+            and track.matches_exam(config.exam_sha256)
+            and config.public_set_sha256.startswith(track.public_set_sha256 or "")
+            and not (track.train_data_sha256 or track.val_data_sha256)
+        )
+
+    def differences(self, run: RunResult) -> list[str]:
+        """What of the run's effective configuration differs from the track's rules."""
+        if self.plainly_under(run):
+            return []
+        return _differences(run, self.track, self.grading)
+
+
 def rule_differences(run: RunResult, track: Track) -> list[str]:
     """What of the run's effective configuration differs from its track's rules ([] if none)."""
+    return TrackRules(track).differences(run)
+
+
+def _differences(run: RunResult, track: Track, frozen_grading: dict[str, float]) -> list[str]:
     config = run.config
     found: list[str] = []
     if not track.matches_exam(config.exam_sha256):
@@ -49,10 +87,6 @@ def rule_differences(run: RunResult, track: Track) -> list[str]:
     ):
         if _differs(config.budget.get(key), frozen):
             found.append(f"{what} {_num(config.budget[key])} s (track: {_num(frozen)} s)")
-    frozen_grading: dict[str, float] = {
-        **track.grading.model_dump(),
-        "size_limit_bytes": track.size_limit_bytes,
-    }
     for key, frozen_value in frozen_grading.items():
         if _differs(config.grading.get(key), frozen_value):
             found.append(f"grading {key} {_num(config.grading[key])} (track: {_num(frozen_value)})")
