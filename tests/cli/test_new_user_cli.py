@@ -128,6 +128,20 @@ def test_a_run_into_a_git_tree_says_where_it_went(short_run: tuple, worktree: Pa
     assert str(worktree / "results" / "demo-cpu") in notes[-1]
 
 
+def test_an_ignored_folder_in_a_git_tree_is_not_flagged(
+    home: Path, worktree: Path, short_run: tuple
+) -> None:
+    (worktree / ".gitignore").write_text("/scratch/\n")
+    shutil.copytree(worktree / "results", worktree / "scratch" / "results", dirs_exist_ok=True)
+    done = _toolkit(
+        home, "run", "--agent", "scripted", "--track", "demo-cpu", "--seed", "5",
+        "--budget", "10", "--device", "cpu", "--quiet", "--results", "scratch/results",
+        cwd=worktree,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "git working tree" not in done.stderr
+
+
 # --- item 11: plain, unwrapped text when not a terminal -----------------------------------------
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import click
@@ -81,13 +82,27 @@ def git_worktree_of(path: Path) -> Path | None:
     return None
 
 
+def _git_ignored(tree: Path, path: Path) -> bool:
+    """Whether git ignores `path` in `tree` (False when git cannot tell: then we warn)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(tree), "check-ignore", "-q", str(path)],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
 def warn_if_in_worktree(results_dir: Path, track: Track, console: Console) -> None:
     """A run written into a git working tree (the repository's committed results/, say) is one
-    `git add` away from being published: say so, loudly, with where it went."""
+    `git add` away from being published: say so, loudly, with where it went. A folder git
+    ignores (`make demo` writes under .ari/) is not."""
     tree = git_worktree_of(results_dir)
-    if tree is None:
-        return
     where = (results_dir / track.id).resolve()
+    if tree is None or _git_ignored(tree, where):
+        return
     kind = "demo-track " if track.demo else ""
     console.print(
         f"[bold yellow]note:[/bold yellow] this {kind}run is written into the git working tree "
