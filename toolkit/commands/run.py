@@ -232,7 +232,7 @@ def run_command(
       toolkit run --agent scripted --backend local --track demo-cpu --seed 0 \\
           --results /tmp/ari-results
       OPENAI_API_KEY=... toolkit run --agent opencode --provider openai --model gpt-5 \\
-          --effort high --track demo-cpu --seed 0
+          --effort high --track demo-cpu --seed 0 --results /tmp/ari-results
     """
     console = make_console(stderr=True)
     model = _model_for(agent, model)

@@ -348,6 +348,8 @@ class EgressGate:
                 outside = socket.create_connection((rule.host, rule.port), CONNECT_TIMEOUT_S)
             except OSError as e:
                 self._record(rule.host, rule.port, "tcp", True, f"connect failed: {e}")
+                # A reset, as the destination itself would give: not a clean, empty answer.
+                inside.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                 return
             self._record(rule.host, rule.port, "tcp", True, None)
             outside.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
