@@ -205,7 +205,7 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBund
             )
             out.bpb = result[0]
         except (BundleError, WorkerFailure) as exc:
-            out.bpb_reason = str(exc)
+            out.bpb_reason = f"not available: {exc}"
         out.timings.phase2 = times2.get("load", 0.0) + times2.get("body", 0.0)
     elif "bpb" in job.phases:
         out.bpb_reason = "not measured: phase 1 did not complete"
