@@ -54,7 +54,8 @@ def _prepare_archive(bundle: Path, work: Path, size_limit_bytes: int) -> PackedB
     archive = work / "bundle.tar.gz"
     give_up = give_up_bytes(size_limit_bytes)
     if bundle.is_dir():
-        return pack_bundle(bundle, archive, give_up_bytes=give_up)
+        # The caller's path is trusted (resolved here); nothing inside the bundle is followed.
+        return pack_bundle(bundle.resolve(), archive, give_up_bytes=give_up)
     if bundle.is_file():
         # Re-pack from a safe extraction: the size and hash are of *our* archive.
         unpacked = work / "unpacked"
@@ -116,7 +117,10 @@ def grade_bundle(
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
     `progress`: True for a progress bar on stderr, or a callback (phase, done, total).
-    `hide`: more host paths the worker must not see (the exam's folder is always hidden).
+    `hide`: more host paths the worker must not see. Always hidden, whatever is passed: the
+    exam file and its folder, the state folder, the exam engine, the toolkit and its checkout
+    (`hiding.grading_hidden`). The caller adds what only it knows of (a run's real exam while
+    a candidate is scored on the public set, hidden banks, results).
     `workdir`: where the archive and the per-phase sandboxes go; kept afterwards when given
     (for inspection), otherwise a temporary folder that is removed.
     """

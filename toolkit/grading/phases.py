@@ -25,6 +25,7 @@ import numpy as np
 
 from exam_builder.exam_file import Question
 from toolkit.grading import replies
+from toolkit.grading.hiding import cover, grading_hidden
 from toolkit.grading.pack import extract_bundle
 from toolkit.grading.report import Timings
 from toolkit.grading.session import WorkerFailure, WorkerSession, WorkerTimeout
@@ -68,7 +69,11 @@ def _batches(order: Sequence[int], size: int) -> Iterator[list[int]]:
 
 
 class PhaseWorker:
-    """One worker in one fresh sandbox, with the bundle extracted into it."""
+    """One worker in one fresh sandbox, with the bundle extracted into it.
+
+    `exam` (the file being graded on) and the paths of `hiding.grading_hidden` are hidden
+    whatever the caller passes; `hide` adds more (a run's real exam during public scoring).
+    """
 
     def __init__(
         self,
@@ -84,10 +89,6 @@ class PhaseWorker:
         root.mkdir(parents=True)
         extract_bundle(archive, root / "bundle")
         shutil.copyfile(WORKER_SCRIPT, root / "worker.py")
-        hidden = exam.parent.resolve()
-        # Hide the exam's whole folder, unless the work folder lives inside it (then the file).
-        exam_hidden = exam.resolve() if root.resolve().is_relative_to(hidden) else hidden
-        hidden_paths = [exam_hidden, *(p.resolve() for p in hide if p.exists())]
         limits = Limits(
             memory_bytes=params.memory_bytes,
             max_processes=MAX_PROCESSES,
@@ -100,8 +101,12 @@ class PhaseWorker:
         runtime = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
         runtime = runtime if local else []
         python = sys.executable if local else "python3"
+        # Always hidden: the exam, its folder, the protected paths, this grading's other
+        # folders; `hide` adds the caller's (see `hiding`).
+        hidden = grading_hidden(exam, root.parent, hide)
+        self.hidden = cover(hidden, [root, *runtime])
         self.sandbox = create_sandbox(
-            backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=runtime
+            backend, root=root, network=False, hide=self.hidden, limits=limits, readonly=runtime
         )
         try:
             self.session = WorkerSession(

@@ -347,6 +347,7 @@ class Run:
             *spec.bank_dirs,
             recovery.runs_root().parent / "exams",
         ]
+        self.grader.hide = tuple(hidden)  # public scoring hides the real exam too
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
             spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
