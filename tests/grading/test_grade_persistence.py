@@ -1,10 +1,14 @@
-"""Nothing a bundle writes during one grading is readable in the next.
+"""Nothing a bundle writes during one grading is readable in the next; what it writes is capped.
 
 Phase 2 shows the bundle `prompt + answer[:k]`, every answer byte but the last: a bundle that
 could keep those somewhere and read them back in a later grading (or a later run's agent could)
 would score without a model. The spy below writes what phase 2 showed it into every writable
 folder it can find (the usual shared places and any folder it may write near the top of the
 tree), notes where it managed to, and in its next grading looks for what it left.
+
+Both properties are the sandbox's to provide (a read-only host file system with private, capped
+writable places); where the sandbox says it cannot (`isolation` lacks the word), the test is an
+expected failure that names the missing isolation, and it is enforced wherever the word is.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ import os
 import uuid
 from pathlib import Path
 
+import pytest
 from grading_helpers import MakeBundle, MakeExam, code_questions
 
-from toolkit.grading import grade_bundle
+from toolkit.grading import GradeReport, grade_bundle
+from toolkit.tracks import GradingParams
 
 SPY = """
 import json, os
@@ -96,14 +102,69 @@ def test_what_phase_2_showed_a_bundle_is_gone_by_its_next_grading(
     first = grade_bundle(bundle, exam, workdir=work)
     written = json.loads((work / "phase2" / "bundle" / "written.json").read_text())
     # What the spy left where this host (and so a later run's agent) can read it.
-    left = [f for f in written if os.path.exists(os.path.join(f, f"ari-spy-{marker}"))]
+    # (Its own sandbox folder under `work` is kept only because `workdir` was given.)
+    left = [
+        f
+        for f in written
+        if os.path.exists(os.path.join(f, f"ari-spy-{marker}")) and not Path(f).is_relative_to(work)
+    ]
     try:
         second = grade_bundle(bundle, exam)
     finally:
         _cleanup(marker, written)
     assert first.ok and first.bits_per_byte is not None, first.reason
     assert "/tmp" in written  # the spy did write (to its own private /tmp at least)
-    assert second.ok and "spy found" not in (second.reason or ""), (
-        f"the second grading read what the first one saved: {second.reason}"
-    )
-    assert left == [], f"the spy's notes stayed on the host in {left}"
+    problems = [f"the spy's notes stayed on the host in {left}"] if left else []
+    if not second.ok or "spy found" in (second.reason or ""):
+        problems.append(f"the second grading read what the first one saved: {second.reason}")
+    _expect_none(problems, first, "host-filesystem-readonly")
+
+
+def _expect_none(problems: list[str], report: GradeReport, word: str) -> None:
+    """Fail on `problems`, unless the sandbox itself says it lacks the isolation `word`."""
+    if problems and word not in report.isolation:
+        pytest.xfail(f"this sandbox does not provide '{word}': " + "; ".join(problems))
+    assert problems == []
+
+
+FILL = """
+import os
+
+CAP = {cap}
+
+
+def fill(folder, limit):
+    written = 0
+    block = b"x" * 2**20
+    try:
+        with open(os.path.join(folder, "fill.bin"), "wb") as f:
+            while written < limit:
+                written += f.write(block)
+                f.flush()
+    except OSError:
+        pass
+    return written
+
+
+class M:
+    def generate(self, prompts, lengths):
+        places = ["/tmp", "/var/tmp", "/dev/shm", "/run/lock"]
+        total = sum(fill(p, 4 * CAP) for p in places if os.access(p, os.W_OK))
+        return [(b"N" if total <= CAP + 2**20 else b"Y") * n for n in lengths]
+
+
+def load(bundle_dir, device):
+    return M()
+"""
+
+
+def test_a_bundle_cannot_write_more_than_the_disk_cap(
+    make_bundle: MakeBundle, make_exam: MakeExam
+) -> None:
+    cap = 32 * 2**20
+    params = GradingParams(disk_bytes=cap, batch_timeout_s=60)
+    exam = make_exam([{"id": "q1", "family": "probe", "prompt": "Wrote more? ", "answer": "N"}])
+    report = grade_bundle(make_bundle(FILL.format(cap=cap)), exam, params=params)
+    assert report.ok, report.reason
+    problems = [] if report.score.passed == 1 else ["the bundle wrote past its disk cap"]
+    _expect_none(problems, report, "disk-cap")

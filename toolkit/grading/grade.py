@@ -9,6 +9,7 @@ breaks: an infrastructure failure, not the bundle's).
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -141,6 +142,7 @@ def grade_bundle(
                 hide=hide,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
+    params, notes = fit_to_host(params)
     questions = load_exam(exam)
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
     exam_sha = sha256_file(exam_file)
@@ -164,7 +166,38 @@ def grade_bundle(
         if workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     out.timings.total = time.monotonic() - started
-    return _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
+    report = _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
+    report.notes = notes
+    return report
+
+
+def host_memory_bytes() -> int:
+    """Physical memory of this host, or the memory limit of this process's cgroup if lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        cgroup = Path("/proc/self/cgroup").read_text().strip().split("::", 1)[1]
+        limit = Path("/sys/fs/cgroup", cgroup.lstrip("/"), "memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(total, int(limit))
+    except (OSError, IndexError):
+        pass  # cgroup v1 or none: the physical memory is the bound
+    return total
+
+
+def fit_to_host(params: GradingParams) -> tuple[GradingParams, list[str]]:
+    """`params` with a memory cap no larger than this host has, and a note when it was lowered.
+
+    A cap above the host's memory caps nothing and sizes the worker's private tmpfs beyond
+    what the host can hold.
+    """
+    host = host_memory_bytes()
+    if params.memory_bytes <= host:
+        return params, []
+    note = (
+        f"memory cap lowered from {params.memory_bytes / 2**30:.1f} GiB to this host's "
+        f"{host / 2**30:.1f} GiB"
+    )
+    return params.model_copy(update={"memory_bytes": host}), [note]
 
 
 def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBundle | None]:

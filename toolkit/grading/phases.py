@@ -93,6 +93,7 @@ class PhaseWorker:
             memory_bytes=params.memory_bytes,
             max_processes=MAX_PROCESSES,
             file_size_bytes=MAX_FILE_BYTES,
+            disk_bytes=params.disk_bytes,
         )
         # The interpreter and its libraries, visible read-only (they may sit under a private
         # home, e.g. pyenv in /root, that the sandbox user could not otherwise traverse).

@@ -47,6 +47,9 @@ class Limits:
     max_processes: int | None = None
     cpu_seconds: int | None = None
     file_size_bytes: int | None = None
+    disk_bytes: int | None = None
+    """Cap on what the sandbox's processes may write in total to its writable places (private
+    tmpfs sizes; the root where the backend owns it)."""
 
 
 NO_LIMITS = Limits()
