@@ -12,27 +12,23 @@ that the checkout's hiding does not cover it by accident.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
-import textwrap
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from grading_helpers import MakeBundle, MakeExam, code_questions
+from grading_helpers import MakeBundle, MakeExam, code_questions, run_spec, submit_and_promote
 
 import exam_builder
 import toolkit.protected
 from exam_builder.exam_file import load_exam
-from toolkit.agents import Agent, AgentContext, AgentOutcome
 from toolkit.grading import grade_bundle
 from toolkit.paths import state_dir
-from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
-from toolkit.run.orchestrate import RunSpec, execute_run
-from toolkit.tracks import get_track
+from toolkit.run.inputs import DEMO_BANK, built_exam
+from toolkit.run.orchestrate import execute_run
 
 REPO = Path(__file__).resolve().parents[2]
 FOUND = "probe found: "
@@ -178,56 +174,6 @@ def test_the_checkout_and_its_history_are_hidden(
     assert found_in(report.reason) == [], report.reason
 
 
-class ShellAgent(Agent):
-    """A test agent: a POSIX shell script run in the controller (as in tests/run)."""
-
-    name = "test-shell"
-    version = "test"
-
-    def __init__(self, script: str) -> None:
-        self.script = "#!/bin/sh\n" + script
-
-    def prepare(self, workspace: Path, ctx: AgentContext) -> None:
-        path = ctx.bin_dir / "test-agent"
-        path.write_text(self.script)
-        path.chmod(0o755)
-
-    def command(self) -> list[str]:
-        return ["test-agent"]
-
-    def config_sha256(self) -> str:
-        return hashlib.sha256(self.script.encode()).hexdigest()
-
-    def collect(self, workspace: Path, output: str) -> AgentOutcome:
-        return AgentOutcome(transcript=output)
-
-
-def _submit_and_promote(source: str) -> ShellAgent:
-    return ShellAgent(
-        "mkdir -p bundles/b\n"
-        f"cat > bundles/b/inference.py <<'PYEOF'\n{textwrap.dedent(source)}\nPYEOF\n"
-        "runner submit bundles/b\nrunner promote c001\n"
-    )
-
-
-def _run_spec(agent: Agent, exam: Path, tmp_path: Path) -> RunSpec:
-    text = tmp_path / "text.txt"
-    text.write_text("the quick brown fox jumps over a lazy dog\n" * 2000)
-    return RunSpec(
-        track=get_track(REPO / "results", "demo-cpu"),
-        model="none",
-        seed=0,
-        agent=agent,
-        exam=exam,
-        public_set=public_set(),
-        data_dir=prepare_data(text, tmp_path / "data"),
-        results_dir=tmp_path / "results",
-        budget_s=120,
-        per_call_limit_s=60,
-        reserved_s=10,
-    )
-
-
 def test_in_a_run_public_scoring_and_final_grading_hide_the_real_exam(
     visible_scratch: Path, tmp_path: Path
 ) -> None:
@@ -238,8 +184,8 @@ def test_in_a_run_public_scoring_and_final_grading_hide_the_real_exam(
     _world_readable(visible_scratch)
     needles = [q.answer for q in load_exam(exam) if len(q.answer) >= 8][:20]
     targets = [("run exam", str(exam)), ("run exam folder", str(exam.parent))]
-    agent = _submit_and_promote(probe_source(targets, needles))
-    result = execute_run(_run_spec(agent, exam, tmp_path))
+    agent = submit_and_promote(probe_source(targets, needles))
+    result = execute_run(run_spec(agent, exam, tmp_path))
     # Public scoring (the candidate's feedback) and the final grading both ran the probe.
     public_error = result.candidates[0].error
     assert found_in(public_error) == [], public_error
@@ -263,7 +209,7 @@ def test_in_a_run_a_malformed_reply_is_a_failed_run_not_an_invalid_one(tmp_path:
             return M()
     """
     result = execute_run(
-        _run_spec(_submit_and_promote(source), built_exam(DEMO_BANK, "demo"), tmp_path)
+        run_spec(submit_and_promote(source), built_exam(DEMO_BANK, "demo"), tmp_path)
     )
     assert result.status == "failed", result.status_reason
     assert "malformed" in (result.status_reason or "")
