@@ -213,3 +213,25 @@ def test_in_a_run_a_malformed_reply_is_a_failed_run_not_an_invalid_one(tmp_path:
     )
     assert result.status == "failed", result.status_reason
     assert "malformed" in (result.status_reason or "")
+
+
+def test_cover_hides_a_folder_around_what_the_worker_needs(tmp_path: Path) -> None:
+    from toolkit.grading.hiding import cover
+
+    checkout = tmp_path / "checkout"
+    for rel in (".venv/bin", ".git", "exam_builder", "keep/phase1", "keep/phase2"):
+        (checkout / rel).mkdir(parents=True)
+    (checkout / "README.md").write_text("x")
+    (checkout / "link").symlink_to("/usr")
+    hidden = cover([checkout, tmp_path / "exam"], [checkout / ".venv", checkout / "keep/phase1"])
+    assert hidden == sorted(
+        [
+            checkout / ".git",
+            checkout / "README.md",
+            checkout / "exam_builder",
+            checkout / "keep/phase2",
+            tmp_path / "exam",
+        ]
+    )  # never the kept paths, their folders, or a link's target
+    assert cover([checkout / ".venv/bin"], [checkout / ".venv"]) == [checkout / ".venv/bin"]
+    assert cover([checkout], [checkout]) == []

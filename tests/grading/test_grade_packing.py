@@ -179,3 +179,14 @@ def test_duplicate_members_are_refused_before_writing(tmp_path: Path) -> None:
     with pytest.raises(BundleError, match="appears twice"):
         extract_bundle(archive, tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_with_too_many_files_is_refused_while_listing(
+    make_bundle: MakeBundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.grading import pack
+
+    monkeypatch.setattr(pack, "MAX_MEMBERS", 50)
+    bundle = make_bundle(ORACLE, files={f"w/{i:03d}.bin": b"" for i in range(60)})
+    with pytest.raises(BundleError, match="more than 50 files and folders"):
+        pack_bundle(bundle, tmp_path / "out.tar.gz")

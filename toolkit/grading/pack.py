@@ -162,8 +162,12 @@ def _list(folder: int, parts: tuple[str, ...], found: _Listing) -> None:
     where = found.where
     if len(parts) >= MAX_DEPTH:
         raise BundleError(f"{where}: folders nested deeper than {MAX_DEPTH} levels")
+    items: list[tuple[str, os.stat_result]] = []
     with os.scandir(folder) as listing:
-        items = [(e.name, e.stat(follow_symlinks=False)) for e in listing]
+        for e in listing:  # counted as listed: a folder of millions of names is refused early
+            if len(found.entries) + len(items) >= MAX_MEMBERS:
+                raise BundleError(f"{where}: more than {MAX_MEMBERS:,} files and folders")
+            items.append((e.name, e.stat(follow_symlinks=False)))
     for name, st in sorted(items):
         rel = (*parts, _checked_entry_name(name, where))
         shown = "/".join(rel)
