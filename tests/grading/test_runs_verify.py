@@ -1,7 +1,7 @@
 """`toolkit runs verify`: a published result is checked against its artifacts and a re-grade.
 
-One short run (a test agent submits and promotes a bundle that answers with spaces and gives
-uniform log-probabilities) is published once; each test edits a copy of its results folder the
+One short run (a test agent submits and promotes the oracle bundle, which passes 3 of the 6
+questions of a small exam) is published once; each test edits a copy of its results folder the
 way someone forging a result would, and `runs verify` (and, for the logs, `runs validate`)
 must catch it.
 """
@@ -17,35 +17,38 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from grading_helpers import run_spec, submit_and_promote
+from grading_helpers import ORACLE, code_questions, run_spec, submit_and_promote
 
 from toolkit.cli import cli
 from toolkit.run.chain import GENESIS, line_hash
-from toolkit.run.inputs import DEMO_BANK, built_exam
 from toolkit.run.orchestrate import execute_run
 
-BUNDLE = """
-import numpy as np
 
-class M:
-    def generate(self, prompts, lengths):
-        return [b" " * n for n in lengths]
-
-    def next_byte_logprobs(self, contexts):
-        return np.full((len(contexts), 256), -np.log(256.0), dtype=np.float32)
-
-def load(bundle_dir, device):
-    return M()
-"""
+def _exam(folder: Path) -> Path:
+    """Three questions the oracle bundle answers (extraction) and three it cannot (records)."""
+    unsolvable = [
+        {"id": f"records-{i}", "family": "records", "prompt": f"Row {i}: ", "answer": "ZZZ"}
+        for i in range(3)
+    ]
+    folder.mkdir()
+    exam = folder / "exam.jsonl"
+    exam.write_text(
+        "".join(
+            json.dumps(q, sort_keys=True, separators=(",", ":")) + "\n"
+            for q in code_questions(3) + unsolvable
+        )
+    )
+    return exam
 
 
 @pytest.fixture(scope="module")
 def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """(results folder, result file) of one published run, and its exam."""
     tmp = tmp_path_factory.mktemp("verify-run")
-    exam = built_exam(DEMO_BANK, "demo")
-    result = execute_run(run_spec(submit_and_promote(BUNDLE), exam, tmp))
+    exam = _exam(tmp / "exam")
+    result = execute_run(run_spec(submit_and_promote(ORACLE), exam, tmp))
     assert result.status == "valid", result.status_reason
+    assert result.score.passed == 3 and result.bits_per_byte is not None
     assert set(result.logs) == {"audit", "history"}, result.logs
     return tmp / "results", exam
 
@@ -78,26 +81,28 @@ def _edit(result_file: Path, change: dict[str, object]) -> None:
 def test_an_untouched_result_verifies(copy: tuple[Path, Path]) -> None:
     code, lines = _verify(*copy)
     assert code == 0, lines
-    assert lines[-1].startswith("ok: ") and "re-graded c001: 0/100" in lines[-1]
+    assert lines[-1].startswith("ok: ") and "re-graded c001: 3/6" in lines[-1]
 
 
 def test_a_changed_score_is_caught(copy: tuple[Path, Path]) -> None:
     result_file, exam = copy
-    _edit(result_file, {"score.passed": 37, "score.percent": 37.0})
+    # Forged consistently: the families add up to the new score (the model checks that).
+    _edit(result_file, {"score.passed": 5, "score.percent": 500 / 6, "families.records.passed": 2})
     code, lines = _verify(result_file, exam)
-    assert code == 1
-    assert (
-        "mismatch: score: the result says 37/100 (37.0%), the re-grade gives 0/100 (0.0%)" in lines
-    )
+    assert code == 1, lines
+    assert "mismatch: score: the result says 5/6 (83.3%), the re-grade gives 3/6 (50.0%)" in lines
+    assert "mismatch: family records: the result says 2/3, the re-grade gives 0/3" in lines
 
 
 def test_a_changed_family_count_is_caught(copy: tuple[Path, Path]) -> None:
     result_file, exam = copy
-    _edit(result_file, {"families.records.passed": 5})
+    # The same score, its passes moved to another family.
+    _edit(result_file, {"families.records.passed": 1, "families.extraction.passed": 2})
     code, lines = _verify(result_file, exam)
-    assert code == 1
+    assert code == 1, lines
     assert [x for x in lines if x.startswith("mismatch:")] == [
-        "mismatch: family records: the result says 5/13, the re-grade gives 0/13"
+        "mismatch: family extraction: the result says 2/3, the re-grade gives 3/3",
+        "mismatch: family records: the result says 1/3, the re-grade gives 0/3",
     ]
 
 

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from exam_builder.exam_file import ExamFileError, sha256_file
+from toolkit.commands.console import make_console
 from toolkit.commands.options import find_registry, registry_option, results_dir_option
 from toolkit.grading import SIZE_LIMIT_BYTES, GradeReport, grade_bundle
 from toolkit.results import write_json_atomic
@@ -167,7 +168,7 @@ def grade_command(
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
-    console = Console()
+    console = make_console()
     if keep_dir is not None and keep_dir.exists() and any(keep_dir.iterdir()):
         raise click.UsageError(f"--keep {keep_dir}: the folder is not empty; pick a new one")
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
