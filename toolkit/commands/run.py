@@ -30,7 +30,9 @@ from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.run.orchestrate import AUDIT_FILE, RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
+from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
+from toolkit.sandbox import BACKENDS
 from toolkit.stats import results_problems
 from toolkit.tracks import RegistryError, Track, get_track
 
@@ -320,7 +322,7 @@ def run_command(
 
 @click.group("runs")
 def runs_group() -> None:
-    """Look after run results: recover interrupted runs, validate result files, export schema.
+    """Look after run results: recover interrupted runs, validate or verify results, schema.
 
     \b
     Example:
@@ -379,6 +381,9 @@ def validate_command(paths: tuple[Path, ...]) -> None:
                 check_against(history, result)
             audit = file.parent / result.run_id / AUDIT_FILE
             read_chain(audit)  # an absent audit log reads as empty
+            # The logs still end where the result recorded (a rewrite with fresh hashes).
+            for problem in check_logs(file, result):
+                raise ChainError(f"{file}: {problem}")
         except (ResultsError, ChainError) as exc:
             click.echo(f"error: {exc}", err=True)
             reported.add(str(exc))
@@ -397,6 +402,59 @@ def validate_command(paths: tuple[Path, ...]) -> None:
         click.echo("no result files found", err=True)
     if bad or not files:
         raise SystemExit(1)
+
+
+@runs_group.command("verify")
+@click.argument("result_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--exam",
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="The exam the run was graded on (exam.jsonl or its folder).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default="local",
+    show_default=True,
+    help="Sandbox backend of the re-grade.",
+)
+@click.option("--device", default=None, help="Device of the re-grade (default: the run's).")
+def verify_command(result_file: Path, exam: Path, backend: str, device: str | None) -> None:
+    """Check a published result against its artifacts: re-grade its promoted archive.
+
+    Checks that the audit log and the history end where the result recorded, that EXAM is
+    the run's exam (SHA-256), that the stored archive of the promoted candidate
+    (<results>/<track>/<run_id>/candidates/<id>.tar.gz) is the one promoted, and that grading
+    it again gives the result's score, per-family counts and bits per byte. Exit status 0
+    when everything matches, 1 with one line per mismatch. This is how a maintainer checks a
+    submitted result.
+
+    \b
+    Example:
+      toolkit runs verify results/v1-h100-1h/RUN_ID.json --exam ~/secure/exams/v1/exam.jsonl
+    """
+    try:
+        result = load_run(result_file)
+    except ResultsError as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        problems, report = verify_run(
+            result_file, result, exam, backend=backend, device=device, progress=True
+        )
+    except ExamFileError as exc:
+        raise click.UsageError(f"{exc} (pass --exam with the run's exam.jsonl)") from exc
+    for problem in problems:
+        click.echo(f"mismatch: {problem}")
+    if problems:
+        raise SystemExit(1)
+    what = (
+        f"re-graded {result.promoted.id if result.promoted else ''}: "
+        f"{report.score.passed}/{report.score.total}"
+        if report is not None
+        else f"nothing to re-grade ({result.status}, no graded candidate)"
+    )
+    click.echo(f"ok: {result_file} ({result.status}; {what}; logs and hashes match)")
 
 
 def _bytes(n: int) -> str:

@@ -12,7 +12,8 @@ Order of events (DESIGN §5):
    signals), the service stops; the history is checked against what the harness wrote;
 6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
    `failed` with 0; a harness or sandbox failure => `invalid` with its reason;
-7. the result is written atomically, the marker removed.
+7. the result is written atomically, with the final head of the audit log and of the history
+   (so that a log rewritten afterwards is caught), and the marker removed.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from toolkit.agents import Agent, AgentContext
 from toolkit.data import load_prepared
 from toolkit.results import EffectiveConfig, FamilyScore, RunResult, Score, Timings, save_run
 from toolkit.run import recovery, roles
-from toolkit.run.chain import ChainedLog, ChainError
+from toolkit.run.chain import ChainedLog, ChainError, log_heads
 from toolkit.run.clock import Clock
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
@@ -358,6 +359,7 @@ class Run:
             *spec.bank_dirs,
             recovery.runs_root().parent / "exams",
         ]
+        self.grader.hide = tuple(hidden)  # public scoring hides the real exam too
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
             spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
@@ -506,6 +508,8 @@ class Run:
         result.usage = outcome.usage
         if outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
+        # Where the chained logs end now: a log rewritten later, even with fresh hashes, won't.
+        result.logs = log_heads(self.artifacts.parent, result.artifacts)
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)
