@@ -47,9 +47,24 @@ class Limits:
     max_processes: int | None = None
     cpu_seconds: int | None = None
     file_size_bytes: int | None = None
+    disk_bytes: int | None = None
+    """Cap on what the sandbox's processes may write in total to its writable places (private
+    tmpfs sizes; the root where the backend owns it)."""
 
 
 NO_LIMITS = Limits()
+
+
+@dataclass(frozen=True)
+class Egress:
+    """One destination a sandbox without network may still open TCP connections to.
+
+    Programs inside connect to `host:port` as usual (the name resolves inside); every attempt
+    is logged by the backend (`Sandbox.egress_log`). How a controller reaches its provider.
+    """
+
+    host: str
+    port: int
 
 
 class SandboxError(RuntimeError):
@@ -89,6 +104,8 @@ class Sandbox(abc.ABC):
     """What this backend, on this host, does not isolate (recorded with every run)."""
     root: Path
     """The sandbox's working directory (a host path for the local backend)."""
+    egress_log: list[dict[str, object]]
+    """Every connection attempt to an `Egress` destination: time, host, port, allowed, error."""
 
     @abc.abstractmethod
     def exec(
