@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from exam_builder.exam_file import ExamFileError
+from toolkit.commands.images import images_option, use_docker_images
 from toolkit.grading import SIZE_LIMIT_BYTES, GradeReport, grade_bundle
 from toolkit.results import write_json_atomic
 from toolkit.sandbox import BACKENDS
@@ -77,6 +78,7 @@ def print_report(report: GradeReport, console: Console) -> None:
     show_default=True,
     help="Sandbox backend that runs the bundle's code.",
 )
+@images_option
 @click.option("--device", default="cpu", show_default=True, help="Device passed to load().")
 @click.option(
     "--json",
@@ -113,6 +115,7 @@ def grade_command(
     size_limit: int,
     phases: tuple[str, ...],
     keep_dir: Path | None,
+    images_file: Path | None,
 ) -> None:
     """Grade a bundle (a folder or .tar.gz) on an exam, in a sandbox.
 
@@ -126,6 +129,10 @@ def grade_command(
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
     console = Console()
+    if backend == "docker":
+        use_docker_images(images_file)  # no engine or a wrong image: one line, before work
+    elif images_file is not None:
+        raise click.UsageError("--images pins Docker images: use it with --backend docker")
     if keep_dir is not None and keep_dir.exists() and any(keep_dir.iterdir()):
         raise click.UsageError(f"--keep {keep_dir}: the folder is not empty; pick a new one")
     try:

@@ -18,6 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from exam_builder.exam_file import ExamFileError
 from toolkit.agents import AGENTS, get_agent
+from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import results_dir_option
 from toolkit.data import DataError
 from toolkit.paths import state_dir
@@ -84,11 +85,12 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
 )
 @click.option(
     "--backend",
-    type=click.Choice(["local"]),
+    type=click.Choice(["local", "docker"]),
     default="local",
     show_default=True,
-    help="Sandbox backend of the three roles. 'docker' comes next.",
+    help="Sandbox backend of the three roles: local processes, or three Docker containers.",
 )
+@images_option
 @click.option(
     "--track", default="demo-cpu", show_default=True, help="Track id (results/tracks.json)."
 )
@@ -141,6 +143,7 @@ def run_command(
     registry: Path | None,
     device: str,
     quiet: bool,
+    images_file: Path | None,
 ) -> None:
     """Run one agent under a track's rules and publish its result.
 
@@ -175,6 +178,12 @@ def run_command(
         scale = budget / the_track.budget_s
         budget_s, per_call = budget, min(budget, the_track.per_call_limit_s * scale)
         reserved = the_track.reserved_s * scale
+    image_digests = None
+    if backend == "docker":
+        found = use_docker_images(images_file)
+        image_digests = {role: found[role].digest for role in ("controller", "runner", "grader")}
+    elif images_file is not None:
+        raise click.UsageError("--images pins Docker images: use it with --backend docker")
     for path in recover_runs():
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
     try:
@@ -202,6 +211,7 @@ def run_command(
         per_call_limit_s=per_call,
         reserved_s=reserved,
         secrets=_secrets(),
+        image_digests=image_digests,
     )
     progress = Progress(
         TextColumn("[bold]run[/bold]"),

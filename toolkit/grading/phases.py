@@ -98,8 +98,10 @@ class PhaseWorker:
         runtime = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
         runtime = runtime if local else []
         python = sys.executable if local else "python3"
+        # A container gets only this folder (bundle + worker), read-only.
+        readonly = runtime if local else [root.resolve()]
         self.sandbox = create_sandbox(
-            backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=runtime
+            backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=readonly
         )
         try:
             self.session = WorkerSession(

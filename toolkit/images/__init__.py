@@ -59,6 +59,22 @@ class ImageSet:
         return {f.name: str(getattr(self, f.name)) for f in fields(self)}
 
 
+_pinned: ImageSet | None = None
+
+
+def pin(images: ImageSet | None) -> None:
+    """Make `images` the ones every Docker sandbox of this process uses (None: the defaults).
+
+    Set by the CLI from `--images FILE` before a run or a grading starts."""
+    global _pinned
+    _pinned = images
+
+
+def current() -> ImageSet:
+    """The images in use: the pinned ones, else the default tags of this toolkit version."""
+    return _pinned or ImageSet.default()
+
+
 def load_pins(path: Path) -> ImageSet:
     """Read a pins file; every role must be pinned as `name@sha256:<64 hex>`."""
     try:

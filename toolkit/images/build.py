@@ -94,9 +94,7 @@ def _context(role: str, work: Path, torch: str, say: Say) -> Path:
     return context
 
 
-def _build_one(
-    client: Any, context: Path, tag: str, base: str, torch: str, say: Say
-) -> str:
+def _build_one(client: Any, context: Path, tag: str, base: str, torch: str, say: Say) -> str:
     """Build the Dockerfile in `context` as `tag`; return the image id."""
     image_id = None
     last_lines: list[str] = []
@@ -154,11 +152,7 @@ def build_images(
 
 def pins_of(built: dict[str, Resolved]) -> dict[str, str]:
     """The pins file content for what was built: role -> `name@sha256:...`."""
-    pins = {}
-    for role, image in built.items():
-        name = image.ref.rsplit(":", 1)[0] if "@" not in image.ref else image.ref.split("@")[0]
-        pins[role] = image.repo_digests[0] if image.repo_digests else f"{name}@{image.id}"
-    return pins
+    return {role: image.digest for role, image in built.items()}
 
 
 def write_pins(path: Path, built: dict[str, Resolved]) -> None:

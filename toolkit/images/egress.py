@@ -12,6 +12,7 @@ Usage: python3 egress.py HOST:PORT [HOST:PORT ...]   (standard library only)
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import sys
@@ -37,10 +38,8 @@ def pump(src: socket.socket, dst: socket.socket, counts: dict[str, int], key: st
     except OSError:
         pass
     finally:
-        try:
+        with contextlib.suppress(OSError):
             dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
 
 
 def relay(client: socket.socket, peer: str, host: str, port: int) -> None:
@@ -76,10 +75,10 @@ def serve(host: str, port: int) -> None:
 def main(targets: list[str]) -> None:
     pairs = []
     for target in targets:
-        host, _, port = target.rpartition(":")
-        if not host or not port.isdigit():
+        host, _, number = target.rpartition(":")
+        if not host or not number.isdigit():
             sys.exit(f"egress: bad target {target!r}: want HOST:PORT")
-        pairs.append((host, int(port)))
+        pairs.append((host, int(number)))
     for host, port in pairs:
         threading.Thread(target=serve, args=(host, port), daemon=True).start()
     log(event="ready", allowed=True, host=None, port=None, error=None, targets=targets)

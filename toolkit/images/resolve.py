@@ -23,8 +23,14 @@ class Resolved:
 
     @property
     def digest(self) -> str:
-        """The reference to record: the registry digest if there is one, else the image id."""
-        return self.repo_digests[0] if self.repo_digests else self.id
+        """What a run records and a pins file holds: `name@sha256:...`, the registry digest if
+        the image has one, else the image id under the name it was asked for."""
+        if self.repo_digests:
+            return self.repo_digests[0]
+        name = self.ref.split("@")[0]
+        if ":" in name.rsplit("/", 1)[-1]:
+            name = name.rsplit(":", 1)[0]
+        return f"{name}@{self.id}" if name and not name.startswith("sha256") else self.id
 
 
 def _inspect(client: Any, ref: str) -> dict[str, Any] | None:
@@ -51,11 +57,11 @@ def resolve(client: Any, ref: str, role: str) -> Resolved:
     if data is None and digest is not None:
         data = _inspect(client, digest)  # a locally built image: the digest is its id
     if data is None and digest is not None and name:
-        other = _inspect(client, name)
-        if other is not None:
-            here = (other.get("RepoDigests") or [other["Id"]])[0]
+        others = client.api.images(name=name)
+        if others:
+            here = ", ".join(f"{(o.get('RepoTags') or [name])[0]} = {o['Id']}" for o in others[:2])
             raise ImageError(
-                f"{role} image {name} on this engine is {here}, but the pins want {digest}: "
+                f"{role} image: the pins want {name}@{digest}, but this engine has {here}: "
                 "build or pull the pinned image, or update the pins file"
             )
     if data is None:

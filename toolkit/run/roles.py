@@ -21,6 +21,30 @@ from pathlib import Path
 
 from toolkit.sandbox import Limits, Sandbox, create_sandbox
 
+# The docker runner's caps (a container has no host limits to inherit): most of the memory,
+# room for many data-loader workers and their threads.
+DOCKER_RUNNER_MEMORY_SHARE = 0.8
+DOCKER_RUNNER_PIDS = 8192
+
+
+def docker_runner_limits() -> Limits:
+    import os
+
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return Limits(
+        memory_bytes=int(ram * DOCKER_RUNNER_MEMORY_SHARE), max_processes=DOCKER_RUNNER_PIDS
+    )
+
+
+def docker_image(backend: str, role: str) -> str | None:
+    """The image of `role` for the docker backend (pinned or default); None for local."""
+    if backend != "docker":
+        return None
+    from toolkit.images import current
+
+    return current().ref(role)
+
+
 # What an agent's shell needs; missing ones are skipped (the list is a courtesy, not a promise).
 SHELL_TOOLS = (
     "sh", "bash", "dash", "cat", "ls", "cp", "mv", "rm", "mkdir", "rmdir", "ln", "touch",
@@ -94,6 +118,7 @@ def make_controller(
         hide=visible_hide([*hide, *python_paths(), *gpu_device_paths()], workspace),
         env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
         readonly=readonly,
+        image=docker_image(backend, "controller"),
     )
 
 
@@ -113,5 +138,6 @@ def make_runner(
         # Unbuffered Python, so that training logs stream back as they are printed.
         env={"PYTHONUNBUFFERED": "1", "HOME": str(workspace)},
         readonly=readonly,
-        limits=limits or Limits(),
+        limits=limits or (docker_runner_limits() if backend == "docker" else Limits()),
+        image=docker_image(backend, "runner"),
     )

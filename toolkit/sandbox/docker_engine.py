@@ -101,7 +101,9 @@ def connect() -> Any:
                 f"no Docker engine: {path} does not exist; start dockerd or set DOCKER_HOST"
             )
         try:
-            client = docker.DockerClient(base_url=f"unix://{path}", version=API_VERSION, timeout=120)
+            client = docker.DockerClient(
+                base_url=f"unix://{path}", version=API_VERSION, timeout=120
+            )
             client.ping()
         except (docker.errors.DockerException, OSError) as exc:
             raise SandboxError(f"the Docker engine at {path} does not answer: {exc}") from exc

@@ -136,15 +136,22 @@ class DockerProcess(SandboxProcess):
         return -(code - 128) if code > 128 else code
 
     # -- the interface -------------------------------------------------------------------
-    @property  # type: ignore[override]
+    @property
     def pid(self) -> int:
-        """Host pid of the command's wrapper (0 until the engine has started it)."""
-        if self._pid is None:
+        """Host pid of the command's wrapper, once the engine has started it (else 0)."""
+        end = time.monotonic() + 1.0
+        while self._pid is None and time.monotonic() < end and not self._done.is_set():
             with contextlib.suppress(Exception):
                 found = int(self._client.api.exec_inspect(self.exec_id).get("Pid") or 0)
                 if found:
                     self._pid = found
+                    break
+            time.sleep(0.01)
         return self._pid or 0
+
+    @pid.setter
+    def pid(self, value: int) -> None:
+        self._pid = value
 
     def wait(self, timeout: float | None = None) -> int | None:
         self._done.wait(timeout)

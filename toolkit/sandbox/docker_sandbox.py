@@ -74,7 +74,9 @@ def gpu_requests(gpus: Sequence[str] | None) -> list[Any]:
         return []
     import docker.types
 
-    return [docker.types.DeviceRequest(driver="nvidia", device_ids=list(gpus), capabilities=[["gpu"]])]
+    return [
+        docker.types.DeviceRequest(driver="nvidia", device_ids=list(gpus), capabilities=[["gpu"]])
+    ]
 
 
 class DockerSandbox(Sandbox):
@@ -254,7 +256,9 @@ class DockerSandbox(Sandbox):
         network_mode, hosts = self._network()
         ulimits = [docker.types.Ulimit(name="core", soft=0, hard=0)]
         if lim.cpu_seconds is not None:
-            ulimits.append(docker.types.Ulimit(name="cpu", soft=lim.cpu_seconds, hard=lim.cpu_seconds))
+            ulimits.append(
+                docker.types.Ulimit(name="cpu", soft=lim.cpu_seconds, hard=lim.cpu_seconds)
+            )
         if lim.file_size_bytes is not None:
             size = lim.file_size_bytes
             ulimits.append(docker.types.Ulimit(name="fsize", soft=size, hard=size))
@@ -291,9 +295,7 @@ class DockerSandbox(Sandbox):
                 name=f"{self.prefix}-box",
             )
             self.container = str(created["Id"])
-            self._control = Hijacked(
-                f"/containers/{self.container}/attach?stream=1&stdin=1", None
-            )
+            self._control = Hijacked(f"/containers/{self.container}/attach?stream=1&stdin=1", None)
             api.start(self.container)
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker sandbox could not start: {exc.explanation or exc}") from exc
@@ -387,7 +389,7 @@ class DockerSandbox(Sandbox):
         write_under(self.root, path, data, owner)
 
     @property
-    def egress_log(self) -> list[dict[str, object]]:  # type: ignore[override]
+    def egress_log(self) -> list[dict[str, object]]:
         return list(self._gate.log()) if self._gate is not None else []
 
     @egress_log.setter
