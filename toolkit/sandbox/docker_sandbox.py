@@ -158,7 +158,8 @@ class DockerSandbox(Sandbox):
             f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
         ]  # fmt: skip
         off = ["kernel", "cpu-share"]
-        on += ["hidden-paths"] if self._covers() else []
+        # Hidden paths are never mounted (those under a mount are covered): all are invisible.
+        on += ["hidden-paths"] if self.hide else []
         on += ["readonly-paths"] if self.readonly else []
         if self.egress:
             on += ["netns", "egress-allowlist"]
