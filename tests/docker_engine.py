@@ -113,8 +113,11 @@ def stop_private(pid: int, work: Path) -> None:
     else:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    subprocess.run(["umount", "-R", str(work / "exec")], capture_output=True)
-    subprocess.run(["umount", "-R", str(work / "data")], capture_output=True)
+    # What the engine leaves mounted under its folders (its network namespace file, overlays).
+    with open("/proc/self/mounts") as f:
+        points = [line.split()[1] for line in f if line.split()[1].startswith(f"{work}/")]
+    for point in sorted(points, key=len, reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True)
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -140,9 +143,9 @@ def ensure_images() -> str:
     if all(ref in have for ref in wanted):
         return "present"
     cache = CACHE_DIR / f"images-{images_key()}.tar"
+    host = os.environ["DOCKER_HOST"]
     if cache.is_file():
-        with cache.open("rb") as f:
-            client.api.load_image(f)
+        subprocess.run(["docker", "-H", host, "load", "-q", "-i", str(cache)], capture_output=True)
         have = {tag for image in client.api.images() for tag in image.get("RepoTags") or []}
         if all(ref in have for ref in wanted):
             return "loaded from cache"
@@ -150,13 +153,14 @@ def ensure_images() -> str:
         build_debootstrap_base(client, BASE_TAG)
     build_images(client, base=BASE_TAG)
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
-    for old in CACHE_DIR.glob("images-*.tar"):
+    for old in CACHE_DIR.glob("images-*"):
         old.unlink()
-    tmp = cache.with_suffix(".part")
-    with tmp.open("wb") as f:
-        for chunk in client.api.get_image(wanted):
-            f.write(chunk)
-    tmp.rename(cache)
+    part = cache.with_suffix(".part")
+    saved = subprocess.run(
+        ["docker", "-H", host, "save", "-o", str(part), *wanted], capture_output=True
+    )
+    if saved.returncode == 0:  # only a cache: the images are built either way
+        part.rename(cache)
     return "built"
 
 
@@ -173,7 +177,12 @@ def start_engine() -> Engine:
         host, pid = _start_private(private_dir())
         how = "private dockerd"
     os.environ["DOCKER_HOST"] = host
-    how += ", images " + ensure_images()
+    try:
+        how += ", images " + ensure_images()
+    except BaseException:
+        if pid is not None:  # ours: stop it, whatever went wrong
+            stop_private(pid, private_dir())
+        raise
     return Engine(host=host, pid=pid, setup_s=time.monotonic() - started, how=how)
 
 

@@ -259,7 +259,8 @@ def runs_group() -> None:
 def recover_command() -> None:
     """Record every run whose harness died (e.g. kill -9) as invalid, with its reason.
 
-    `toolkit run` does this too before it starts. The audit log and the submission history of
+    `toolkit run` does this too before it starts. Docker containers and networks left by a
+    harness that is gone are removed. The audit log and the submission history of
     such a run are kept as they were; leftover agent processes are killed.
 
     \b
@@ -271,6 +272,11 @@ def recover_command() -> None:
         click.echo(f"recorded as invalid: {path}")
     if not written:
         click.echo("no interrupted runs")
+    from toolkit.sandbox.docker_engine import remove_leftovers
+
+    removed = remove_leftovers()  # containers of any harness that is gone (none: no engine)
+    if removed:
+        click.echo(f"removed {len(removed)} leftover Docker containers and networks")
 
 
 def _result_files(paths: tuple[Path, ...]) -> list[Path]:

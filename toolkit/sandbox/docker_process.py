@@ -113,6 +113,15 @@ class DockerProcess(SandboxProcess):
             self._done.set()
 
     def _exit_code(self) -> int:
+        """The wrapper's word for it (it wrote the file before it exited, so before the stream
+        ended); only if it was killed itself, the engine's (polled until it has the code)."""
+        try:
+            word, _, number = self._status_file.read_text().partition(" ")
+            with contextlib.suppress(OSError):
+                self._status_file.unlink()
+            return -int(number) if word == "signal" else int(number)
+        except (OSError, ValueError):
+            pass
         end = time.monotonic() + KILL_TIMEOUT_S
         info: dict[str, Any] = {}
         while time.monotonic() < end:
@@ -123,13 +132,6 @@ class DockerProcess(SandboxProcess):
             if not info.get("Running"):
                 break
             time.sleep(0.005)
-        try:
-            word, _, number = self._status_file.read_text().partition(" ")
-            with contextlib.suppress(OSError):
-                self._status_file.unlink()
-            return -int(number) if word == "signal" else int(number)
-        except (OSError, ValueError):
-            pass
         code = info.get("ExitCode")
         if not isinstance(code, int):
             return -9
@@ -138,16 +140,13 @@ class DockerProcess(SandboxProcess):
     # -- the interface -------------------------------------------------------------------
     @property
     def pid(self) -> int:
-        """Host pid of the command's wrapper, once the engine has started it (else 0)."""
-        end = time.monotonic() + 1.0
-        while self._pid is None and time.monotonic() < end and not self._done.is_set():
+        """Host pid of the command's wrapper if the engine has started it yet, else 0 (asked
+        once; crash recovery of the docker backend goes by container labels, not pids)."""
+        if self._pid is None:
+            self._pid = 0
             with contextlib.suppress(Exception):
-                found = int(self._client.api.exec_inspect(self.exec_id).get("Pid") or 0)
-                if found:
-                    self._pid = found
-                    break
-            time.sleep(0.01)
-        return self._pid or 0
+                self._pid = int(self._client.api.exec_inspect(self.exec_id).get("Pid") or 0)
+        return self._pid
 
     @pid.setter
     def pid(self, value: int) -> None:
