@@ -39,5 +39,4 @@ def docker_engine() -> Iterator[object]:
         support.unavailable(_engine_failure[0])
     print(f"\ndocker engine: {engine.how} in {engine.setup_s:.1f}s ({engine.host})")
     yield engine
-    if engine.pid is not None:
-        support.stop_private(engine.pid, support.private_dir())
+    support.stop_engine(engine)

@@ -6,10 +6,12 @@ built or buildable), else the default socket if it answers, else, as root with D
 socket, data root, exec root and pid file under /var/tmp, `--iptables=false --ip6tables=false
 --bridge=none` (it leaves the host's network alone), stopped by its pid at the end.
 
-Images: built once per engine when missing: a Debian base from `debootstrap` (no registry
-needed), then the project's images on it. A saved copy (`docker save`) keyed by the image
-sources is kept in /var/tmp/ari-docker-cache, so the next session on this machine loads them in
-seconds instead of building for minutes.
+The private engine keeps its data root in /var/tmp/ari-test-dockerd between sessions (one
+session at a time holds it, by a lock; another gets a folder of its own, removed at the end),
+so the images are built once per machine. Images: built when missing: a Debian base from
+`debootstrap` (no registry needed), then the project's images on it. A saved copy (`docker
+save`) keyed by the image sources is kept in /var/tmp/ari-docker-cache, so an engine without
+them (a fresh folder) loads them in seconds instead of building for minutes.
 
 Outside CI, a missing engine skips the docker tests with the reason; with CI=true it fails them.
 """
@@ -17,7 +19,6 @@ Outside CI, a missing engine skips the docker tests with the reason; with CI=tru
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import signal
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.images import IMAGES_DIR, ROLES, current
+from toolkit.images import ROLES, current
 from toolkit.sandbox import docker_engine
 
 CACHE_DIR = Path("/var/tmp/ari-docker-cache")
@@ -71,6 +72,7 @@ def _start_private(work: Path) -> tuple[str, int]:
     if os.geteuid() != 0:
         raise RuntimeError("a private dockerd needs root")
     work.mkdir(parents=True, exist_ok=True)
+    _stop_stale(work)
     sock = work / "docker.sock"
     pool = f"base=10.{100 + os.getpid() % 100}.0.0/16,size=24"
     log = (work / "dockerd.log").open("ab")
@@ -97,8 +99,20 @@ def _start_private(work: Path) -> tuple[str, int]:
     raise RuntimeError(f"dockerd did not answer within 60 s; see {work / 'dockerd.log'}")
 
 
-def stop_private(pid: int, work: Path) -> None:
-    """Stop our dockerd by its pid (SIGTERM, then SIGKILL), and remove its state."""
+def _stop_stale(work: Path) -> None:
+    """A dockerd left running on this folder by a session that died (we hold the lock now)."""
+    try:
+        pid = int((work / "dockerd.pid").read_text())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return
+    if b"dockerd" in cmdline and str(work).encode() in cmdline:
+        stop_private(pid, work, keep_data=True)
+
+
+def stop_private(pid: int, work: Path, *, keep_data: bool = False) -> None:
+    """Stop our dockerd by its pid (SIGTERM, then SIGKILL); remove its state, or all but its
+    data root (images) when `keep_data` (the shared folder: the next session starts at once)."""
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     end = time.monotonic() + 30
@@ -118,36 +132,41 @@ def stop_private(pid: int, work: Path) -> None:
         points = [line.split()[1] for line in f if line.split()[1].startswith(f"{work}/")]
     for point in sorted(points, key=len, reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True)
-    shutil.rmtree(work, ignore_errors=True)
-
-
-def images_key() -> str:
-    """What the images are made of: their sources and the Python packages they install."""
-    from toolkit.images.build import torch_requirements
-
-    digest = hashlib.sha256()
-    for path in sorted(IMAGES_DIR.iterdir()):
-        if path.suffix in (".c", ".py", ".Dockerfile") and path.name != "__init__.py":
-            digest.update(path.name.encode() + path.read_bytes())
-    digest.update(repr(torch_requirements("cpu")).encode())
-    return digest.hexdigest()[:16]
+    if keep_data:
+        shutil.rmtree(work / "exec", ignore_errors=True)
+        (work / "docker.sock").unlink(missing_ok=True)
+    else:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def ensure_images() -> str:
     """Make sure the current images exist on the engine (load the cache or build)."""
-    from toolkit.images.build import build_debootstrap_base, build_images
+    from toolkit.images.build import (
+        SOURCES_LABEL,
+        build_debootstrap_base,
+        build_images,
+        sources_digest,
+    )
 
     client = docker_engine.connect()
     wanted = [current().ref(role) for role in ROLES]
-    have = {tag for image in client.api.images() for tag in image.get("RepoTags") or []}
-    if all(ref in have for ref in wanted):
+    key = sources_digest()
+
+    def up_to_date() -> bool:
+        tags = {t: i for i in client.api.images() for t in i.get("RepoTags") or []}
+        return all(
+            ref in tags and (tags[ref].get("Labels") or {}).get(SOURCES_LABEL) == key
+            for ref in wanted
+        )
+
+    if up_to_date():
         return "present"
-    cache = CACHE_DIR / f"images-{images_key()}.tar"
+    have = {tag for image in client.api.images() for tag in image.get("RepoTags") or []}
+    cache = CACHE_DIR / f"images-{key}.tar"
     host = os.environ["DOCKER_HOST"]
     if cache.is_file():
         subprocess.run(["docker", "-H", host, "load", "-q", "-i", str(cache)], capture_output=True)
-        have = {tag for image in client.api.images() for tag in image.get("RepoTags") or []}
-        if all(ref in have for ref in wanted):
+        if up_to_date():
             return "loaded from cache"
     if BASE_TAG not in have:
         build_debootstrap_base(client, BASE_TAG)
@@ -175,16 +194,39 @@ def start_engine() -> Engine:
         host, how = "unix:///var/run/docker.sock", "default engine"
     else:
         host, pid = _start_private(private_dir())
-        how = "private dockerd"
+        how = f"private dockerd in {private_dir()}"
     os.environ["DOCKER_HOST"] = host
     try:
         how += ", images " + ensure_images()
     except BaseException:
         if pid is not None:  # ours: stop it, whatever went wrong
-            stop_private(pid, private_dir())
+            stop_engine(Engine(host, pid, 0.0, how))
         raise
     return Engine(host=host, pid=pid, setup_s=time.monotonic() - started, how=how)
 
 
+def stop_engine(engine: Engine) -> None:
+    """Stop the private dockerd of this session (an engine we did not start is left alone)."""
+    if engine.pid is not None:
+        stop_private(engine.pid, private_dir(), keep_data=private_dir() == SHARED_DIR)
+
+
+SHARED_DIR = Path("/var/tmp/ari-test-dockerd")
+_lock: list[int] = []
+
+
 def private_dir() -> Path:
-    return Path(f"/var/tmp/ari-test-dockerd-{os.getpid()}")
+    """The shared engine folder (its images survive the session) if no other session on this
+    machine holds it; else a folder of this session's own, removed at the end."""
+    import fcntl
+
+    if not _lock:
+        SHARED_DIR.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(f"{SHARED_DIR}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _lock.append(fd)
+        except OSError:
+            os.close(fd)
+            _lock.append(-1)
+    return SHARED_DIR if _lock[0] >= 0 else Path(f"/var/tmp/ari-test-dockerd-{os.getpid()}")

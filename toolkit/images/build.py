@@ -13,6 +13,7 @@ and the `debootstrap` package).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -82,6 +83,23 @@ def install_site_packages(target: Path, torch: str, say: Say = _quiet) -> None:
     shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts point at the host
 
 
+SOURCES_LABEL = "org.ari-bench.sources"
+
+
+def sources_digest(torch: str = "cpu") -> str:
+    """What the images are made of (their files here and the runner's pip requirements), as a
+    short hash: every image is labelled with it, so a stale image can be told apart."""
+    digest = hashlib.sha256()
+    for path in sorted(IMAGES_DIR.iterdir()):
+        if path.suffix in (".c", ".py", ".Dockerfile") and path.name not in _NOT_SOURCES:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    digest.update(repr(torch_requirements(torch)).encode())
+    return digest.hexdigest()[:16]
+
+
+_NOT_SOURCES = ("__init__.py", "build.py", "resolve.py")
+
+
 def _context(role: str, work: Path, torch: str, say: Say) -> Path:
     context = work / role
     context.mkdir()
@@ -106,7 +124,7 @@ def _build_one(client: Any, context: Path, tag: str, base: str, torch: str, say:
         rm=True,
         forcerm=True,
         decode=True,
-        labels={"org.ari-bench.toolkit": default_tag()},
+        labels={"org.ari-bench.toolkit": default_tag(), SOURCES_LABEL: sources_digest(torch)},
     )
     for chunk in stream:
         if "error" in chunk:

@@ -5,7 +5,8 @@ the controller's /etc/hosts points the provider's host name at this container) a
 that leads to the provider. For each allowed (host, port) it listens on that port and relays
 every connection, byte for byte, to exactly that (host, port): the client's own TLS goes end to
 end, and no request can name another destination (this is not an HTTP proxy). Every attempt is
-one JSON line on stdout: time, host, port, allowed, error, client, bytes each way.
+one JSON line on stdout: time (ISO 8601, UTC), host, port, protocol, allowed, error, client;
+and, when it closes, the bytes each way.
 
 Usage: python3 egress.py HOST:PORT [HOST:PORT ...]   (standard library only)
 """
@@ -18,13 +19,15 @@ import socket
 import sys
 import threading
 import time
+from datetime import UTC, datetime
 
 CONNECT_TIMEOUT_S = 10.0
 _print_lock = threading.Lock()
 
 
 def log(**entry: object) -> None:
-    entry = {"time": round(time.time(), 3), **entry}
+    now = datetime.now(UTC).isoformat(timespec="milliseconds")
+    entry = {"time": now, "protocol": "tcp", **entry}
     with _print_lock:
         sys.stdout.write(json.dumps(entry, sort_keys=True) + "\n")
         sys.stdout.flush()

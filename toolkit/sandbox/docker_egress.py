@@ -149,7 +149,7 @@ class EgressGate:
                         if isinstance(entry, dict) and entry.get("event") != "ready":
                             entries.append(entry)
         attempts = [e for e in entries if e.get("event") != "close"]
-        return sorted(attempts, key=lambda e: float(e.get("time", 0)))
+        return sorted(attempts, key=lambda e: str(e.get("time", "")))
 
     def remove(self) -> None:
         for container in self.containers:
