@@ -396,3 +396,33 @@ def test_pins_that_do_not_match_refuse_to_start(tmp_path: Path) -> None:
     assert result.exit_code != 0
     message = result.output.strip().splitlines()
     assert len(message) == 1 and "pins want" in message[0] and wrong in message[0], message
+
+
+PLANT = """
+import os, sys
+for pid in os.listdir("/proc"):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    if len(argv) > 4 and argv[1] == b"run" and argv[4] == b"--" and b"sleep" in argv[5:]:
+        status = argv[3].decode()
+        kind = sys.argv[1]
+        if kind == "fifo":
+            os.mkfifo(status)
+        else:
+            os.symlink("/etc/shadow", status)
+        print("planted", kind, status)
+"""
+
+
+def test_a_call_cannot_hang_or_redirect_another_calls_status(root: Path) -> None:
+    """The status files are writable by the sandbox: a FIFO or a link planted where another
+    command's status goes must neither hang the harness nor make it read through the link."""
+    with python_box(root) as box:
+        for kind in ("fifo", "link"):
+            victim = box.start(["sh", "-c", "sleep 1; exit 7"], stdin=False)
+            time.sleep(0.3)
+            planted = box.exec(["python3", "-c", PLANT, kind], timeout=30)
+            assert planted.stdout.startswith(b"planted"), planted
+            assert victim.wait(timeout=15) == 7

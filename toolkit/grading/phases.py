@@ -98,10 +98,20 @@ class PhaseWorker:
         runtime = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
         runtime = runtime if local else []
         python = sys.executable if local else "python3"
-        # A container gets only this folder (bundle + worker), read-only.
+        # A container gets only this folder (bundle + worker), read-only, and for "cuda[:N]"
+        # exactly GPU N (0 if not said), which it then sees as its only one.
         readonly = runtime if local else [root.resolve()]
+        gpus = None
+        if not local and device.startswith("cuda"):
+            gpus, device = [device.partition(":")[2] or "0"], "cuda"
         self.sandbox = create_sandbox(
-            backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=readonly
+            backend,
+            root=root,
+            network=False,
+            hide=hidden_paths,
+            limits=limits,
+            readonly=readonly,
+            gpus=gpus,
         )
         try:
             self.session = WorkerSession(

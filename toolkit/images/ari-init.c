@@ -256,7 +256,8 @@ static int run_main(int argc, char **argv) {
         code = WEXITSTATUS(status);
     }
     if (strcmp(status_path, "-") != 0) {
-        int fd = open(status_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        int fd = open(status_path,
+                      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
         if (fd >= 0) {
             if (write(fd, text, strlen(text)) < 0) {}
             close(fd);

@@ -36,6 +36,19 @@ def docker_runner_limits() -> Limits:
     )
 
 
+def host_gpu_ids() -> list[str]:
+    """The NVIDIA GPU ids of this host, from its device nodes (/dev/nvidia0, ...)."""
+    found = [p.name.removeprefix("nvidia") for p in Path("/dev").glob("nvidia[0-9]*")]
+    return sorted((g for g in found if g.isdigit()), key=int)
+
+
+def docker_runner_gpus(pinned: str | None = None) -> list[str]:
+    """The docker runner's GPU: the pinned id, else the host's first GPU, else none (CPU)."""
+    if pinned is not None:
+        return [pinned]
+    return host_gpu_ids()[:1]
+
+
 def docker_image(backend: str, role: str) -> str | None:
     """The image of `role` for the docker backend (pinned or default); None for local."""
     if backend != "docker":
@@ -129,7 +142,9 @@ def make_runner(
     hide: Sequence[Path],
     readonly: Sequence[Path],
     limits: Limits | None = None,
+    gpu: str | None = None,
 ) -> Sandbox:
+    """The runner; with docker, one GPU by id (`gpu`, else the host's first; none: CPU)."""
     return create_sandbox(
         backend,
         root=workspace,
@@ -140,4 +155,5 @@ def make_runner(
         readonly=readonly,
         limits=limits or (docker_runner_limits() if backend == "docker" else Limits()),
         image=docker_image(backend, "runner"),
+        gpus=docker_runner_gpus(gpu) if backend == "docker" else None,
     )

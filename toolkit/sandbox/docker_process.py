@@ -21,6 +21,7 @@ from typing import IO, Any
 
 from toolkit.sandbox.base import SandboxError, SandboxProcess
 from toolkit.sandbox.docker_engine import Hijacked
+from toolkit.sandbox.files import read_under
 
 MAX_OUTPUT_BYTES = 64 * 2**20  # what `exec` keeps of each stream
 KILL_TIMEOUT_S = 10.0
@@ -115,12 +116,13 @@ class DockerProcess(SandboxProcess):
     def _exit_code(self) -> int:
         """The wrapper's word for it (it wrote the file before it exited, so before the stream
         ended); only if it was killed itself, the engine's (polled until it has the code)."""
-        try:
-            word, _, number = self._status_file.read_text().partition(" ")
+        try:  # the sandbox can write there too: no link is followed, no FIFO blocks us
+            text = read_under(self._status_file.parent, self._status_file.name).decode()
+            word, _, number = text.partition(" ")
             with contextlib.suppress(OSError):
                 self._status_file.unlink()
             return -int(number) if word == "signal" else int(number)
-        except (OSError, ValueError):
+        except (OSError, ValueError, UnicodeDecodeError):
             pass
         end = time.monotonic() + KILL_TIMEOUT_S
         info: dict[str, Any] = {}
