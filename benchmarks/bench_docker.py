@@ -5,7 +5,8 @@ Three numbers, each against a reference measured in the same run:
   runner call   `runner true` typed in the controller container (shell client, FIFOs across
                 the bind mount, the runner service, a `docker exec` through ari-init in the
                 runner container) against a bare `docker exec` of `true` into the same runner
-                container through the engine's API; target: under 50 ms added.
+                container through the engine's API; target: under 50 ms added. Also shown:
+                the sandbox's own exec (no channel) and `runner time_left` (channel, no exec).
   start-up      a sandbox (container created, started, attached, first command answered),
                 and its removal.
   grading       the same bundle (starter 'tiny' preset) on the 100-question demo exam, in
@@ -40,10 +41,10 @@ from toolkit.sandbox import Sandbox, SandboxError, create_sandbox, docker_engine
 REPO = Path(__file__).resolve().parents[1]
 STARTER = REPO / "toolkit" / "starter"
 
-# Inside the controller: time each `runner true` with the shell's own clock (ns).
+# Inside the controller: time each `runner ARGS` with the shell's own clock (ns).
 LOOP = """i=0
 while [ $i -lt {runs} ]; do
-    a=$(date +%s%N); runner true 2>/dev/null; b=$(date +%s%N)
+    a=$(date +%s%N); runner {args} >/dev/null 2>&1; b=$(date +%s%N)
     echo $((b - a)); i=$((i + 1))
 done
 """
@@ -68,8 +69,16 @@ def bare_exec(box: Sandbox) -> None:
         time.sleep(0.001)
 
 
-def runner_call_ms(runs: int) -> tuple[float, float, float]:
-    """(bare docker exec, sandbox exec, runner call) medians in ms."""
+def _loop_ms(controller: Sandbox, args: str, runs: int) -> float:
+    loop = controller.exec(["sh", "-c", LOOP.format(runs=runs + 1, args=args)], timeout=600)
+    if not loop.ok:
+        raise SystemExit(f"runner loop failed: {loop.stderr.decode()[-300:]}")
+    calls = [int(x) / 1e9 for x in loop.stdout.split()[1:]]  # the first one warms up
+    return statistics.median(calls) * 1000
+
+
+def runner_call_ms(runs: int) -> tuple[float, float, float, float]:
+    """(bare docker exec, sandbox exec, runner true, runner time_left) medians in ms."""
     with tempfile.TemporaryDirectory(prefix="bench-docker-") as tmp:
         ws = Path(tmp) / "ws"
         ws.mkdir()
@@ -93,15 +102,13 @@ def runner_call_ms(runs: int) -> tuple[float, float, float]:
         try:
             bare = median_s(lambda: bare_exec(runner), runs)
             wrapped = median_s(lambda: runner.exec(["true"]), runs)
-            loop = controller.exec(["sh", "-c", LOOP.format(runs=runs + 1)], timeout=600)
-            if not loop.ok:
-                raise SystemExit(f"runner loop failed: {loop.stderr.decode()[-300:]}")
-            calls = [int(x) / 1e9 for x in loop.stdout.split()[1:]]  # the first one warms up
+            call = _loop_ms(controller, "true", runs)
+            channel = _loop_ms(controller, "time_left", runs)
         finally:
             service.stop()
             runner.cleanup()
             controller.cleanup()
-    return bare * 1000, wrapped * 1000, statistics.median(calls) * 1000
+    return bare * 1000, wrapped * 1000, call, channel
 
 
 def startup_s(runs: int) -> tuple[float, float]:
@@ -156,11 +163,12 @@ def main() -> None:
     except SandboxError as exc:
         print(f"bench_docker: skipped: {exc}")
         return
-    bare, wrapped, call = runner_call_ms(args.runs)
+    bare, wrapped, call, channel = runner_call_ms(args.runs)
     print(f"runner call, median of {args.runs} (engine: {docker_engine.socket_path()})")
     print(f"  bare docker exec (API)  {bare:7.1f} ms")
     print(f"  sandbox exec (ari-init) {wrapped:7.1f} ms   +{wrapped - bare:6.1f} ms over bare")
     print(f"  runner true (agent)     {call:7.1f} ms   +{call - bare:6.1f} ms over bare")
+    print(f"  runner time_left        {channel:7.1f} ms   (the channel alone: no exec)")
     verdict = "met" if call - bare < 50 else "NOT met"
     print(f"runner adds {call - bare:.1f} ms over a bare docker exec (target < 50 ms: {verdict})")
     start, stop = startup_s(max(3, args.runs // 5))
