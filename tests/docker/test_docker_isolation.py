@@ -405,7 +405,7 @@ for pid in os.listdir("/proc"):
         argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
     except OSError:
         continue
-    if len(argv) > 4 and argv[1] == b"run" and argv[4] == b"--" and b"sleep" in argv[5:]:
+    if len(argv) > 4 and argv[1] == b"run" and argv[5:8] == [b"sh", b"-c", b"sleep 1; exit 7"]:
         status = argv[3].decode()
         kind = sys.argv[1]
         if kind == "fifo":

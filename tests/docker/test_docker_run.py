@@ -98,3 +98,43 @@ while :; do sleep 1; done
     assert took < 2.0, log
     assert _survivors(TOKEN, wait_s=1.0) == []
     assert containers_of(client, **{"ari.run": result.run_id}) == []
+
+
+def test_an_interrupted_run_removes_its_containers(tmp_path: Path, client: Any) -> None:
+    """SIGTERM (as Ctrl-C) mid-run: the run is recorded invalid and its containers are gone."""
+    import signal
+    import subprocess
+    import sys
+
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "tracks.json").write_bytes((REPO / "results" / "tracks.json").read_bytes())
+    command = (
+        "from toolkit.cli import main; main()",
+        *["run", "--model", "none", "--agent", "scripted", "--backend", "docker"],
+        *["--track", "demo-cpu", "--seed", "0", "--budget", "120", "--quiet"],
+        *["--results", str(results)],
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", *command],
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    mine: list[dict[str, Any]] = []
+    while time.monotonic() < deadline and len(mine) < 2:  # the runner and the controller
+        mine = [
+            c
+            for c in containers_of(client)
+            if c["Labels"].get("ari.owner", "").startswith(f"{process.pid}:")
+        ]
+        time.sleep(0.2)
+    assert len(mine) >= 2, "the run never started its containers"
+    time.sleep(3)  # the agent is working
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=60) != 0
+    run_id = mine[0]["Labels"]["ari.run"]
+    assert containers_of(client, **{"ari.run": run_id}) == []
+    result = json.loads(next((results / "demo-cpu").glob("*.json")).read_text())
+    assert result["status"] == "invalid" and "interrupted" in result["status_reason"]

@@ -6,7 +6,8 @@ Order of events (DESIGN §5):
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
    marker in the harness folder, so a crash of this process is recorded later, not lost;
 4. the runner sandbox + runner service, then the agent in the controller sandbox; the clock
-   starts when the agent does;
+   starts when the agent does (`--backend docker`: each is a container of an image the CLI
+   checked against the pins, and every container and network carries the run id as a label);
 5. the agent exits, or the deadline comes: everything is killed (whatever it does with
    signals), the service stops; the history is checked against what the harness wrote;
 6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
