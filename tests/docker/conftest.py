@@ -19,6 +19,7 @@ import pytest
 
 from tests.run.conftest import ShellAgent
 from toolkit.agents import Agent
+from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.images import current
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
@@ -184,7 +185,7 @@ def make_spec(tmp_path: Path, demo_track: Track, small_text: Path) -> SpecFactor
         data = prepare_data(small_text, tmp_path / "data")
         return RunSpec(
             track=demo_track,
-            model="none",
+            model=BASELINE_MODEL,
             seed=0,
             agent=agent,
             exam=built_exam(DEMO_BANK, "demo"),

@@ -391,7 +391,7 @@ def test_pins_that_do_not_match_refuse_to_start(tmp_path: Path) -> None:
     pins.write_text(json.dumps({role: f"ari-bench/{role}@{wrong}" for role in current().as_dict()}))
     result = CliRunner().invoke(
         cli,
-        ["run", "--model", "none", "--seed", "0", "--backend", "docker", "--images", str(pins)],
+        ["run", "--seed", "0", "--backend", "docker", "--images", str(pins)],
     )
     assert result.exit_code != 0
     message = result.output.strip().splitlines()

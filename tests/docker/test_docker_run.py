@@ -51,7 +51,7 @@ def test_scripted_run_on_docker_end_to_end(tmp_path: Path, client: Any) -> None:
     done = runner.invoke(
         cli,
         [
-            "run", "--model", "none", "--agent", "scripted", "--backend", "docker",
+            "run", "--agent", "scripted", "--backend", "docker",
             "--track", "demo-cpu", "--seed", "0", "--budget", "75", "--quiet",
             "--results", str(results),
         ],
@@ -111,7 +111,7 @@ def test_an_interrupted_run_removes_its_containers(tmp_path: Path, client: Any) 
     (results / "tracks.json").write_bytes((REPO / "results" / "tracks.json").read_bytes())
     command = (
         "from toolkit.cli import main; main()",
-        *["run", "--model", "none", "--agent", "scripted", "--backend", "docker"],
+        *["run", "--agent", "scripted", "--backend", "docker"],
         *["--track", "demo-cpu", "--seed", "0", "--budget", "120", "--quiet"],
         *["--results", str(results)],
     )

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from exam_builder.exam_file import ExamFileError
+from toolkit.commands.console import make_console
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.grading import SIZE_LIMIT_BYTES, GradeReport, grade_bundle
 from toolkit.results import write_json_atomic
@@ -128,7 +129,7 @@ def grade_command(
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
-    console = Console()
+    console = make_console()
     if backend == "docker":
         use_docker_images(images_file)  # no engine or a wrong image: one line, before work
     elif images_file is not None:
