@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
-from toolkit.images import ROLES, ImageError, current, load_pins, pin
+from toolkit.images import ROLES, ImageError, ImageSet, current, load_pins, pin
 from toolkit.images.resolve import Resolved, resolve
 from toolkit.sandbox import SandboxError
 
@@ -47,7 +47,8 @@ def use_docker_images(images_file: Path | None) -> dict[str, Resolved]:
         found = {role: resolve(client, images.ref(role), role) for role in ROLES}
     except (ImageError, SandboxError) as exc:
         raise click.ClickException(str(exc)) from exc
-    pin(images)
+    # From here on by digest: a tag rebuilt or moved during the run changes nothing in it.
+    pin(ImageSet(**{role: found[role].digest for role in ROLES}))
     found["grader"] = found["runner"]
     return found
 
