@@ -50,11 +50,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The docker backend runs the modules that opt in (`DOCKER_BACKEND = True`): the others
     call the host's interpreter by path, which no image has; tests/docker/ attacks docker."""
     keep = []
+    here = Path(__file__).parent
     for item in items:
         callspec = getattr(item, "callspec", None)
         module = getattr(item, "module", None)
         if (
-            callspec is not None
+            here in Path(str(item.path)).parents
+            and callspec is not None
             and callspec.params.get("backend") == "docker"
             and not getattr(module, "DOCKER_BACKEND", False)
         ):
