@@ -312,7 +312,7 @@ def _processes(box: Sandbox) -> int:
 
 def test_disk_cap_bounds_the_tmpfs(root: Path) -> None:
     with python_box(root, limits=Limits(disk_bytes=32 * 2**20)) as box:
-        assert "disk-tmpfs" in box.isolation and "disk-root" in box.not_isolated
+        assert "disk-cap" in box.isolation and "root-disk" in box.not_isolated
         result = box.exec(["sh", "-c", "head -c 64M /dev/zero > /tmp/big; echo $?"], timeout=60)
         assert result.stdout.strip() != b"0"
         size = box.exec(["sh", "-c", "wc -c < /tmp/big"]).stdout

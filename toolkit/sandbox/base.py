@@ -48,8 +48,10 @@ class Limits:
     cpu_seconds: int | None = None
     file_size_bytes: int | None = None
     disk_bytes: int | None = None
-    """Cap on what the sandbox's processes may write in total to its writable places (private
-    tmpfs sizes; the root where the backend owns it)."""
+    """What the tree may write in total to its private writable places (/tmp, /var/tmp,
+    /dev/shm, /run, ...), and to the root where the backend owns it; past it, writes fail
+    with ENOSPC. `isolation` / `not_isolated` say which of the two is capped. None: the local
+    backend caps the private places at `memory_bytes`, else at a quarter of the RAM."""
 
 
 NO_LIMITS = Limits()

@@ -153,7 +153,7 @@ class DockerSandbox(Sandbox):
     def _describe(self) -> tuple[list[str], list[str]]:
         lim = self.limits
         on = [
-            "container", "pidns", "mountns", "ipc", "uts", "subreaper", "pgroup",
+            "container", "pidns", "mountns", "ipcns", "utsns", "subreaper", "pgroup",
             "scrubbed-env", "no-new-privs", "caps-dropped", "readonly-rootfs", "private-tmp",
             f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
         ]  # fmt: skip
@@ -171,9 +171,9 @@ class DockerSandbox(Sandbox):
         on += ["cgroup-memory"] if lim.memory_bytes is not None else []
         on += ["rlimits"] if lim.cpu_seconds is not None or lim.file_size_bytes else []
         if lim.disk_bytes is not None:
-            on.append("disk-tmpfs")
+            on.append("disk-cap")
             if not self.root_readonly:
-                off.append("disk-root")
+                off.append("root-disk")
         on += ["gpus:" + ",".join(self.gpus)] if self.gpus else ["no-gpu"]
         return sorted(set(on)), sorted(set(off))
 
