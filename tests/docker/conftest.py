@@ -20,7 +20,7 @@ import pytest
 from tests.run.conftest import ShellAgent
 from toolkit.agents import Agent
 from toolkit.agents.scripted import BASELINE_MODEL
-from toolkit.images import current
+from toolkit.images import current, pin
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
 from toolkit.sandbox import docker_engine
@@ -32,8 +32,9 @@ __all__ = ["ShellAgent"]
 
 
 @pytest.fixture(autouse=True)
-def engine(docker_engine: object) -> object:
-    return docker_engine
+def engine(docker_engine: object) -> Iterator[object]:
+    yield docker_engine
+    pin(None)  # a command run in-process pinned its images: the next test starts afresh
 
 
 @pytest.fixture(autouse=True)

@@ -47,8 +47,10 @@ def use_docker_images(images_file: Path | None) -> dict[str, Resolved]:
         found = {role: resolve(client, images.ref(role), role) for role in ROLES}
     except (ImageError, SandboxError) as exc:
         raise click.ClickException(str(exc)) from exc
-    # From here on by digest: a tag rebuilt or moved during the run changes nothing in it.
-    pin(ImageSet(**{role: found[role].digest for role in ROLES}))
+    # From here on by exact image (a registry digest, else the image id, both of which the
+    # engine resolves as they are): a tag rebuilt or moved during the run changes nothing.
+    exact = {role: (found[role].repo_digests or (found[role].id,))[0] for role in ROLES}
+    pin(ImageSet(**exact))
     found["grader"] = found["runner"]
     return found
 
