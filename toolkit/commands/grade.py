@@ -14,6 +14,7 @@ from rich.table import Table
 
 from exam_builder.exam_file import ExamFileError, sha256_file
 from toolkit.commands.console import make_console
+from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import find_registry, registry_option, results_dir_option
 from toolkit.grading import SIZE_LIMIT_BYTES, GradeReport, grade_bundle
 from toolkit.results import write_json_atomic
@@ -104,6 +105,7 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     show_default=True,
     help="Sandbox backend that runs the bundle's code.",
 )
+@images_option
 @click.option("--device", default="cpu", show_default=True, help="Device passed to load().")
 @click.option(
     "--json",
@@ -151,6 +153,7 @@ def grade_command(
     registry: Path | None,
     phases: tuple[str, ...],
     keep_dir: Path | None,
+    images_file: Path | None,
 ) -> None:
     """Grade a bundle (a folder or .tar.gz) on an exam, in a sandbox.
 
@@ -169,6 +172,10 @@ def grade_command(
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
     console = make_console()
+    if backend == "docker":
+        use_docker_images(images_file)  # no engine or a wrong image: one line, before work
+    elif images_file is not None:
+        raise click.UsageError("--images pins Docker images: use it with --backend docker")
     if keep_dir is not None and keep_dir.exists() and any(keep_dir.iterdir()):
         raise click.UsageError(f"--keep {keep_dir}: the folder is not empty; pick a new one")
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam

@@ -21,6 +21,7 @@ from toolkit import state
 from toolkit.agents import AGENTS, get_agent
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.commands.console import make_console
+from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import results_dir_option
 from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
@@ -144,11 +145,12 @@ def _model_for(agent: str, model: str | None) -> str:
 )
 @click.option(
     "--backend",
-    type=click.Choice(["local"]),
+    type=click.Choice(["local", "docker"]),
     default="local",
     show_default=True,
-    help="Sandbox backend of the three roles. 'docker' comes next.",
+    help="Sandbox backend of the three roles: local processes, or three Docker containers.",
 )
+@images_option
 @click.option(
     "--track", default="demo-cpu", show_default=True, help="Track id (results/tracks.json)."
 )
@@ -201,6 +203,7 @@ def run_command(
     registry: Path | None,
     device: str,
     quiet: bool,
+    images_file: Path | None,
 ) -> None:
     """Run one agent under a track's rules and publish its result.
 
@@ -236,6 +239,12 @@ def run_command(
         scale = budget / the_track.budget_s
         budget_s, per_call = budget, min(budget, the_track.per_call_limit_s * scale)
         reserved = the_track.reserved_s * scale
+    image_digests = None
+    if backend == "docker":
+        found = use_docker_images(images_file)
+        image_digests = {role: found[role].digest for role in ("controller", "runner", "grader")}
+    elif images_file is not None:
+        raise click.UsageError("--images pins Docker images: use it with --backend docker")
     for path in recover_runs():
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
     data_dir: Path | None = None
@@ -284,6 +293,7 @@ def run_command(
         per_call_limit_s=per_call,
         reserved_s=reserved,
         secrets=_secrets(),
+        image_digests=image_digests,
     )
     progress = Progress(
         TextColumn("[bold]run[/bold]"),
@@ -334,7 +344,8 @@ def runs_group() -> None:
 def recover_command() -> None:
     """Record every run whose harness died (e.g. kill -9) as invalid, with its reason.
 
-    `toolkit run` does this too before it starts. The audit log and the submission history of
+    `toolkit run` does this too before it starts. Docker containers and networks left by a
+    harness that is gone are removed. The audit log and the submission history of
     such a run are kept as they were; leftover agent processes are killed.
 
     \b
@@ -346,6 +357,11 @@ def recover_command() -> None:
         click.echo(f"recorded as invalid: {path}")
     if not written:
         click.echo("no interrupted runs")
+    from toolkit.sandbox.docker_engine import remove_leftovers
+
+    removed = remove_leftovers()  # containers of any harness that is gone (none: no engine)
+    if removed:
+        click.echo(f"removed {len(removed)} leftover Docker containers and networks")
 
 
 def _result_files(paths: tuple[Path, ...]) -> list[Path]:

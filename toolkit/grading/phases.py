@@ -102,12 +102,24 @@ class PhaseWorker:
         runtime = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
         runtime = runtime if local else []
         python = sys.executable if local else "python3"
+        # A container gets only this folder (bundle + worker), read-only, and for "cuda[:N]"
+        # exactly GPU N (0 if not said), which it then sees as its only one.
+        readonly = runtime if local else [root.resolve()]
+        gpus = None
+        if not local and device.startswith("cuda"):
+            gpus, device = [device.partition(":")[2] or "0"], "cuda"
         # Always hidden: the exam, its folder, the protected paths, this grading's other
         # folders; `hide` adds the caller's (see `hiding`).
         hidden = grading_hidden(exam, root.parent, hide)
-        self.hidden = cover(hidden, [root, *runtime])
+        self.hidden = cover(hidden, [root, *readonly])
         self.sandbox = create_sandbox(
-            backend, root=root, network=False, hide=self.hidden, limits=limits, readonly=runtime
+            backend,
+            root=root,
+            network=False,
+            hide=self.hidden,
+            limits=limits,
+            readonly=readonly,
+            gpus=gpus,
         )
         try:
             self.session = WorkerSession(
