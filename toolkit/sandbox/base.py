@@ -62,7 +62,8 @@ class Egress:
     """One destination a sandbox without network may still open TCP connections to.
 
     Programs inside connect to `host:port` as usual (the name resolves inside); nothing else
-    outside is reachable. This is how a controller reaches its model provider and nothing more.
+    outside is reachable, and every attempt is logged by the backend (`Sandbox.egress_log`).
+    This is how a controller reaches its model provider and nothing more.
     """
 
     host: str
