@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.agents import ScriptedAgent
+from toolkit.chain import read_chain
 from toolkit.cli import cli
 from toolkit.results import load_run
-from toolkit.run.chain import read_chain
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
 

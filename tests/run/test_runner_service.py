@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.run.conftest import MAKE_BUNDLE
-from toolkit.run.chain import ChainedLog, read_chain
-from toolkit.run.clock import Clock
+from toolkit.chain import ChainedLog, read_chain
+from toolkit.clock import Clock
 from toolkit.run.history import SubmissionHistory
 from toolkit.run.inputs import public_set
 from toolkit.run.submissions import Grader, Submissions

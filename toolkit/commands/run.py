@@ -18,11 +18,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from exam_builder.exam_file import ExamFileError
 from toolkit.agents import AGENTS, get_agent
+from toolkit.chain import ChainError, read_chain
 from toolkit.commands.options import results_dir_option
 from toolkit.data import DataError
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
-from toolkit.run.chain import ChainError, read_chain
 from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.run.orchestrate import AUDIT_FILE, RunSpec, execute_run

@@ -32,10 +32,10 @@ from typing import IO
 from exam_builder.exam_file import load_exam, sha256_file
 from toolkit import __version__
 from toolkit.agents import Agent, AgentContext
+from toolkit.chain import ChainedLog, ChainError
+from toolkit.clock import Clock
 from toolkit.results import EffectiveConfig, FamilyScore, RunResult, Score, Timings, save_run
 from toolkit.run import recovery, roles
-from toolkit.run.chain import ChainedLog, ChainError
-from toolkit.run.clock import Clock
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.submissions import Grader, Submissions

@@ -23,9 +23,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from toolkit.chain import ChainError, read_chain
 from toolkit.paths import state_dir
 from toolkit.results import RunResult, save_run
-from toolkit.run.chain import ChainError, read_chain
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
 
 MARKER = "RUNNING"

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from toolkit.clock import Clock
 from toolkit.grading import BundleError, grade_bundle, pack_bundle
 from toolkit.grading.report import GradeReport
 from toolkit.results import Candidate
-from toolkit.run.clock import Clock
 from toolkit.run.history import SubmissionHistory
 from toolkit.runner.channel import Call
 from toolkit.runner.service import Handler

@@ -23,8 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from toolkit.run.chain import ChainedLog
-from toolkit.run.clock import Clock, format_duration
+from toolkit.chain import ChainedLog
+from toolkit.clock import Clock, format_duration
 from toolkit.runner.channel import BadRequest, Call, ClientGone, RequestLoop
 
 # Exit codes of the runner's own verdicts (the command's own code passes through otherwise).
