@@ -19,6 +19,7 @@ from toolkit.grading import BundleError, grade_bundle, pack_bundle
 from toolkit.grading.report import GradeReport
 from toolkit.results import Candidate
 from toolkit.run.history import SubmissionHistory
+from toolkit.runner.audit import clean_text, to_bytes
 from toolkit.runner.channel import Call
 from toolkit.runner.service import Handler
 from toolkit.tracks import GradingParams
@@ -118,7 +119,7 @@ class Submissions:
                 sha256=packed.sha256,
                 packed_bytes=packed.packed_bytes,
             )
-            if not self.history.add_candidate(candidate, source=call.argv[1]):
+            if not self.history.add_candidate(candidate, source=clean_text(call.argv[1])):
                 call.say("[runner] submit refused: the run is over")
                 return REJECTED
         # Recorded (and promotable) before it is scored: public scoring is feedback only, and
@@ -129,10 +130,12 @@ class Submissions:
         )
         report = self.grader.grade(archive, self.public_set, ("generate",))
         with self._lock:
+            # The reason may quote the bundle's own error text: anything it holds must be
+            # storable (a lone surrogate in it must not break the history or this call).
             self.history.record_public(
                 candidate_id,
                 report.score.percent if report.ok else None,
-                None if report.ok else (report.reason or "public scoring failed"),
+                None if report.ok else clean_text(report.reason or "public scoring failed"),
             )
         score = (
             f"public score {report.score.percent:.1f}% ({report.score.passed}/{report.score.total})"
@@ -141,11 +144,11 @@ class Submissions:
         )
         call.write(
             "stdout",
-            (
+            to_bytes(
                 f"candidate {candidate_id}: {packed.packed_bytes:,} bytes packed, "
                 f"sha256 {packed.sha256[:12]}, {score}\n"
                 f"promote it with: runner promote {candidate_id}\n"
-            ).encode(),
+            ),
         )
         return 0
 
