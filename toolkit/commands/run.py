@@ -23,9 +23,10 @@ from toolkit.commands.options import results_dir_option
 from toolkit.data import DataError
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
+from toolkit.run.artifacts import AUDIT_FILE
 from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
-from toolkit.run.orchestrate import AUDIT_FILE, RunSpec, execute_run
+from toolkit.run.orchestrate import RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.workspace import WorkspaceError
 from toolkit.stats import load_results
@@ -259,6 +260,8 @@ def recover_command() -> None:
     written = recover_runs()
     for path in written:
         click.echo(f"recorded as invalid: {path}")
+        listed = load_run(path).artifacts
+        click.echo(f"  artifacts kept: {', '.join(sorted(listed)) or 'none'}")
     if not written:
         click.echo("no interrupted runs")
 

@@ -36,6 +36,13 @@ from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
 from toolkit.results import EffectiveConfig, FamilyScore, RunResult, Score, Timings, save_run
 from toolkit.run import recovery, roles
+from toolkit.run.artifacts import (
+    AGENT_LOG,
+    AUDIT_FILE,
+    CANDIDATES_DIR,
+    TRANSCRIPT_FILE,
+    list_artifacts,
+)
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.submissions import Grader, Submissions
@@ -46,10 +53,6 @@ from toolkit.runner.service import RunnerService
 from toolkit.sandbox import Sandbox, SandboxProcess
 from toolkit.tracks import Track
 
-AUDIT_FILE = "audit.jsonl"
-TRANSCRIPT_FILE = "transcript.txt"
-AGENT_LOG = "agent.log"
-CANDIDATES_DIR = "candidates"
 KILL_GRACE_S = 1.0  # after the deadline, how long teardown may take before we call it a bug
 
 
@@ -258,16 +261,7 @@ class Run:
                 protocol_revision=track.protocol_revision,
             ),
             # Only what exists: an agent that never called `runner` leaves no audit log.
-            artifacts={
-                key: f"{self.run_id}/{name}"
-                for key, name in (
-                    ("audit", AUDIT_FILE),
-                    ("history", HISTORY_FILE),
-                    ("transcript", TRANSCRIPT_FILE),
-                    ("agent_log", AGENT_LOG),
-                )
-                if (self.artifacts / name).is_file()
-            },
+            artifacts=list_artifacts(self.artifacts, self.run_id),
         )
 
     # -- the run ------------------------------------------------------------------------------
@@ -495,6 +489,7 @@ class Run:
         result.usage = outcome.usage
         if outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
+        result.artifacts = list_artifacts(self.artifacts, self.run_id)  # all there is, now
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)
