@@ -46,7 +46,7 @@ from toolkit.run.artifacts import (
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.submissions import Grader, Submissions
-from toolkit.run.workspace import STARTER_DIR, Workspace, assemble, find_leaks
+from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService
@@ -331,16 +331,14 @@ class Run:
             ),
         )
         self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)
-        hidden = [
-            spec.results_dir.resolve(),
-            self.artifacts.resolve(),
-            self.harness,
-            spec.exam,
-            spec.exam.parent,
-            PUBLIC_BANKS,
-            *spec.bank_dirs,
-            recovery.runs_root().parent / "exams",
-        ]
+        try:
+            hidden = roles.run_hidden(
+                exam=spec.exam,
+                results_dir=spec.results_dir,
+                extra=[self.artifacts, self.harness, PUBLIC_BANKS, *spec.bank_dirs],
+            )
+        except ValueError as exc:
+            raise WorkspaceError(str(exc)) from exc
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
             spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
