@@ -210,11 +210,21 @@ def test_a_failing_audit_log_is_an_infrastructure_error_not_a_hang(env: Env) -> 
 
 
 def test_odd_bytes_in_submit_and_promote_are_the_agents_problem_not_ours(env: Env) -> None:
-    for argv in (("submit", b"bundles/\xff"), ("promote", b"c\xff"), ("history", b"\xff")):
+    odd = env.workspace / "bundles" / "odd"
+    odd.mkdir()
+    (odd / "inference.py").write_text("def load(bundle_dir, device):\n    raise ValueError\n")
+    (odd / os.fsdecode(b"name-\xff")).write_text("a file name that is not UTF-8")
+    calls = [
+        ("submit", b"bundles/\xff"),
+        ("submit", b"bundles/odd"),
+        ("promote", b"c\xff"),
+        ("history", b"\xff"),
+    ]
+    for argv in calls:
         done = env.call_bytes(*argv, timeout=30)
         assert done.returncode not in (INTERNAL, KILLED), done.stderr
     assert env.service.infra_errors == []
-    assert len(env.wait_entries(3)) == 3
+    assert len(env.wait_entries(len(calls))) == len(calls)
 
 
 def test_junk_requests_and_missing_folders(env: Env) -> None:

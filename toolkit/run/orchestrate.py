@@ -404,6 +404,7 @@ class Run:
             clock=self.clock,
             grader=self.grader,
             public_set=spec.public_set,
+            log=self.log,
         )
         self.submissions = submissions
         self.service = RunnerService(

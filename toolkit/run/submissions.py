@@ -10,6 +10,7 @@ change the files between the check and the grade.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,8 +63,10 @@ class Submissions:
         clock: Clock,
         grader: Grader,
         public_set: Path,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
+        self.log = log or (lambda _: None)
         self.store = store
         self.history = history
         self.clock = clock
@@ -100,7 +103,10 @@ class Submissions:
             archive = self.archive(candidate_id)
             try:
                 packed = pack_bundle(folder, archive)
-            except BundleError as exc:
+            except (BundleError, OSError, ValueError) as exc:
+                # The folder is the agent's: whatever it holds that cannot be packed (odd
+                # names, files vanishing mid-pack) is a refused submission, never a harness
+                # failure that would void the run and hand the agent a rerun.
                 archive.unlink(missing_ok=True)
                 call.say(f"[runner] submit refused: {exc}")
                 return REJECTED
@@ -128,29 +134,38 @@ class Submissions:
             f"[runner] {candidate_id} recorded ({packed.packed_bytes:,} bytes packed, sha256 "
             f"{packed.sha256[:12]}); scoring it on the public validation set (feedback only)..."
         )
-        report = self.grader.grade(archive, self.public_set, ("generate",))
+        percent, error, line = self._score_public(candidate_id, archive)
         with self._lock:
-            # The reason may quote the bundle's own error text: anything it holds must be
-            # storable (a lone surrogate in it must not break the history or this call).
-            self.history.record_public(
-                candidate_id,
-                report.score.percent if report.ok else None,
-                None if report.ok else clean_text(report.reason or "public scoring failed"),
-            )
-        score = (
-            f"public score {report.score.percent:.1f}% ({report.score.passed}/{report.score.total})"
-            if report.ok
-            else f"public scoring failed: {report.reason}"
-        )
+            self.history.record_public(candidate_id, percent, error)
         call.write(
             "stdout",
             to_bytes(
                 f"candidate {candidate_id}: {packed.packed_bytes:,} bytes packed, "
-                f"sha256 {packed.sha256[:12]}, {score}\n"
+                f"sha256 {packed.sha256[:12]}, {line}\n"
                 f"promote it with: runner promote {candidate_id}\n"
             ),
         )
         return 0
+
+    def _score_public(
+        self, candidate_id: str, archive: Path
+    ) -> tuple[float | None, str | None, str]:
+        """(percent, None, line) or (None, why it failed, line): for the history and the agent."""
+        try:
+            report = self.grader.grade(archive, self.public_set, ("generate",))
+        except Exception as exc:
+            # Feedback only: a failure here must not void the run (a rerun for free); it is
+            # on record in the history and in the harness's log.
+            self.log(f"public scoring of {candidate_id} failed in the harness: {exc!r}")
+            error = clean_text(f"the harness could not score it ({exc!r})")
+            return None, error, f"public scoring failed: {error}"
+        if not report.ok:
+            # The reason may quote the bundle's own error text: whatever it holds must be
+            # storable (a lone surrogate in it must not break the history or this call).
+            error = clean_text(report.reason or "public scoring failed")
+            return None, error, f"public scoring failed: {error}"
+        s = report.score
+        return s.percent, None, f"public score {s.percent:.1f}% ({s.passed}/{s.total})"
 
     def promote(self, call: Call) -> int:
         if len(call.argv) != 2:
