@@ -40,6 +40,7 @@ INTERNAL = 70  # the harness failed (EX_SOFTWARE): the run will be marked invali
 MALFORMED = 64  # the call itself was malformed (EX_USAGE): no argument list, or one too long
 GRACE_S = 10.0  # beyond the per-call limit, how long a call may take to be wound up
 STOP_WAIT_S = 3.0  # at the end of the run, how long calls get to end before they are closed
+POLL_S = 0.05  # how quickly a running call notices that it is to be killed
 
 
 class Process(Protocol):
@@ -76,9 +77,11 @@ class _InFlight:
     started_at: datetime
     start_s: float
     call: Call | None = None
-    process: Process | None = None
     reason: str | None = None  # why the harness refused, killed or closed it, if it did
     finished: bool = False
+    # Set to have the call's process killed. Only the thread serving the call touches the
+    # process (a sandbox process is not safe to kill from one thread while another waits).
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -286,11 +289,9 @@ class RunnerService:
         started = self.clock.elapsed()
         process = self.start_process(call.argv)
         with self._lock:
-            item.process = process
             if self._closed or item.finished:
-                item.reason = item.reason or "the run is over"
-        if item.reason:
-            process.kill()
+                item.reason = item.reason or "killed: the run is over"
+                item.stop.set()
         pumps = [
             threading.Thread(target=self._pump, args=(item, s, p), daemon=True)
             for s, p in (("stdout", process.stdout), ("stderr", process.stderr))
@@ -298,16 +299,18 @@ class RunnerService:
         ]
         for t in pumps:
             t.start()
-        code = process.wait(timeout=limit)
+        code = self._wait(item, process, time.monotonic() + limit)
         if code is None:
-            per_call = limit >= self.clock.per_call_limit_s - 1e-6
-            self._kill(
-                item,
-                f"killed: the call ran past the per-call limit of "
-                f"{format_duration(self.clock.per_call_limit_s)}"
-                if per_call
-                else "killed: the run's deadline was reached",
-            )
+            if not item.stop.is_set():
+                per_call = limit >= self.clock.per_call_limit_s - 1e-6
+                self._kill(
+                    item,
+                    f"killed: the call ran past the per-call limit of "
+                    f"{format_duration(self.clock.per_call_limit_s)}"
+                    if per_call
+                    else "killed: the run's deadline was reached",
+                )
+            process.kill()
             code = process.wait(timeout=5)
         for t in pumps:  # the rest of the output; a client that stopped reading is not waited on
             t.join(timeout=2)
@@ -318,6 +321,18 @@ class RunnerService:
                 call.say(f"[runner] {item.reason}")
             return KILLED
         return code if code is not None else KILLED
+
+    @staticmethod
+    def _wait(item: _InFlight, process: Process, deadline: float) -> int | None:
+        """The exit code, or None once `deadline` passes or a kill is asked for."""
+        while not item.stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            code = process.wait(timeout=min(POLL_S, left))
+            if code is not None:
+                return code
+        return None
 
     def _pump(self, item: _InFlight, stream: str, pipe: IO[bytes]) -> None:
         """Forward one output pipe to the client as it comes; kill the call if it left."""
@@ -338,12 +353,11 @@ class RunnerService:
                 self._kill(item, "client gone: the runner client was interrupted")
 
     def _kill(self, item: _InFlight, reason: str) -> None:
+        """Ask for the call's process to be killed (its own thread does it within POLL_S)."""
         with self._lock:
             if item.reason is None:
                 item.reason = reason
-            process = item.process
-        if process is not None:
-            process.kill()
+        item.stop.set()
 
     def _cancel(self, name: str) -> None:
         with self._lock:
