@@ -5,10 +5,12 @@ Order of events (DESIGN §5):
 2. the workspace, checked for leaks (no exam text, no secret value anywhere in it);
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
    marker in the harness folder, so a crash of this process is recorded later, not lost;
-4. the runner sandbox + runner service, then the agent in the controller sandbox; the clock
+4. the runner sandbox + runner service, then the agent in the controller sandbox (both hide
+   `roles.run_hidden`: the protected paths, the exam and its folder, results, banks); the clock
    starts when the agent does;
 5. the agent exits, or the deadline comes: everything is killed (whatever it does with
-   signals), the service stops; the history is checked against what the harness wrote;
+   signals), the service stops (every call still open is closed and audited); the history and
+   the audit log are checked against what the harness wrote;
 6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
    `failed` with 0; a harness or sandbox failure => `invalid` with its reason;
 7. the result is written atomically, the marker removed.
