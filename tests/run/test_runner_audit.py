@@ -256,9 +256,14 @@ def test_every_call_has_exactly_one_entry_when_the_run_stops(env: Env) -> None:
     assert stuck.stderr is not None
     while b"stuck handler" not in stuck.stderr.readline():
         pass
+    late = [env.raw(f"Late{n:04d}").make(b"echo\0late\0") for n in range(5)]
+    for raw in late:  # requested at the last moment: served, or found unread at the stop
+        raw.send()
     env.service.stop("the test ended the run")
     for proc in [*procs, stuck]:
         assert proc.wait(timeout=10) == KILLED
     entries = env.entries()
-    assert len(entries) == 5 and len({e["call"] for e in entries}) == 5
-    assert all("the test ended the run" in e["note"] for e in entries)
+    assert len(entries) == 10 and len({e["call"] for e in entries}) == 10
+    running = [e for e in entries if not e["call"].startswith("Late")]
+    assert all("the test ended the run" in e["note"] for e in running)
+    assert {e["call"] for e in entries} >= {raw.name for raw in late}

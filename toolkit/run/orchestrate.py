@@ -444,17 +444,28 @@ class Run:
         Returns what went wrong, if anything: a process that survived is an infrastructure
         failure that makes the run invalid, not an exception that loses the result."""
         started = time.monotonic()
+        errors: list[str] = []
+
+        def clean(box: Sandbox) -> None:
+            try:
+                box.cleanup()
+            except Exception as exc:
+                errors.append(str(exc))
+
+        # Calls in flight are killed first (so the log says why), then the agent, so that no
+        # call can come after the service has stopped: every call the agent made is on record.
+        if self.service is not None:
+            self.service.close()
+        if self.controller is not None and self.controller in self.boxes:
+            clean(self.controller)
         if self.submissions is not None:
             self.submissions.close()
         if self.service is not None:
             self.service.stop()
             self.runner_s = self.service.runner_seconds
-        errors: list[str] = []
         for box in self.boxes:
-            try:
-                box.cleanup()
-            except Exception as exc:
-                errors.append(str(exc))
+            if box is not self.controller:
+                clean(box)
         self.boxes = []
         took = time.monotonic() - started
         if self.transcript is not None:

@@ -300,34 +300,46 @@ class RequestLoop:
         # O_RDWR: we hold a writer ourselves, so the FIFO never reports EOF between clients
         # and a client's open() never blocks while the harness is alive.
         self._fd = os.open(channel / REQUESTS, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._buf = b""
         self._thread = threading.Thread(target=self._loop, name="runner-requests", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self) -> list[str]:
+        """Stop reading; return the names of calls requested but not yet read (the run ends
+        with them unserved, but not unrecorded)."""
         os.write(self._wake_w, b"x")
         self._thread.join(timeout=5)
+        pending: list[str] = []
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self._fd, 65536):
+                self._buf += chunk
+        for line in self._lines():
+            if NAME.match(line):
+                pending.append(line)
         for fd in (self._fd, self._wake_r, self._wake_w):
             os.close(fd)
+        return pending
+
+    def _lines(self) -> list[str]:
+        """Complete request lines read so far (the rest stays buffered)."""
+        *lines, self._buf = self._buf.split(b"\n")
+        if len(self._buf) > _MAX_LINE:
+            self._buf = b""  # junk without a newline: never let it grow without bound
+        return [ln.decode("ascii", "replace").strip() for ln in lines if len(ln) <= _MAX_LINE]
 
     def _loop(self) -> None:
-        buf = b""
         while True:
             ready, _, _ = select.select([self._fd, self._wake_r], [], [])
             if self._wake_r in ready:
                 return
             try:
-                chunk = os.read(self._fd, 65536)
+                self._buf += os.read(self._fd, 65536)
             except BlockingIOError:
                 continue
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            if len(buf) > _MAX_LINE:
-                buf = b""  # junk without a newline: never let it grow without bound
-            for line in lines:
-                if len(line) <= _MAX_LINE:
-                    self._dispatch(line.decode("ascii", "replace").strip())
+            for line in self._lines():
+                self._dispatch(line)
 
     def _dispatch(self, line: str) -> None:
         if line.startswith("cancel "):

@@ -109,17 +109,25 @@ class RunnerService:
         self._loop = RequestLoop(self.channel, self._serve, self._cancel)
         self._loop.start()
 
-    def stop(self, reason: str = "the run's deadline was reached") -> None:
-        """Refuse new calls, kill every call in flight, and close (and log) what is left.
-
-        When this returns, every call the service ever accepted has its audit entry."""
+    def close(self, reason: str = "the run's deadline was reached") -> None:
+        """Refuse new calls (with a reply) and kill every call in flight; keep listening."""
         with self._lock:
             self._closed = True
             inflight = list(self._inflight.values())
         for item in inflight:
             self._kill(item, f"killed: {reason}")
+
+    def stop(self, reason: str = "the run's deadline was reached") -> None:
+        """`close`, stop listening, and close (and log) what is left.
+
+        When this returns, every call ever requested has its audit entry, those still waiting
+        in the requests FIFO included."""
+        self.close(reason)
         if self._loop is not None:
-            self._loop.stop()
+            for name in self._loop.stop():
+                item = _InFlight(name, datetime.now(UTC), self.clock.elapsed())
+                item.reason = f"refused: the run ended before this call was read ({reason})"
+                self._log(item, REFUSED)
             self._loop = None
         with self._ended:
             self._ended.wait_for(lambda: self.in_flight() == 0, timeout=STOP_WAIT_S)
