@@ -341,6 +341,7 @@ class Run:
             )
         except ValueError as exc:
             raise WorkspaceError(str(exc)) from exc
+        self.grader.hide = hidden  # public scoring and the final grading hide the same
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
             spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly

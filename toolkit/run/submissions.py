@@ -10,7 +10,7 @@ change the files between the check and the grade.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +37,10 @@ class Grader:
     size_limit_bytes: int
     backend: str
     device: str
+    # What the grader's sandboxes hide besides what grading hides itself: the run's own list
+    # (the exam wherever the operator keeps it, its folder, the results, the banks), so that
+    # public scoring, whose feedback reaches the agent, sees no more than the runner does.
+    hide: Sequence[Path] = ()
 
     def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach)."""
@@ -48,6 +52,7 @@ class Grader:
             backend=self.backend,
             device=self.device,
             phases=phases,
+            hide=self.hide,
         )
 
 
