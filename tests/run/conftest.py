@@ -7,6 +7,7 @@ real controller sandbox against the real runner service, so what they attack is 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import tempfile
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from exam_builder.exam_file import load_exam
 from toolkit.agents import Agent, AgentContext, AgentOutcome
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
@@ -135,6 +137,19 @@ def make_spec(tmp_path: Path, demo_track: Track, starter: Path, small_text: Path
         )
 
     return make
+
+
+def exam_marks(exam: Path, count: int = 10) -> list[bytes]:
+    """Byte strings that only a copy of the exam holds, whole or in part, as the file has them
+    (JSON-escaped) and as a program would print them (decoded): each a question's answer with
+    the text just before it."""
+    questions = load_exam(exam)
+    step = max(1, len(questions) // count)
+    marks: list[bytes] = []
+    for q in questions[::step][:count]:
+        text = q.prompt[-40:] + q.answer
+        marks += [text.encode(), json.dumps(text, ensure_ascii=False)[1:-1].encode()]
+    return marks
 
 
 @dataclass(frozen=True)

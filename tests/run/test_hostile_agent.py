@@ -26,12 +26,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.run.conftest import REPO, Exposed, ShellAgent, SpecFactory
+from tests.run.conftest import REPO, Exposed, ShellAgent, SpecFactory, exam_marks
 from toolkit.chain import read_chain
 from toolkit.run.inputs import DEMO_BANK, built_exam
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import runs_root
-from toolkit.run.workspace import exam_needles
 from toolkit.runner.audit import decode_arg
 
 WRITABLE = ["/run/lock", "/var/lock", "/dev/shm", "/tmp", "/var/tmp"]
@@ -427,7 +426,7 @@ def test_hostile_agent_scores_what_its_model_earned(
         problems.append("runner calls hung: " + (loot / "hangs.txt").read_text())
 
     # Not a byte of the exam reached anything the agent or a bundle could read or keep.
-    needles = exam_needles(exposed.exam)
+    needles = exam_marks(exposed.exam)
     exam_bytes = exposed.exam.read_bytes()
     places = [p for p in workspace.rglob("*") if p.is_file() and not p.is_symlink()]
     for path in [*places, run_dir / "transcript.txt", run_dir / "history.jsonl"]:
