@@ -140,15 +140,16 @@ def make_spec(tmp_path: Path, demo_track: Track, starter: Path, small_text: Path
 
 
 def exam_marks(exam: Path, count: int = 10) -> list[bytes]:
-    """Byte strings that only a copy of the exam holds, whole or in part, as the file has them
-    (JSON-escaped) and as a program would print them (decoded): each a question's answer with
-    the text just before it."""
+    """Byte strings that only a copy of the exam holds, whole or in part: per question, its
+    answer with the text just before it (as a program that read the exam would print it), and
+    the end of its prompt as the file has it (JSON-escaped; the answer is a field of its own
+    there). Every second mark is one of the file's."""
     questions = load_exam(exam)
     step = max(1, len(questions) // count)
     marks: list[bytes] = []
     for q in questions[::step][:count]:
-        text = q.prompt[-40:] + q.answer
-        marks += [text.encode(), json.dumps(text, ensure_ascii=False)[1:-1].encode()]
+        marks.append((q.prompt[-40:] + q.answer).encode())
+        marks.append(json.dumps(q.prompt[-60:], ensure_ascii=False)[1:-1].encode())
     return marks
 
 
