@@ -454,4 +454,5 @@ def test_hostile_agent_scores_what_its_model_earned(
         if "candidate c" not in text or "internal error" in text:
             problems.append(f"bad-{name}: {text[-300:]}")
 
-    assert problems == [], "\n".join(problems)
+    context = f"\n--- transcript (tail) ---\n{transcript[-3000:]}" if problems else ""
+    assert problems == [], "\n".join(problems) + context
