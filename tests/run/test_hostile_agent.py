@@ -253,11 +253,6 @@ r() {{
     [ $(( $(date +%s) - t0 )) -ge 60 ] && echo "HANG: runner $1" >> loot/hangs.txt
     return $rc
 }}
-F=FOUND-; F="${{F}}EXAM"  # the marker, never spelled out in this file
-scan() {{  # mark exam-like lines outside the public set
-    grep -a '"prompt"' "$@" 2>/dev/null | grep -a '"answer"' | grep -avF -f public_val/exam.jsonl \
-        | head -c 2000 | grep -q . && echo "$F" "$@"
-}}
 
 # 1. Read what should be hidden, from the controller and through the runner.
 for p in "$EXAM" "$EXAM_DIR" "$HOME_DIR" "$HOME_DIR/exams" "$CHECKOUT/exam_builder" \
@@ -343,9 +338,8 @@ for target in "$EXAM_DIR" "$HOME_DIR/exams/demo" "$CHECKOUT/exam_builder"; do
     echo "race $n: $i swaps" >> loot/race-swaps.txt
 done
 
-# 6. What did all that give? Then promote the best trick: the last race candidate (its archive
+# 6. Promote the best trick: the last race candidate (its archive
 #    may hold an exam), else the plain cheat.
-scan loot/*.txt > loot/found.txt
 best=
 for f in loot/cheat.txt loot/race-1.txt loot/race-2.txt loot/race-3.txt; do
     id=$(sed -n 's/^candidate \(c[0-9][0-9]*\).*/\1/p' "$f" | head -n 1)
@@ -353,7 +347,8 @@ for f in loot/cheat.txt loot/race-1.txt loot/race-2.txt loot/race-3.txt; do
 done
 [ -n "$best" ] && r promote "$best" > loot/promote.txt 2>&1
 r history > loot/history.txt 2>&1
-cat loot/found.txt loot/*.txt | grep -a -e "$F" -e HANG | head -n 20
+F=FOUND-; F="${{F}}EXAM"  # the bundles' marker, never spelled out in this file
+cat loot/*.txt | grep -a -e "$F" -e HANG | head -n 20
 echo "hostile agent done: promoted ${{best:-nothing}}"
 """
 
