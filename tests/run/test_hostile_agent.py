@@ -337,11 +337,24 @@ for target in "$EXAM_DIR" "$HOME_DIR/exams/demo" "$CHECKOUT/exam_builder"; do
     wait "$pid"
     echo "race $n: $i swaps" >> loot/race-swaps.txt
 done
+# The same with the bundle folder itself: checked as a folder, then a link when packed?
+rm -rf bundles/flip bundles/flip.real
+cp -r bundles/race bundles/flip && rm -rf bundles/flip/sub
+r submit bundles/flip > loot/race-4.txt 2>&1 &
+pid=$!
+i=0
+while kill -0 "$pid" 2>/dev/null && [ "$i" -lt 3000 ]; do
+    mv bundles/flip bundles/flip.real && ln -s "$EXAM_DIR" bundles/flip
+    rm -f bundles/flip && mv bundles/flip.real bundles/flip
+    i=$((i + 1))
+done
+wait "$pid"
+echo "race 4: $i swaps" >> loot/race-swaps.txt
 
 # 6. Promote the best trick: the last race candidate (its archive
 #    may hold an exam), else the plain cheat.
 best=
-for f in loot/cheat.txt loot/race-1.txt loot/race-2.txt loot/race-3.txt; do
+for f in loot/cheat.txt loot/race-1.txt loot/race-2.txt loot/race-3.txt loot/race-4.txt; do
     id=$(sed -n 's/^candidate \(c[0-9][0-9]*\).*/\1/p' "$f" | head -n 1)
     [ -n "$id" ] && best=$id
 done
