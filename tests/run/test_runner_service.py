@@ -6,6 +6,7 @@ limit kills, the reserved window refuses compute but not submit/promote, every c
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -150,3 +151,15 @@ def test_interrupted_client_cancels_its_call(env: Env) -> None:
     entry = read_chain(env.audit)[-1]
     assert entry["note"] and "cancelled" in entry["note"]
     assert entry["end_s"] - entry["start_s"] < 20
+
+
+def test_submit_gives_up_as_soon_as_the_archive_is_over_the_limit(env: Env) -> None:
+    huge = env.workspace / "bundles" / "huge"
+    huge.mkdir()
+    (huge / "inference.py").write_text("def load(bundle_dir, device):\n    return None\n")
+    for n in range(40):  # 40 MB that do not compress: packing stops well before the end
+        (huge / f"shard-{n:02d}.bin").write_bytes(os.urandom(1 << 20))
+    done = env.call("submit", "bundles/huge", timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "submit refused" in done.stderr and "packing stopped" in done.stderr
+    assert not list((env.workspace.parent / "candidates").glob("*.tar.gz"))

@@ -106,8 +106,11 @@ class Submissions:
         with self._lock:
             candidate_id = self.history.next_id()
             archive = self.archive(candidate_id)
+            limit = self.grader.size_limit_bytes
             try:
-                packed = pack_bundle(folder, archive)
+                # Stop as soon as the archive is over the limit: a folder of gigabytes (the
+                # whole workspace, say) is refused in seconds, not after minutes under the lock.
+                packed = pack_bundle(folder, archive, give_up_bytes=limit)
             except (BundleError, OSError, ValueError) as exc:
                 # The folder is the agent's: whatever it holds that cannot be packed (odd
                 # names, files vanishing mid-pack) is a refused submission, never a harness
@@ -115,7 +118,6 @@ class Submissions:
                 archive.unlink(missing_ok=True)
                 call.say(f"[runner] submit refused: {exc}")
                 return REJECTED
-            limit = self.grader.size_limit_bytes
             if packed.packed_bytes > limit:
                 archive.unlink(missing_ok=True)
                 call.say(
