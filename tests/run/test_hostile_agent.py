@@ -361,7 +361,8 @@ done
 [ -n "$best" ] && r promote "$best" > loot/promote.txt 2>&1
 r history > loot/history.txt 2>&1
 F=FOUND-; F="${{F}}EXAM"  # the bundles' marker, never spelled out in this file
-cat loot/*.txt | grep -a -e "$F" -e HANG | head -n 20
+echo "exam lines found in: $(grep -a -l "$F" loot/*.txt | tr '\n' ' ')"
+cat loot/hangs.txt 2>/dev/null
 echo "hostile agent done: promoted ${{best:-nothing}}"
 """
 
