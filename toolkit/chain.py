@@ -101,3 +101,11 @@ class ChainedLog:
             if entries and line_hash(self._last_line()) != self.head:
                 raise ChainError(f"{self.path}: the last entry was replaced")
             return entries
+
+
+def chain_head(path: Path) -> tuple[int, str]:
+    """(entries, hash of the last line) of a verified chained log; (0, GENESIS) if absent."""
+    entries = read_chain(path)
+    if not entries:
+        return 0, GENESIS
+    return len(entries), line_hash(path.read_bytes().splitlines(keepends=True)[-1])

@@ -14,6 +14,8 @@ import re
 import stat
 from pathlib import Path
 
+from toolkit.chain import ChainError, chain_head
+from toolkit.results import LogHead
 from toolkit.run.history import HISTORY_FILE
 
 AUDIT_FILE = "audit.jsonl"
@@ -49,3 +51,24 @@ def list_artifacts(folder: Path, run_id: str) -> dict[str, str]:
             key += "_"
         out[key] = f"{run_id}/{name}"
     return out
+
+
+CHAINED_ARTIFACTS = ("audit", "history")
+"""Keys of `RunResult.artifacts` that are chained logs."""
+
+
+def log_heads(folder: Path, artifacts: dict[str, str]) -> dict[str, LogHead]:
+    """The head of each chained log among `artifacts` (paths relative to `folder`).
+
+    A log whose chain is already broken gets no head: the run that has one is invalid for it.
+    """
+    heads: dict[str, LogHead] = {}
+    for key in CHAINED_ARTIFACTS:
+        if key not in artifacts:
+            continue
+        try:
+            entries, head = chain_head(folder / artifacts[key])
+        except ChainError:
+            continue
+        heads[key] = LogHead(entries=entries, sha256=head)
+    return heads

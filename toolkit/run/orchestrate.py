@@ -8,13 +8,15 @@ Order of events (DESIGN §5):
    marker in the harness folder, so a crash of this process is recorded later, not lost;
 4. the runner sandbox + runner service, then the agent in the controller sandbox (both hide
    `roles.run_hidden`: the protected paths, the exam and its folder, results, banks); the clock
-   starts when the agent does;
+   starts when the agent does (`--backend docker`: each is a container of an image the CLI
+   checked against the pins, and every container and network carries the run id as a label);
 5. the agent exits, or the deadline comes: everything is killed (whatever it does with
    signals), the service stops (every call still open is closed and audited); the history and
    the audit log are checked against what the harness wrote;
 6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
    `failed` with 0; a harness or sandbox failure => `invalid` with its reason;
-7. the result is written atomically, the marker removed.
+7. the result is written atomically, with the final head of the audit log and of the history
+   (so that a log rewritten afterwards is caught), and the marker removed.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from toolkit.run.artifacts import (
     CANDIDATES_DIR,
     TRANSCRIPT_FILE,
     list_artifacts,
+    log_heads,
 )
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
@@ -82,6 +85,7 @@ class RunSpec:
     secrets: list[str] = field(default_factory=list)  # values that must never reach the agent
     bank_dirs: list[Path] = field(default_factory=list)  # banks to hide (public ones always)
     starter: Path = STARTER_DIR  # the starter folder handed to the agent (with its TASK.md)
+    image_digests: dict[str, str] | None = None  # docker: the digest of each role's image
 
     @property
     def budget(self) -> tuple[float, float, float]:
@@ -241,7 +245,9 @@ class Run:
             config=EffectiveConfig(
                 toolkit_version=__version__,
                 git_commit=git_commit(),
-                image_digests={"controller": None, "runner": None, "grader": None},
+                image_digests=dict(spec.image_digests)
+                if spec.image_digests
+                else {"controller": None, "runner": None, "grader": None},
                 task_brief_sha256=ws.task_brief_sha256 if ws else "0" * 64,
                 scaffold_version=spec.agent.version,
                 scaffold_config_sha256=spec.agent.config_sha256(),
@@ -274,6 +280,14 @@ class Run:
     # -- the run ------------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
+        if self.spec.backend != "docker":
+            return self._execute()
+        from toolkit.sandbox.docker_engine import owner_run
+
+        with owner_run(self.run_id):  # every container and network is labelled with the run
+            return self._execute()
+
+    def _execute(self) -> RunResult:
         recovery.recover_runs()  # runs whose harness died are recorded before a new one starts
         self.artifacts.mkdir(parents=True, exist_ok=False)
         try:
@@ -352,7 +366,7 @@ class Run:
             )
         except ValueError as exc:
             raise WorkspaceError(str(exc)) from exc
-        self.grader.hide = hidden  # public scoring and the final grading hide the same
+        self.grader.hide = tuple(hidden)  # public scoring and the final grading hide the same
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
             spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
@@ -370,7 +384,9 @@ class Run:
         self.boxes.append(controller)
         # The sandbox's own protections, plus what the harness adds on top for the controller.
         extra = {"controller:path-restricted"}
-        if "hidden-paths" in controller.isolation:
+        if spec.backend == "docker":  # the controller image has no Python and gets no GPU
+            extra |= {"controller:no-python-image", "controller:no-gpu"}
+        elif "hidden-paths" in controller.isolation:
             extra.add("controller:python-hidden")
             extra |= {"controller:gpu-hidden"} if roles.gpu_device_paths() else set()
         self.isolation = sorted(
@@ -514,6 +530,8 @@ class Run:
         if outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
         result.artifacts = list_artifacts(self.artifacts, self.run_id)  # all there is, now
+        # Where the chained logs end now: a log rewritten later, even with fresh hashes, won't.
+        result.logs = log_heads(self.artifacts.parent, result.artifacts)
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)

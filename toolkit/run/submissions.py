@@ -10,7 +10,7 @@ change the files between the check and the grade.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,7 +40,7 @@ class Grader:
     # What the grader's sandboxes hide besides what grading hides itself: the run's own list
     # (the exam wherever the operator keeps it, its folder, the results, the banks), so that
     # public scoring, whose feedback reaches the agent, sees no more than the runner does.
-    hide: Sequence[Path] = ()
+    hide: tuple[Path, ...] = ()
 
     def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach)."""
