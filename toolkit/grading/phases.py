@@ -111,7 +111,11 @@ class PhaseWorker:
         # Always hidden: the exam, its folder, the protected paths, this grading's other
         # folders; `hide` adds the caller's (see `hiding`).
         hidden = grading_hidden(exam, root.parent, hide)
-        self.hidden = cover(hidden, [root, *readonly])
+        # The local backend covers a hidden folder whole and shows only the kept paths on top
+        # (interface 1), as it does for the runner: splitting the folder here instead would
+        # leave the names of its other entries visible to the bundle, and public scoring must
+        # see nothing the runner cannot (tests/run/test_feedback_channel.py).
+        self.hidden = hidden if local else cover(hidden, [root, *readonly])
         self.sandbox = create_sandbox(
             backend,
             root=root,
