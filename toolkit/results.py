@@ -124,6 +124,19 @@ class EffectiveConfig(_Model):
     protocol_revision: int = Field(ge=1, description="Protocol revision the run was graded under.")
 
 
+class Placement(_Model):
+    """Where the run ran: lets a campaign show that no two concurrent runs shared a GPU."""
+
+    node: str = Field(
+        min_length=1, description="The machine: its host name, or its Ray node id in a campaign."
+    )
+    gpu: str | None = Field(
+        default=None,
+        description="GPU id (index or UUID) the runner and grading were pinned to; null: not "
+        "pinned (the backend's default devices).",
+    )
+
+
 class RunResult(_Model):
     """One agent run, as published. The site reads nothing else."""
 
@@ -162,6 +175,9 @@ class RunResult(_Model):
     artifacts: dict[str, str] = Field(
         default_factory=dict,
         description="Run artifacts, relative to the results file (audit log, history, transcript).",
+    )
+    placement: Placement | None = Field(
+        default=None, description="Where the run ran (node, pinned GPU); null in older files."
     )
 
     @model_validator(mode="after")

@@ -42,6 +42,7 @@ class _Job:
     phases: tuple[str, ...]
     progress: Progress
     hide: Sequence[Path]
+    gpus: Sequence[str] | None = None
 
 
 def give_up_bytes(size_limit_bytes: int) -> int:
@@ -84,6 +85,7 @@ def _run_phase(
         device=job.device,
         params=job.params,
         hide=job.hide,
+        gpus=job.gpus,
     )
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
     try:
@@ -112,11 +114,13 @@ def grade_bundle(
     progress: bool | Progress = False,
     workdir: Path | None = None,
     hide: Sequence[Path] = (),
+    gpus: Sequence[str] | None = None,
 ) -> GradeReport:
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
     `progress`: True for a progress bar on stderr, or a callback (phase, done, total).
     `hide`: more host paths the worker must not see (the exam's folder is always hidden).
+    `gpus`: the GPU ids the worker may use (None: the backend's default; see `create_sandbox`).
     `workdir`: where the archive and the per-phase sandboxes go; kept afterwards when given
     (for inspection), otherwise a temporary folder that is removed.
     """
@@ -135,6 +139,7 @@ def grade_bundle(
                 progress=bar.update,
                 workdir=workdir,
                 hide=hide,
+                gpus=gpus,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
     questions = load_exam(exam)
@@ -154,6 +159,7 @@ def grade_bundle(
             phases=phases,
             progress=report_progress,
             hide=hide,
+            gpus=gpus,
         )
         out, packed = _grade(bundle, job, started)
     finally:

@@ -78,6 +78,7 @@ class PhaseWorker:
         device: str,
         params: GradingParams,
         hide: Sequence[Path] = (),
+        gpus: Sequence[str] | None = None,
     ) -> None:
         root.mkdir(parents=True)
         extract_bundle(archive, root / "bundle")
@@ -99,7 +100,13 @@ class PhaseWorker:
         runtime = runtime if local else []
         python = sys.executable if local else "python3"
         self.sandbox = create_sandbox(
-            backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=runtime
+            backend,
+            root=root,
+            network=False,
+            hide=hidden_paths,
+            limits=limits,
+            readonly=runtime,
+            gpus=gpus,
         )
         try:
             self.session = WorkerSession(

@@ -6,7 +6,8 @@ Order of events (DESIGN §5):
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
    marker in the harness folder, so a crash of this process is recorded later, not lost;
 4. the runner sandbox + runner service, then the agent in the controller sandbox; the clock
-   starts when the agent does;
+   starts when the agent does; with `spec.gpu` (a campaign's pin) the runner, and later the
+   grading sandboxes, see that one GPU only, and the result records it (`placement`);
 5. the agent exits, or the deadline comes: everything is killed (whatever it does with
    signals), the service stops; the history is checked against what the harness wrote;
 6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
@@ -19,6 +20,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -32,7 +34,15 @@ from typing import IO
 from exam_builder.exam_file import load_exam, sha256_file
 from toolkit import __version__
 from toolkit.agents import Agent, AgentContext
-from toolkit.results import EffectiveConfig, FamilyScore, RunResult, Score, Timings, save_run
+from toolkit.results import (
+    EffectiveConfig,
+    FamilyScore,
+    Placement,
+    RunResult,
+    Score,
+    Timings,
+    save_run,
+)
 from toolkit.run import recovery, roles
 from toolkit.run.chain import ChainedLog, ChainError
 from toolkit.run.clock import Clock
@@ -75,6 +85,8 @@ class RunSpec:
     secrets: list[str] = field(default_factory=list)  # values that must never reach the agent
     bank_dirs: list[Path] = field(default_factory=list)  # banks to hide (public ones always)
     starter: Path = STARTER_DIR  # the starter folder handed to the agent (with its TASK.md)
+    gpu: str | None = None  # pin the runner and grading to this GPU id; None: backend default
+    node: str | None = None  # where the run runs, for `placement` (default: the host name)
 
     @property
     def budget(self) -> tuple[float, float, float]:
@@ -195,6 +207,7 @@ class Run:
             size_limit_bytes=spec.track.size_limit_bytes,
             backend=spec.backend,
             device=spec.device,
+            gpus=None if spec.gpu is None else [spec.gpu],
         )
         self.boxes: list[Sandbox] = []
         self.controller: Sandbox | None = None
@@ -268,6 +281,7 @@ class Run:
                 )
                 if (self.artifacts / name).is_file()
             },
+            placement=Placement(node=spec.node or socket.gethostname(), gpu=spec.gpu),
         )
 
     # -- the run ------------------------------------------------------------------------------
@@ -349,7 +363,11 @@ class Run:
         ]
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
-            spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
+            spec.backend,
+            ws,
+            hide=[*hidden, self.workspace.channel],
+            readonly=readonly,
+            gpus=None if spec.gpu is None else [spec.gpu],
         )
         self.boxes.append(runner_box)
         controller = roles.make_controller(

@@ -104,6 +104,7 @@ def make_runner(
     hide: Sequence[Path],
     readonly: Sequence[Path],
     limits: Limits | None = None,
+    gpus: Sequence[str] | None = None,
 ) -> Sandbox:
     return create_sandbox(
         backend,
@@ -114,4 +115,5 @@ def make_runner(
         env={"PYTHONUNBUFFERED": "1", "HOME": str(workspace)},
         readonly=readonly,
         limits=limits or Limits(),
+        gpus=gpus,
     )

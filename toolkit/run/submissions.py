@@ -35,6 +35,7 @@ class Grader:
     size_limit_bytes: int
     backend: str
     device: str
+    gpus: list[str] | None = None  # pin the grading sandboxes (the run's GPU); None: as is
 
     def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach)."""
@@ -46,6 +47,7 @@ class Grader:
             backend=self.backend,
             device=self.device,
             phases=phases,
+            gpus=self.gpus,
         )
 
 

@@ -25,6 +25,9 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     cgroup-pids, cgroup-memory, rlimits, memory-per-tree, process-count: how `Limits` are
                         enforced, or (in not_isolated) that they are not, per tree
     scrubbed-env        only PATH, HOME, LANG, TMPDIR and the variables given
+    gpu-pinned / gpus   (gpus=[...]) the other GPUs' device nodes are hidden and the
+                        environment names the given ones / (not_isolated) only the environment
+                        selects them: other GPUs stay reachable
     host-filesystem-readable, kernel, cpu-share, devices, ipc, uts: never isolated locally
 """
 
@@ -66,13 +69,16 @@ def create_sandbox(
     limits: Limits = NO_LIMITS,
     env: Mapping[str, str] | None = None,
     readonly: Sequence[Path] = (),
+    gpus: Sequence[str] | None = None,
 ) -> Sandbox:
     """A sandbox of `backend` working in `root` (an existing directory; commands start there).
 
     `network`: False = no network at all (a loopback of its own only). `hide`: host paths that
     must be invisible inside (an exam, results, banks). `readonly`: host paths visible but not
     writable (training data). `limits`: caps per process tree. `env`: variables added to the
-    scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside root).
+    scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside root). `gpus`: None =
+    the host's GPUs as they are; a list of GPU ids (index or UUID) = exactly those (local:
+    `CUDA_VISIBLE_DEVICES`, the other `/dev/nvidia<N>` hidden; see `gpus.py`); [] = no GPU.
 
     The sandbox may run commands as another user (`nobody` for the local backend as root): it
     is handed the files already in `root` when created; put later files in with `write_file`.
@@ -84,7 +90,13 @@ def create_sandbox(
         from toolkit.sandbox.local import LocalSandbox
 
         return LocalSandbox(
-            root, network=network, hide=hide, limits=limits, env=env, readonly=readonly
+            root,
+            network=network,
+            hide=hide,
+            limits=limits,
+            env=env,
+            readonly=readonly,
+            gpus=gpus,
         )
     known = ", ".join(repr(b) for b in BACKENDS)
     raise ValueError(f"unknown sandbox backend {backend!r}; known backends: {known}")
