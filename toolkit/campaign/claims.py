@@ -53,6 +53,11 @@ class Claims:
         self._held[key] = fd
         return True
 
+    def descriptor(self, key: RunKey) -> int:
+        """The claim's descriptor: a run process that inherits it holds the claim as long as
+        it lives, even past the driver (the lock belongs to the open file, not the process)."""
+        return self._held[key]
+
     def release(self, key: RunKey) -> None:
         fd = self._held.pop(key, None)
         if fd is not None:

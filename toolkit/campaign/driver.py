@@ -1,8 +1,8 @@
 """The campaign driver: what to run, in which order, how often; the engine says where.
 
     keys to run = the plan's `missing` and `rerun` keys (results folder as it is now)
-    for each free slot: claim the next key (skip it if another campaign holds it), check the
-        folder once more (that campaign may just have finished it), start it
+    for each free slot: claim the next key (if another campaign holds it, look again later:
+        that campaign finishes it, or gives it back), check the folder once more, start it
     for each run that ends: a `valid` or `failed` result is final; an `invalid` result, or no
         result at all, is an infrastructure failure: the key goes to the back of the queue
         until it has had `attempts` of them, then the campaign gives up on it
@@ -15,6 +15,7 @@ and started again does exactly the runs still missing.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,7 @@ from toolkit.campaign.plan import TO_RUN, KeyPlan, ResultsIndex, RunKey
 from toolkit.tracks import Track
 
 WAIT_S = 0.5  # how often the view refreshes while nothing ends
+CLAIM_RETRY_S = 2.0  # how often a key claimed by another campaign is looked at again
 
 
 @dataclass
@@ -38,7 +40,7 @@ class Progress:
     done: int = 0
     invalid: int = 0  # invalid results (and runs without a result) this session
     gave_up: list[tuple[RunKey, str]] = field(default_factory=list)
-    elsewhere: list[RunKey] = field(default_factory=list)  # claimed by another campaign
+    elsewhere: list[RunKey] = field(default_factory=list)  # waiting: another campaign runs it
     queued: int = 0
     running: list[Running] = field(default_factory=list)
     slots: list[str] = field(default_factory=list)
@@ -120,59 +122,80 @@ class Driver:
     def run(self) -> Progress:
         file = self.campaign.file
         plans = self.index.plan()
-        queue: deque[RunKey] = deque(p.key for p in plans if p.state in TO_RUN)
-        progress = Progress(
+        self.queue: deque[RunKey] = deque(p.key for p in plans if p.state in TO_RUN)
+        self.deferred: dict[RunKey, float] = {}  # claimed elsewhere: look again at that time
+        self.in_flight: set[RunKey] = set()
+        self.progress = progress = Progress(
             total=len(plans),
             done=sum(1 for p in plans if p.state in ("valid", "failed")),
             budget_s=file.budget_s or self.campaign.track.budget_s,
         )
         progress.gave_up = [(p.key, "no attempts left") for p in plans if p.state == "exhausted"]
-        in_flight: set[RunKey] = set()
         try:
-            while queue or in_flight:
-                while queue and self.engine.room() > 0:
-                    key = queue.popleft()
-                    if key not in self.claims.held() and not self.claims.claim(key):
-                        progress.elsewhere.append(key)
-                        self.view.event(f"{key.label()}: claimed by another campaign; skipped")
-                        continue
-                    plan = self.index.plan_of(key)  # another campaign may just have done it
-                    if plan.state not in TO_RUN:
-                        self.claims.release(key)
-                        progress.done += plan.state in ("valid", "failed")
-                        continue
-                    job = self._job(plan)
-                    self.engine.start(job)
-                    in_flight.add(key)
-                    self.view.event(f"{key.label()}: started (attempt {job.attempt})")
-                progress.queued = len(queue)
-                progress.running = self.engine.running()
-                progress.slots = self.engine.slots()
-                self.view.update(progress)
+            while self.queue or self.in_flight or self.deferred:
+                self._undefer()
+                while self.queue and self.engine.room() > 0:
+                    self._start(self.queue.popleft())
+                self._show()
                 for finished in self.engine.wait(WAIT_S):
-                    key = finished.job.key
-                    in_flight.discard(key)
-                    progress.finished.append(finished)
-                    plan = self._record(finished)
-                    self.view.event(_describe(finished))
-                    if plan.state in ("valid", "failed"):
-                        progress.done += 1
-                        self.claims.release(key)
-                        continue
-                    progress.invalid += 1
-                    if self._attempts_left(plan):
-                        queue.append(key)  # keep the claim: it runs again soon
-                    else:
-                        reason = finished.error or f"{plan.invalid_count} invalid results"
-                        progress.gave_up.append((key, reason))
-                        self.claims.release(key)
-                        self.view.event(f"{key.label()}: giving up after {file.attempts} tries")
-                progress.running = self.engine.running()
-                progress.queued = len(queue)
-                self.view.update(progress)
+                    self._finish(finished)
+                self._show()
         finally:
             self.engine.close()
             self.claims.release_all()
         progress.running = []
         self.view.update(progress)
         return progress
+
+    def _show(self) -> None:
+        self.progress.queued = len(self.queue)
+        self.progress.elsewhere = sorted(self.deferred, key=RunKey.sort_key)
+        self.progress.running = self.engine.running()
+        self.progress.slots = self.engine.slots()
+        self.view.update(self.progress)
+
+    def _undefer(self) -> None:
+        now = time.monotonic()
+        for key, when in list(self.deferred.items()):
+            if when <= now:
+                del self.deferred[key]
+                self.queue.append(key)
+
+    def _start(self, key: RunKey) -> None:
+        """Claim the key and start it; a key claimed elsewhere waits for that campaign."""
+        if key not in self.claims.held() and not self.claims.claim(key):
+            if key not in self.deferred:
+                self.view.event(f"{key.label()}: another campaign is running it; waiting")
+            self.deferred[key] = time.monotonic() + CLAIM_RETRY_S
+            return
+        plan = self.index.plan_of(key)  # the other campaign may have done it meanwhile
+        if plan.state not in TO_RUN:
+            self.claims.release(key)
+            if plan.state == "exhausted":
+                self.progress.gave_up.append((key, "no attempts left"))
+            else:
+                self.progress.done += 1
+            return
+        job = self._job(plan)
+        self.engine.start(job, self.claims.descriptor(key))
+        self.in_flight.add(key)
+        self.view.event(f"{key.label()}: started (attempt {job.attempt})")
+
+    def _finish(self, finished: Finished) -> None:
+        key = finished.job.key
+        self.in_flight.discard(key)
+        self.progress.finished.append(finished)
+        plan = self._record(finished)
+        self.view.event(_describe(finished))
+        if plan.state in ("valid", "failed"):
+            self.progress.done += 1
+            self.claims.release(key)
+            return
+        self.progress.invalid += 1
+        if self._attempts_left(plan):
+            self.queue.append(key)  # keeps its claim: it runs again soon
+            return
+        reason = finished.error or f"{plan.invalid_count} invalid results"
+        self.progress.gave_up.append((key, reason))
+        self.claims.release(key)
+        self.view.event(f"{key.label()}: giving up after {self.campaign.file.attempts} tries")

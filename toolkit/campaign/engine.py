@@ -47,7 +47,9 @@ class Engine(Protocol):
         """How many more jobs may be started now."""
         ...
 
-    def start(self, job: Job) -> None: ...
+    def start(self, job: Job, claim_fd: int | None = None) -> None:
+        """Start `job`; a run process on this machine inherits `claim_fd` (the key's claim)."""
+        ...
 
     def wait(self, timeout: float) -> list[Finished]:
         """Jobs that ended since the last call; waits up to `timeout` for the first one."""

@@ -116,7 +116,7 @@ class LocalEngine:
     def slots(self) -> list[str]:
         return [s.name for s in self._all]
 
-    def start(self, job: Job) -> None:
+    def start(self, job: Job, claim_fd: int | None = None) -> None:
         slot = self._free.pop(0)
         run_id = job.run_id or new_run_id(job.model, job.seed)
         job = job.model_copy(
@@ -140,6 +140,7 @@ class LocalEngine:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env=env,
+                pass_fds=() if claim_fd is None else (claim_fd,),
                 start_new_session=True,  # Ctrl-C reaches the driver, which stops runs in order
             )
         self._children[run_id] = _Child(job, slot, process, report, now())

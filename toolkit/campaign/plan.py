@@ -83,12 +83,10 @@ def effective_budget(campaign: CampaignFile, track: Track) -> float:
 
 def counts_for(result: RunResult, campaign: CampaignFile, track: Track) -> bool:
     """Whether an existing result was made the way this campaign makes its runs."""
-    budget = result.config.budget.get("budget_s")
     return (
         result.agent == campaign.agent
         and result.config.protocol_revision == track.protocol_revision
-        and budget is not None
-        and math.isclose(float(budget), effective_budget(campaign, track), rel_tol=1e-9)
+        and math.isclose(result.timings.budget_s, effective_budget(campaign, track), rel_tol=1e-9)
     )
 
 

@@ -202,7 +202,7 @@ class RayEngine:
         # Ray queues what cannot start yet and starts it the moment a slot frees.
         return 1_000_000
 
-    def start(self, job: Job) -> None:
+    def start(self, job: Job, claim_fd: int | None = None) -> None:
         token = f"{job.key.slug()}#{job.attempt}"
         ref = self.task.options(**self.options).remote(
             job.model_dump_json(), self.exam, self.board, token, self.command

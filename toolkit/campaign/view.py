@@ -37,7 +37,7 @@ def summary(progress: Progress) -> str:
     if progress.gave_up:
         parts.append(f"gave up {len(progress.gave_up)}")
     if progress.elsewhere:
-        parts.append(f"claimed elsewhere {len(progress.elsewhere)}")
+        parts.append(f"held by another campaign {len(progress.elsewhere)}")
     return " · ".join(parts)
 
 

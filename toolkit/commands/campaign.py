@@ -1,8 +1,8 @@
 """`toolkit campaign plan|run`: every (model, effort, seed) run of a board, from one file.
 
 Exit status of `run`: 0 when every run of the campaign has a final result (`valid` or
-`failed`); 1 when some could not be done (gave up after its attempts, or claimed by another
-campaign still running); 2 for usage errors.
+`failed`); 1 when the campaign gave up on some (every attempt ended `invalid`); 2 for usage
+errors. Runs another campaign holds are waited for, not skipped.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def run_command(
             results_dir=campaign.results_dir,
             fmt="table",
         )
-    if progress.gave_up or progress.elsewhere:
+    if progress.gave_up:
         raise SystemExit(1)
 
 
@@ -245,5 +245,3 @@ def _report(progress: Progress, console: Console) -> None:
     console.print(summary(progress))
     for key, reason in progress.gave_up:
         console.print(f"[red]gave up[/red] {key.label()}: {reason}")
-    for key in progress.elsewhere:
-        console.print(f"[yellow]claimed by another campaign[/yellow] {key.label()}")
