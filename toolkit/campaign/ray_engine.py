@@ -138,6 +138,12 @@ def run_on_node(
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _last_line(text: str) -> str:
+    """The line of a Ray error that says what went wrong (its last non-empty one)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
 def _slot(node: str, gpu: str | None) -> str:
     return f"{node[:8]}/gpu{gpu}" if gpu is not None else node[:8]
 
@@ -191,7 +197,9 @@ class RayEngine:
             .options(scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=True))
             .remote()
         )
-        self.task = ray.remote(run_on_node)
+        # Ray gives a GPU task a fresh worker each time (max_calls=1) so that CUDA memory is
+        # freed; this task never touches CUDA (its run process does), so its worker is reused.
+        self.task = ray.remote(max_calls=0)(run_on_node)
         self.exam = ray.put(exam)
         self.command = command
         self._inflight: dict[Any, tuple[Job, str, float]] = {}
@@ -225,7 +233,7 @@ class RayEngine:
         try:
             out = self.ray.get(ref)
         except self.ray.exceptions.RayError as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            reason = _last_line(str(exc)) or type(exc).__name__
             return Finished(job=job, status=None, result=None, error=f"Ray: {reason}", freed=freed)
         finished = Finished(
             job=job,
