@@ -68,12 +68,15 @@ class KeyPlan:
 
 
 def keys_of(campaign: CampaignFile, track: Track) -> list[RunKey]:
-    """Every key the campaign implies, in a stable order."""
+    """Every key the campaign implies, in the order it runs them: seed by seed, the models
+    interleaved, so that the runs going at once use many models (and so many providers' rate
+    limits), and every row has its first seed early."""
     return [
         RunKey(track=track.id, model=m.name, effort=effort, seed=seed)
-        for m in campaign.models
-        for effort in m.effort_list()
         for seed in seeds_of(campaign, track)
+        for effort_index in range(max(len(m.effort_list()) for m in campaign.models))
+        for m in campaign.models
+        for effort in m.effort_list()[effort_index : effort_index + 1]
     ]
 
 

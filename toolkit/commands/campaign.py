@@ -90,7 +90,7 @@ def plan_command(file: Path, fmt: str, budget: float | None) -> None:
       toolkit campaign plan campaign.toml --format json
     """
     campaign = _open(file, budget)
-    plans = _plan(campaign)
+    plans = sorted(_plan(campaign), key=lambda p: p.key.sort_key())
     if fmt == "json":
         click.echo(json.dumps([_plan_record(p) for p in plans], indent=2))
         return
