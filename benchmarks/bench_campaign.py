@@ -14,7 +14,7 @@ The Ray engine runs on a local Ray instance with N fake GPUs, started afresh for
 one warm worker per slot (what a campaign has after its first runs: a Ray worker takes about a
 second to start here, once).
 
-    .venv/bin/python benchmarks/bench_campaign.py [--sleep 4] [--engines local,ray]
+    .venv/bin/python benchmarks/bench_campaign.py [--sleep 4] [--engines local,ray] [--slots 1,4]
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ from toolkit.results import EffectiveConfig, RunResult, Score, Timings
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = 8
-SLOTS = (1, 2, 4, 8)
 
 FAKE_RUN = """
 import json, os, sys, time
@@ -175,7 +174,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sleep", type=float, default=4.0, help="seconds each run sleeps")
     parser.add_argument("--engines", default="local,ray")
+    parser.add_argument("--slots", default="1,2,4,8", help="slot counts to compare")
     args = parser.parse_args()
+    slot_counts = [int(n) for n in args.slots.split(",")]
     with tempfile.TemporaryDirectory(prefix="bench-campaign-") as tmp:
         work = Path(tmp)
         template = work / "result.json"
@@ -185,7 +186,7 @@ def main() -> None:
         print(f"{RUNS} runs of {args.sleep:g}s each; N slots; speed-up = wall(1) / wall(N)")
         for engine_name in args.engines.split(","):
             base = None
-            for slots in SLOTS:
+            for slots in slot_counts:
                 wall, gaps = _measure(engine_name, slots, work, str(script))
                 base = base or wall
                 speedup = base / wall
