@@ -79,7 +79,7 @@ def test_campaign_on_a_cluster_runs_each_key_once_on_its_own_gpu(
     cluster: Cluster, tmp_path: Path
 ) -> None:
     seeds = list(range(6))
-    file = write_campaign(tmp_path, seeds=seeds, budget=20)
+    file = write_campaign(tmp_path, seeds=seeds, budget=14)
     results = tmp_path / "results"
     started = time.monotonic()
     driver = subprocess.Popen(
