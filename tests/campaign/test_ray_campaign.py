@@ -176,6 +176,8 @@ def test_failed_runs_are_final_and_both_engines_make_the_same_keys(
     assert len(ray_runs) == len(local_runs) == 6  # failed runs are never retried
     assert key_counts(ray_runs) == key_counts(local_runs)
     assert {r.placement.gpu for r in local_runs if r.placement} == {"0", "1"}
+    # The pin reached the run's runner sandbox (RunSpec.gpu), on both engines.
+    assert all("runner:gpu-pinned" in r.config.isolation for r in ray_runs + local_runs)
     # Started again, the campaign has nothing left to do.
     again = toolkit("campaign", "run", str(local), "--gpus", "0,1")
     assert again.returncode == 0, again.stdout + again.stderr

@@ -131,8 +131,9 @@ class LocalEngine:
         job_file.write_text(job.model_dump_json(indent=2), encoding="utf-8")
         report = self._jobs / f"{run_id}.report.json"
         env = dict(os.environ)
-        if slot.gpu is not None:
+        if slot.gpu is not None:  # the harness's own view; its sandboxes pin by UUID
             env["CUDA_VISIBLE_DEVICES"] = slot.gpu
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # ids are nvidia-smi's (bus order)
         with (self._logs / f"{run_id}.log").open("ab") as log:
             process = subprocess.Popen(
                 self.command(job_file, report),

@@ -188,8 +188,8 @@ def run_command(
     from toolkit.campaign import setup
 
     campaign = _open(file, budget)
-    if engine == "local" and ray_resource is not None:
-        raise click.UsageError("--ray-resource is for --engine ray")
+    if engine == "local" and (ray_resource is not None or address is not None):
+        raise click.UsageError("--ray-resource and --address are for --engine ray")
     if engine == "ray" and (gpus is not None or slots is not None):
         raise click.UsageError("--gpus and --slots are for --engine local; Ray assigns GPUs")
     console = Console(stderr=True)
