@@ -21,6 +21,7 @@ from pathlib import Path
 
 from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
+from toolkit.protected import protected_paths
 from toolkit.sandbox import LineReader, _host, create_sandbox
 
 ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
@@ -49,9 +50,13 @@ def main() -> None:
         added = (seconds - direct) * 1000
         print(f"{label}: {seconds * 1000:.1f} ms, +{added:.1f} ms, x{seconds / direct:.1f}")
 
+    # As a run's roles have it: the checkout, the packages and $ARI_HOME hidden, the
+    # interpreter (a venv in the hidden checkout, pyenv under /root) shown read-only again.
+    hidden = {"hide": protected_paths()}
     for label, kwargs in (
         ("sandbox exec `true` (full isolation)", {}),
         ("sandbox exec `true` (network allowed)", {"network": True}),
+        ("sandbox exec `true` (protected paths hidden)", hidden),
     ):
         root = Path(tempfile.mkdtemp(dir=work))
         with create_sandbox("local", root=root, **kwargs) as box:  # type: ignore[arg-type]

@@ -82,7 +82,10 @@ def _run(
         "status_reason": None if status == "valid" else "synthetic",
         "score": {"percent": float(passed), "passed": passed, "total": 100},
         "bits_per_byte": round(rng.uniform(0.8, 3.0), 4) if status != "failed" else None,
-        "families": {"passages": {"passed": passed // 2, "total": 50}},
+        "families": {
+            "passages": {"passed": passed // 2, "total": 50},
+            "records": {"passed": passed - passed // 2, "total": 50},
+        },
         "promoted": None
         if status == "failed"
         else {

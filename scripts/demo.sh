@@ -14,7 +14,12 @@ export NO_MKDOCS_2_WARNING=1
 export ARI_HOME=${ARI_HOME:-$DEMO_DIR/home}
 RESULTS=$DEMO_DIR/results
 mkdir -p "$DEMO_DIR" "$RESULTS"
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# Bold step titles on a terminal only: piped into a file, the output stays plain text.
+if [ -t 1 ]; then
+    step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+else
+    step() { printf '\n== %s\n' "$*"; }
+fi
 started=$(date +%s)
 
 step "1/5 public validation set (exam_builder/banks/public/validation)"
@@ -36,7 +41,8 @@ fi
 step "3/5 one run: scripted agent, local backend, track demo-cpu (about 5 minutes)"
 cp results/tracks.json results/protocol_fixes.json "$RESULTS/"
 status=0
-"$BIN/toolkit" run --agent scripted --backend local --track demo-cpu --model none --seed 0 \
+# The scripted agent uses no model: its run is recorded as the row "scripted-baseline".
+"$BIN/toolkit" run --agent scripted --backend local --track demo-cpu --seed 0 \
     --exam "$DEMO_DIR/exam/exam.jsonl" --results "$RESULTS" || status=$?
 if [ "$status" -ne 0 ]; then
     echo "the run did not end valid or failed (status $status): see the result above" >&2

@@ -159,7 +159,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     try:
         results = load_results(source)
     except (ResultsError, RegistryError) as exc:
-        raise PluginError(f"bad results in {source}: {exc}") from None
+        # The message names the file (or the missing folder) and the field already.
+        raise PluginError(f"bad results: {exc}") from None
     plan = plan_site(results)
     _render(plan, files, config)
     maintainers = sorted(

@@ -18,7 +18,7 @@ def cli() -> None:
     Examples:
       toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/exam --allow-in-repo
       toolkit grade path/to/bundle --exam /tmp/exam/exam.jsonl
-      toolkit run --model none --agent scripted --backend local --track demo-cpu --seed 0
+      toolkit run --agent scripted --track demo-cpu --seed 0 --results /tmp/ari-results
     """
 
 

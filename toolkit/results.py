@@ -14,7 +14,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -31,13 +39,13 @@ class Score(_Model):
 
     percent: float = Field(ge=0, le=100, description="Percent of exam questions passed (0-100).")
     passed: int = Field(ge=0, description="Questions whose greedy completion matched exactly.")
-    total: int = Field(ge=0, description="Questions in the exam.")
+    total: int = Field(gt=0, description="Questions in the exam (the track's exam_questions).")
 
     @model_validator(mode="after")
     def _consistent(self) -> Score:
         if self.passed > self.total:
             raise ValueError(f"passed ({self.passed}) exceeds total ({self.total})")
-        expected = 100.0 * self.passed / self.total if self.total else 0.0
+        expected = 100.0 * self.passed / self.total
         if abs(self.percent - expected) > 1e-6:
             raise ValueError(f"percent {self.percent} does not equal 100*passed/total {expected}")
         return self
@@ -48,6 +56,31 @@ class FamilyScore(_Model):
 
     passed: int = Field(ge=0, description="Questions of this family passed.")
     total: int = Field(ge=0, description="Questions of this family in the exam.")
+
+
+class TrainData(_Model):
+    """The training text a run was given, pinned by hash (a track may require exact bytes)."""
+
+    source: str = Field(description="Where the text came from (a path, or 'default corpus').")
+    source_sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 of the source: a file's bytes; for a folder, every file read "
+        "(relative path, NUL, 8-byte length, bytes) in reading order.",
+    )
+    train_sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the prepared training bytes."
+    )
+    val_sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the prepared validation bytes."
+    )
+    train_bytes: int = Field(ge=0, description="Prepared training bytes.")
+    val_bytes: int = Field(ge=0, description="Prepared validation bytes.")
+    not_text_share: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        description="Share of the prepared bytes that are not text (invalid UTF-8, control).",
+    )
 
 
 class Candidate(_Model):
@@ -122,6 +155,9 @@ class EffectiveConfig(_Model):
         description="Isolation in force, e.g. 'netns', 'pgroup', 'scrubbed-env'.",
     )
     protocol_revision: int = Field(ge=1, description="Protocol revision the run was graded under.")
+    train_data: TrainData | None = Field(
+        default=None, description="The training text handed to the agent, by hash."
+    )
 
 
 class Placement(_Model):
@@ -152,7 +188,8 @@ class RunResult(_Model):
     started_at: datetime = Field(description="Start time (UTC).")
     finished_at: datetime | None = Field(default=None, description="End time (UTC).")
     status: RunStatus = Field(
-        description="valid: graded; failed: no usable promoted artifact (scores 0); "
+        description="valid: graded; failed: no promoted candidate, or it failed grading "
+        "(scores 0); "
         "invalid: infrastructure failure, to be rerun, never averaged."
     )
     status_reason: str | None = Field(default=None, description="Why failed or invalid.")
@@ -179,6 +216,27 @@ class RunResult(_Model):
     placement: Placement | None = Field(
         default=None, description="Where the run ran (node, pinned GPU); null in older files."
     )
+
+    @field_validator("families")
+    @classmethod
+    def _families_add_up(
+        cls, families: dict[str, FamilyScore], info: ValidationInfo
+    ) -> dict[str, FamilyScore]:
+        """Per-family counts are the same exam cut by family: they must add up to the score."""
+        score = info.data.get("score")
+        if not families or not isinstance(score, Score):
+            return families
+        for name, fam in families.items():
+            if fam.passed > fam.total:
+                raise ValueError(f"family '{name}': passed {fam.passed} > total {fam.total}")
+        passed = sum(f.passed for f in families.values())
+        total = sum(f.total for f in families.values())
+        if (passed, total) != (score.passed, score.total):
+            raise ValueError(
+                f"the families add up to {passed}/{total} but the score is "
+                f"{score.passed}/{score.total}"
+            )
+        return families
 
     @model_validator(mode="after")
     def _status_rules(self) -> RunResult:

@@ -53,7 +53,9 @@ class Track(_Model):
     public_set_sha256: str | None = Field(
         default=None, pattern=r"^[0-9a-f]{8,64}$", description="SHA-256 of the public set."
     )
-    exam_questions: int = Field(gt=0, description="Questions in the exam.")
+    exam_questions: int = Field(
+        gt=0, description="Questions in the exam: every run's score.total must equal it."
+    )
     budget_s: float = Field(gt=0, description="Wall-clock budget of a run.")
     per_call_limit_s: float = Field(gt=0, description="Longest single `runner` call.")
     reserved_s: float = Field(ge=0, description="Final window where new compute is refused.")
@@ -63,10 +65,33 @@ class Track(_Model):
     protocol_revision: int = Field(default=1, ge=1, description="Current protocol revision.")
     seeds_required: int = Field(default=3, ge=1, description="Seeds for a non-provisional row.")
     demo: bool = Field(default=False, description="A demonstration track, not official.")
+    train_data_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{8,64}$",
+        description="SHA-256 of the prepared training bytes every run must get (full, or a "
+        "prefix of at least 8 digits); none: not pinned.",
+    )
+    val_data_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{8,64}$",
+        description="SHA-256 of the prepared validation bytes, pinned like train_data_sha256.",
+    )
 
     def matches_exam(self, sha256: str) -> bool:
         """Whether a full exam hash agrees with this track's (possibly short) hash."""
         return sha256.startswith(self.exam_sha256)
+
+    def train_data_mismatch(self, train_sha256: str | None, val_sha256: str | None) -> str | None:
+        """What differs from the training data this track pins; None when it matches (or when
+        nothing is pinned). A hash that was not recorded (None) never matches a pin."""
+        for what, pin, got in (
+            ("training", self.train_data_sha256, train_sha256),
+            ("validation", self.val_data_sha256, val_sha256),
+        ):
+            if pin is not None and not (got or "").startswith(pin):
+                seen = f"{got[:12]}..." if got else "not recorded"
+                return f"{what} bytes {seen}, track '{self.id}' pins {pin[:12]}..."
+        return None
 
 
 class ProtocolFix(_Model):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,17 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
     for command in (["campaign"], ["campaign", "plan"], ["campaign", "run"]):
         text = toolkit(*command, "-h").stdout
         assert "Example" in text.splitlines()[-3] or "Example" in text
+
+
+def test_a_track_that_pins_other_training_data_refuses_the_campaign(tmp_path: Path) -> None:
+    path = write_campaign(tmp_path, seeds=[0], budget=10)
+    registry = tmp_path / "results" / "tracks.json"
+    tracks = json.loads(registry.read_text())
+    for track in tracks:
+        if track["id"] == "demo-cpu":
+            track["train_data_sha256"] = "0" * 64
+    registry.write_text(json.dumps(tracks))
+    out = toolkit("campaign", "run", str(path), "--slots", "1")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "not the training data of track 'demo-cpu'" in out.stderr
+    assert not list((tmp_path / "results").glob("demo-cpu/*.json"))  # nothing was run

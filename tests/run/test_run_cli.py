@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from toolkit.cli import cli
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = ["run", "--model", "none", "--seed", "0", "--results", str(REPO / "results")]
+BASE = ["run", "--seed", "0", "--results", str(REPO / "results")]
 
 
 def test_budget_override_is_refused_on_an_official_track() -> None:

@@ -7,6 +7,7 @@ killed tree survived, since pids printed inside a PID namespace mean nothing on 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import uuid
@@ -36,8 +37,14 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     that it still keeps the contract, and skips only what such a host cannot provide.
     """
     if request.param == DEGRADED:
-        degraded = _host.HostSupport(
-            namespaces=False, userns=False, is_root=False, pids_parent=None, memory_parent=None
+        degraded = dataclasses.replace(  # the keyring filter needs no namespaces: kept
+            _host.probe(),
+            namespaces=False,
+            userns=False,
+            is_root=False,
+            pids_parent=None,
+            memory_parent=None,
+            mount_setattr=False,
         )
         monkeypatch.setattr(_host, "probe", lambda: degraded)
         return "local"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -102,11 +103,12 @@ UNPRIVILEGED = """
 import json, os, sys
 from pathlib import Path
 from toolkit.sandbox import create_sandbox
-base, marker = Path(sys.argv[1]), sys.argv[2]
+base, marker, owned = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 (base / "root" / "secret").mkdir(parents=True)
 (base / "root" / "secret" / "exam.jsonl").write_text("answer")
 (base / "data").mkdir()
 (base / "data" / "text.txt").write_text("train")
+(base / "private.txt").write_text("the caller's own file")
 hide, readonly = [base / "root" / "secret"], [base / "data"]
 with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) as box:
     out = {"isolation": box.isolation}
@@ -118,14 +120,24 @@ with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) a
         "read": ["cat", f"{base}/data/text.txt"],
         "net": ["cat", "/proc/net/dev"],
         "launcher": ["readlink", "/proc/1/fd/0"],
+        "lock": ["sh", "-c", f"echo x > /run/lock/{marker} && cat /run/lock/{marker}"],
+        "planted": ["sh", "-c", f"echo x > {owned}/planted"],
+        "home": ["cat", f"{base}/private.txt"],
     }.items():
         result = box.exec(argv, timeout=60)
         out[name] = [result.returncode, result.stdout.decode()]
     sleeper = f"(setsid python3 -c 'import time; time.sleep(600)' {marker} &); sleep 600"
     box.start(["sh", "-c", sleeper])
     out["timed_out"] = box.exec(["sh", "-c", sleeper], timeout=1).timed_out
+out["lock_on_host"] = os.path.exists(f"/run/lock/{marker}")
+out["planted_on_host"] = os.path.exists(f"{owned}/planted")
+def cmdline(pid):
+    try:
+        return open(f"/proc/{pid}/cmdline", "rb").read()
+    except OSError:  # gone meanwhile
+        return b""
 out["left"] = [p for p in os.listdir("/proc") if p.isdigit() and p != str(os.getpid())
-               and marker.encode() in open(f"/proc/{p}/cmdline", "rb").read()]
+               and marker.encode() in cmdline(p)]
 print(json.dumps(out))
 """
 
@@ -136,9 +148,12 @@ def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
     if os.geteuid() != 0 or not setpriv or not os.path.exists(python):
         pytest.skip("needs root, setpriv and /usr/bin/python3 to act as an unprivileged user")
     base = Path(tempfile.mkdtemp(prefix="ari-unprivileged-"))
+    repo = Path(__file__).resolve().parents[2]
+    owned = repo / ".ari" / f"test-unprivileged-{marker}"  # on the host's disk, the user's own
+    owned.mkdir(parents=True)
     try:
         os.chown(base, 65534, 65534)
-        repo = Path(__file__).resolve().parents[2]
+        os.chown(owned, 65534, 65534)
         done = subprocess.run(
             [
                 setpriv,
@@ -150,6 +165,7 @@ def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
                 UNPRIVILEGED,
                 str(base),
                 marker,
+                str(owned),
             ],
             capture_output=True,
             timeout=300,
@@ -167,8 +183,13 @@ def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
         assert interfaces == ["lo"]
         assert out["timed_out"] and out["left"] == []
         assert out["launcher"][0] != 0  # the namespace's init is out of the command's reach
+        # The host is read-only, even where the caller may write; /run/lock is private.
+        assert out["lock"] == [0, "x\n"] and not out["lock_on_host"]
+        assert out["planted"][0] != 0 and not out["planted_on_host"]
+        assert out["home"][0] != 0 and "own file" not in out["home"][1]  # HOME is covered
     finally:
         shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(owned, ignore_errors=True)
 
 
 def test_cleanup_racing_with_starts_leaves_nothing(root: Path, marker: str) -> None:
@@ -210,3 +231,48 @@ def test_write_through_a_file_is_refused(root: Path) -> None:
         box.write_file("plain", b"x")
         with pytest.raises(ValueError, match="not a plain directory"):
             box.write_file("plain/inner.txt", b"y")
+
+
+def test_keyring_filter_is_in_force_where_the_machine_is_known() -> None:
+    """A broken probe would quietly turn the keyring filter off (`keyrings` in not_isolated):
+    on a machine whose system call numbers we know, it must be on."""
+    import platform
+
+    from toolkit.sandbox import _host, _seccomp
+
+    if platform.machine() not in _seccomp.KEYRING_CALLS:
+        pytest.skip(f"no keyring filter for {platform.machine()} yet (see _seccomp.py)")
+    assert _host.probe().keyring_filter
+
+
+SWAPPER = """
+import os, sys, time
+while True:  # sub/ is a folder for a few ms, then a link to a root-owned folder for a few ms
+    time.sleep(0.004)
+    os.rename("sub", "sub.d")
+    os.symlink(sys.argv[1], "sub")
+    time.sleep(0.004)
+    os.unlink("sub")
+    os.rename("sub.d", "sub")
+"""
+
+
+def test_handing_over_a_root_never_follows_a_swapped_link(tmp_path: Path) -> None:
+    """Creating a sandbox chowns its root's files to the sandbox user, as root. A sandbox
+    already working in that root swaps a folder for a link mid-walk: the link's target (here a
+    root-owned file) must never be chowned. Fails within a second against a path-based walk."""
+    root, victim = tmp_path / "root", tmp_path / "victim"
+    (root / "sub").mkdir(parents=True)
+    victim.mkdir()
+    for i in range(2000):  # the same names in both: a path through sub/ resolves either way
+        (root / "sub" / f"f{i}").write_bytes(b"")
+        (victim / f"f{i}").write_bytes(b"root's own")
+    with create_sandbox("local", root=root) as box:
+        if not isinstance(box, LocalSandbox) or not box.drop_uid:
+            pytest.skip("no user switch here: nothing is chowned")
+        box.start([PY, "-c", SWAPPER, str(victim)], stdin=False, stdout=False)
+        end = time.monotonic() + 5
+        while time.monotonic() < end and (victim / "f0").stat().st_uid == 0:
+            with contextlib.suppress(SandboxError):  # a root changing under the walk: refused
+                create_sandbox("local", root=root).cleanup()
+    assert {(victim / f"f{i}").stat().st_uid for i in range(2000)} == {0}

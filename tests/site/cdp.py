@@ -30,13 +30,12 @@ FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--hide-scrollbars",
     "--remote-debugging-port=0",
 ]
 
 
 class BrowserUnavailable(RuntimeError):
-    """Chromium is missing or does not start here (the test skips, saying why)."""
+    """Chromium is missing or does not start here (the test skips saying why; fails in CI)."""
 
 
 class _WebSocket:

@@ -36,6 +36,17 @@ def build(
 
 TRANSCRIPT_LINES = 8000  # ~270 KB: several pages of the transcript view
 
+# An audit log in the runner's format: one JSON object per `runner` call (test data).
+AUDIT_TEXT = (
+    '{"argv": ["time_left"], "end_s": 0.043, "exit_code": 0, "note": null, "seq": 1, '
+    '"start": "2026-11-22T10:00:00.04+00:00", "start_s": 0.04}\n'
+    '{"argv": ["python", "starter/train.py", "--out", "bundles/a b"], "end_s": 128.4, '
+    '"exit_code": 1, "note": null, "seq": 2, "start": "2026-11-22T10:00:00.05+00:00", '
+    '"start_s": 0.05}\n'
+    '{"argv": ["python", "x.py"], "end_s": 3590.0, "exit_code": null, '
+    '"note": "refused: reserved window", "seq": 3, "start_s": 3590.0}\n'
+)
+
 
 def make_fixture(results: Path) -> None:
     """Two tracks, ties, provisional, failed, invalid and legacy runs, artifacts (test data)."""
@@ -71,18 +82,39 @@ def make_fixture(results: Path) -> None:
                 f"run{n}", model=model, effort=effort, seed=seed, passed=passed, status=status,
                 revision=2, public=[20.0, 55.0, 80.0 + seed],
             )  # fmt: skip
-            write_run(results, run, artifacts={"transcript": transcript, "audit": '{"n": 1}\n'})
+            write_run(results, run, artifacts={"transcript": transcript, "audit": AUDIT_TEXT})
             n += 1
     write_run(results, run_dict("inv0", model="claude-y", seed=9, status="invalid", revision=2))
+    # A second scored run of gpt-x's seed 0 (a repeat) and a claude-y run with its own budget:
+    # both listed on their row pages, neither averaged (the order above stays as it is).
+    write_run(
+        results,
+        run_dict("rep0", model="gpt-x", effort="high", seed=0, passed=99, revision=2,
+                 started_at="2026-11-22T12:00:00Z"),
+    )  # fmt: skip
+    short = run_dict("odd0", model="claude-y", seed=5, passed=100, revision=2)
+    short["timings"]["budget_s"] = 600
+    write_run(results, short)
     write_run(results, run_dict("old0", model="old-model", passed=95, revision=1, public=[100.0]))
-    write_run(results, run_dict("demo0", track="demo-test", model="scripted", passed=5))
+    demo = run_dict(
+        "demo0", track="demo-test", model="scripted-baseline", agent="scripted", passed=5
+    )
+    demo["timings"]["budget_s"] = 600  # the demo track's budget
+    write_run(results, demo)
+    for seed in (1, 2):  # run ids as the toolkit makes them: long, so the runs table is wide
+        run_id = f"20261122T15205{seed}-scripted-baseline-s{seed}-8735"
+        demo = run_dict(run_id, track="demo-test", model="scripted-baseline", agent="scripted",
+                        seed=seed, passed=4 + seed)  # fmt: skip
+        demo["timings"]["budget_s"] = 600
+        write_run(results, demo, artifacts={"audit": AUDIT_TEXT})
 
 
-# Expected order of the official table: (rank label, model).
-EXPECTED_ORDER = [("=1", "gpt-x"), ("=1", "claude-y"), ("3", "gemini-z"), ("4", "o-mini")]
+# Expected order of the official table: (rank label, model). gpt-x and claude-y overlap.
+EXPECTED_ORDER = [("1–2", "gpt-x"), ("1–2", "claude-y"), ("3", "gemini-z"), ("4", "o-mini")]
 
 
 __all__ = [
+    "AUDIT_TEXT",
     "EXPECTED_ORDER",
     "REPO",
     "build",

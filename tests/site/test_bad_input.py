@@ -83,3 +83,28 @@ def test_a_good_fixture_builds(tmp_path: Path) -> None:
     _good(tmp_path / "results")
     done = build(tmp_path / "results", tmp_path / "public")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_missing_results_folder_fails_the_build_naming_it(tmp_path: Path) -> None:
+    """A typo in ARI_RESULTS_DIR must not publish an empty leaderboard."""
+    missing = tmp_path / "no-such-results"
+    done = build(missing, tmp_path / "public")
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output
+    errors = [line for line in output.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 1 and str(missing) in errors[0] and "does not exist" in errors[0]
+    assert "Traceback" not in output
+    assert not (tmp_path / "public" / "index.html").exists()
+
+
+def test_a_total_that_is_not_the_tracks_fails_the_build(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    _good(results)
+    bad = write_run(
+        results,
+        run_dict("bad", seed=1, score={"percent": 50.0, "passed": 1, "total": 2}, families={}),
+    )
+    done = build(results, tmp_path / "public")
+    errors = [line for line in (done.stdout + done.stderr).splitlines() if line.startswith("ERROR")]
+    assert done.returncode != 0 and len(errors) == 1
+    assert str(bad) in errors[0] and "'score.total'" in errors[0]

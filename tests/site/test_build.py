@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from site_fixture import (
+    AUDIT_TEXT,
     EXPECTED_ORDER,
     REPO,
     TRANSCRIPT_LINES,
@@ -45,7 +46,7 @@ def test_every_page_is_generated(built_site: Path) -> None:
         "rows/v1-test/gpt-x-high.html",
         "rows/v1-test/claude-y.html",
         "rows/v1-test/old-model-legacy-r1.html",
-        "rows/demo-test/scripted.html",
+        "rows/demo-test/scripted-baseline.html",
         "downloads/v1-test.csv",
         "downloads/leaderboard.json",
         "downloads/run-result.schema.json",
@@ -73,14 +74,14 @@ def test_row_page(built_site: Path) -> None:
     assert "ari-status--failed" in page and "promoted · graded" in page
     assert 'class="ari-timeline"' in page and "Effective configuration" in page
     assert "3f571c9c" + "0" * 56 in page  # the exam hash of the run's effective config
-    assert 'href="../../logs/v1-test/run6/1.html#transcript-1"' in page
+    assert re.search(r'href="\.\./\.\./logs/v1-test/run6/\d\.html#transcript-1"', page)
     assert 'href="../../runs/v1-test/run6/transcript"' in page  # the raw copy
 
 
 def test_logs_are_copied_and_paginated(built_site: Path) -> None:
     raw = _text(built_site / "runs" / "v1-test" / "run0" / "transcript")
     assert raw.count("\n") == TRANSCRIPT_LINES
-    assert _text(built_site / "runs" / "v1-test" / "run0" / "audit") == '{"n": 1}\n'
+    assert _text(built_site / "runs" / "v1-test" / "run0" / "audit") == AUDIT_TEXT
     pages = sorted(
         (built_site / "logs" / "v1-test" / "run0").glob("*.html"), key=lambda p: int(p.stem)
     )
@@ -90,10 +91,34 @@ def test_logs_are_copied_and_paginated(built_site: Path) -> None:
         html.unescape(block.split(">", 1)[1]) for p in pages for block in _text(p).split("<pre")[1:]
     ]
     shown = [part.split("</pre>", 1)[0] for part in parts]
-    assert shown[0] == '{"n": 1}\n'  # the small audit log shares the first page
-    assert "".join(shown[1:]) == raw  # nothing lost or doubled at page breaks; markup as text
+    assert "".join(shown) == raw  # nothing lost or doubled at page breaks; markup as text
     assert 'rel="next"' in _text(pages[0]) and 'rel="prev"' in _text(pages[-1])
     assert 'id="transcript-2"' in _text(pages[1]) or 'id="transcript-2"' in _text(pages[2])
+
+
+def test_log_pages_have_the_site_header_and_an_audit_table(built_site: Path) -> None:
+    page = _text(built_site / "logs" / "v1-test" / "run0" / "1.html")
+    header = page.split('<header class="site-header">', 1)[1].split("</header>", 1)[0]
+    for title, url in [
+        ("Home", "../../../index.html"),
+        ("Leaderboards", "../../../leaderboards/index.html"),
+        ("Methodology", "../../../methodology.html"),
+        ("Downloads", "../../../downloads.html"),
+    ]:
+        assert f'<a href="{url}">{title}</a>' in header, title
+    table = page.split('<table class="audit">', 1)[1].split("</table>", 1)[0]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", table)
+    assert heads == ["#", "Time", "Call", "Exit status", "Duration"]
+    cells = [
+        [html.unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>", 1)[1], re.S)
+    ]
+    assert cells == [
+        ["1", "0.0 s", "time_left", "0", "0.0 s"],
+        ["2", "0.1 s", "python starter/train.py --out 'bundles/a b'", "1", "128.3 s"],
+        ["3", "3590.0 s", "python x.py", "refused: reserved window", "0.0 s"],
+    ]
+    assert '"argv"' not in page  # no raw JSON lines
 
 
 def test_downloads_match_the_table(built_site: Path) -> None:
@@ -189,3 +214,30 @@ def test_names_are_shown_literally(tmp_path: Path) -> None:
     assert "&lt;b&gt;evil&lt;/b&gt;*model_x*</a>" in board
     assert "<title>Track *one* &lt;i&gt; - ARI Bench</title>" in board
     assert "<i>" not in board and "<b>evil" not in board  # not in the nav, title or table
+
+
+def test_row_page_lists_runs_that_do_not_count(built_site: Path) -> None:
+    gpt = _text(built_site / "rows" / "v1-test" / "gpt-x-high.html")
+    assert "repeat of seed 0: the seed&#39;s first scored run, run0, counts" in gpt
+    assert "Seeds counted" in gpt and "3/3" in gpt and ">1–2<" in gpt
+    claude = _text(built_site / "rows" / "v1-test" / "claude-y.html")
+    assert "not under the track&#39;s rules: budget 600 s (track: 3600 s)" in claude
+    assert "rerun" in claude and "inv0" in claude
+    board = _text(built_site / "leaderboards" / "v1-test.html")
+    assert "1 repeat" in board and "1 off the track's rules" in board
+
+
+def test_the_pages_explain_what_they_show(built_site: Path) -> None:
+    method = _text(built_site / "methodology.html")
+    assert "A worked example" in method and "1–3" in method and "2–3" in method
+    assert "scores 0" in method and "zero included" not in method
+    assert "first scored run of each seed" in method
+    official = _text(built_site / "leaderboards" / "v1-test.html")
+    assert "100 hidden questions" in official
+    demo = _text(built_site / "leaderboards" / "demo-test.html")
+    assert "hidden questions" not in demo and "questions of the public demo exam" in demo
+    limits = _text(built_site / "limitations.html")
+    assert "open-source agent scaffold" not in limits
+    assert "built-in <em>scripted</em> agent, which uses no model" in limits
+    home = _text(built_site / "index.html")
+    assert 'Last updated <time datetime="2026-11-22">' in home and 'class="ari-glance"' in home

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from toolkit.data import DataError, prepare_train_data
+from toolkit.data import MAX_NOT_TEXT_SHARE, DataError, load_prepared, prepare_train_data
 
 DOCS = [f"Document {i}: " + "some ordinary words, " * 20 for i in range(20)]
 JOINED = "\n".join(DOCS).encode()
@@ -103,3 +103,97 @@ def test_empty_folder(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match=r"no \.txt, \.jsonl or \.parquet files"):
         prepare_train_data(tmp_path / "empty", tmp_path / "out")
+
+
+# --- item 9: sources that are not text ----------------------------------------------------------
+
+TEXT = ("An ordinary sentence of training text, nothing special about it. " * 400).encode()
+
+
+def _noisy(share: float, noise: bytes) -> bytes:
+    """TEXT with `share` of its bytes replaced by `noise` bytes, spread evenly (test data)."""
+    data = bytearray(TEXT)
+    count = round(len(data) * share)
+    step = len(data) / count
+    for k in range(count):
+        data[int(k * step)] = noise[k % len(noise)]
+    return bytes(data)
+
+
+def test_binary_jsonl_is_one_clear_error(tmp_path: Path) -> None:
+    source = tmp_path / "corpus.jsonl"
+    source.write_bytes(b'{"text": "fine"}\n' + bytes(range(128, 256)) * 8 + b"\n")
+    with pytest.raises(DataError) as info:
+        prepare_train_data(source, tmp_path / "out")
+    message = str(info.value)
+    assert message.startswith(f"{source}:2: not UTF-8 text") and "\n" not in message
+
+
+def test_random_bytes_named_txt_are_refused(tmp_path: Path) -> None:
+    source = tmp_path / "noise.txt"
+    source.write_bytes(np.random.default_rng(0).integers(0, 256, 200_000, np.uint8).tobytes())
+    with pytest.raises(DataError, match=r"% of its bytes are not text") as info:
+        prepare_train_data(source, tmp_path / "out")
+    assert str(source) in str(info.value)
+    assert not (tmp_path / "out" / "train.bin").exists()
+
+
+@pytest.mark.parametrize(
+    ("noise", "name"),
+    [(b"\x00\x01\x1b\x7f", "control"), (b"\xff\xfe\xc0\x80", "invalid-utf8")],
+)
+def test_the_not_text_threshold_both_sides(tmp_path: Path, noise: bytes, name: str) -> None:
+    below = tmp_path / "below.txt"
+    below.write_bytes(_noisy(MAX_NOT_TEXT_SHARE - 0.01, noise))
+    prepared = prepare_train_data(below, tmp_path / "ok")
+    assert prepared.not_text_share == pytest.approx(MAX_NOT_TEXT_SHARE - 0.01, abs=0.002)
+    above = tmp_path / "above.txt"
+    above.write_bytes(_noisy(MAX_NOT_TEXT_SHARE + 0.01, noise))
+    with pytest.raises(DataError, match="not text"):
+        prepare_train_data(above, tmp_path / "refused")
+
+
+def test_text_in_any_script_and_latin1_prose_pass(tmp_path: Path) -> None:
+    utf8 = tmp_path / "many.txt"
+    utf8.write_text("Ελληνικά, 日本語のテキスト, русский текст, emoji 🙂\tand tabs\r\n" * 300)
+    assert prepare_train_data(utf8, tmp_path / "a").not_text_share == 0.0
+    latin1 = tmp_path / "latin1.txt"  # a legacy encoding: accented letters are invalid UTF-8
+    latin1.write_bytes(
+        ("Le garçon a mangé une crème brûlée près du café. " * 300).encode("latin-1")
+    )
+    assert 0 < prepare_train_data(latin1, tmp_path / "b").not_text_share < MAX_NOT_TEXT_SHARE
+
+
+def test_a_character_cut_by_a_block_boundary_is_text(tmp_path: Path, monkeypatch) -> None:
+    import toolkit.data as data
+
+    monkeypatch.setattr(data, "_BLOCK", 7)  # blocks end inside multi-byte characters
+    source = tmp_path / "cut.txt"
+    source.write_text("ééé ünïcödé 日本 " * 200)
+    assert prepare_train_data(source, tmp_path / "out").not_text_share == 0.0
+
+
+# --- item 7: what was read, pinned by hash --------------------------------------------------------
+
+
+def test_hashes_of_source_train_and_validation(tmp_path: Path) -> None:
+    import hashlib
+
+    source = tmp_path / "corpus.txt"
+    source.write_bytes(JOINED)
+    prepared = prepare_train_data(source, tmp_path / "out", val_fraction=0.1)
+    assert prepared.source_sha256 == hashlib.sha256(JOINED).hexdigest()  # `sha256sum` agrees
+    train = (tmp_path / "out" / "train.bin").read_bytes()
+    assert prepared.train_sha256 == hashlib.sha256(train).hexdigest()
+    record = load_prepared(tmp_path / "out").record()
+    assert record.train_sha256 == prepared.train_sha256 and record.val_bytes == prepared.val_bytes
+
+    folder = tmp_path / "texts"
+    folder.mkdir()
+    (folder / "a.txt").write_bytes(b"x" * 2000)
+    (folder / "b.txt").write_bytes(b"y" * 2000)
+    first = prepare_train_data(folder, tmp_path / "f1").source_sha256
+    (folder / "b.txt").rename(folder / "c.txt")  # same bytes, another name: another source
+    second = prepare_train_data(folder, tmp_path / "f2")
+    assert second.source_sha256 != first
+    assert second.train_sha256 == prepare_train_data(folder, tmp_path / "f3").train_sha256

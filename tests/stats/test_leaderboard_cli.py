@@ -41,6 +41,7 @@ def test_csv_and_json(tmp_path: Path) -> None:
         ("1", "alpha", "", "5.773502691896258"),
         ("2", "beta", "high", ""),
     ]
+    assert [(r["rank_best"], r["rank_worst"]) for r in rows] == [("1", "1"), ("2", "2")]
     out = CliRunner().invoke(
         cli, ["leaderboard", "--results", results, "--format", "json", "--track", "v1-test"]
     )
@@ -56,8 +57,23 @@ def test_env_var_and_unknown_track(tmp_path: Path) -> None:
 
 
 def test_empty_results(tmp_path: Path) -> None:
-    out = CliRunner().invoke(cli, ["leaderboard", "--results", str(tmp_path / "none")])
+    (tmp_path / "empty").mkdir()
+    out = CliRunner().invoke(cli, ["leaderboard", "--results", str(tmp_path / "empty")])
     assert out.exit_code == 0 and "No tracks registered" in out.output
+
+
+def test_a_missing_results_folder_fails_naming_it(tmp_path: Path) -> None:
+    missing = tmp_path / "nonexistent"
+    for args, env in [
+        (["leaderboard", "--results", str(missing)], {}),
+        (["leaderboard"], {"ARI_RESULTS_DIR": str(missing)}),
+        (["leaderboard", "--results", str(missing), "--format", "csv"], {}),
+    ]:
+        out = CliRunner().invoke(cli, args, env=env)
+        assert out.exit_code == 1, out.output
+        lines = out.output.strip().splitlines()
+        assert len(lines) == 1 and str(missing) in lines[0] and "does not exist" in lines[0]
+        assert "Traceback" not in out.output and "no results" not in out.output.lower()
 
 
 def test_bad_results_is_one_line(tmp_path: Path) -> None:

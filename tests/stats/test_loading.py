@@ -10,7 +10,7 @@ import pytest
 from results_factory import run_dict, track_dict, write_registry, write_run
 
 from toolkit.results import ResultsError
-from toolkit.stats import load_results
+from toolkit.stats import load_results, results_problems
 from toolkit.tracks import RegistryError
 
 
@@ -21,8 +21,17 @@ def _results(tmp_path: Path) -> Path:
     return results
 
 
-def test_missing_and_empty_folders_load_empty(tmp_path: Path) -> None:
-    assert load_results(tmp_path / "nope").runs == []
+def test_a_missing_folder_is_an_error_naming_it(tmp_path: Path) -> None:
+    """A typo in --results or ARI_RESULTS_DIR must not publish an empty leaderboard."""
+    with pytest.raises(ResultsError, match="the results folder does not exist") as info:
+        load_results(tmp_path / "nope")
+    assert str(tmp_path / "nope") in str(info.value) and "\n" not in str(info.value)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ResultsError, match="is not a folder"):
+        load_results(tmp_path / "file")
+
+
+def test_an_empty_folder_loads_empty(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     empty = load_results(tmp_path / "empty")
     assert empty.tracks == {} and empty.runs == [] and empty.fixes == []
@@ -108,12 +117,63 @@ def test_file_name_must_be_run_id(tmp_path: Path) -> None:
     _expect(results, bad, "run_id")
 
 
-def test_wrong_exam(tmp_path: Path) -> None:
+def test_another_exam_is_not_an_error_but_off_the_rules(tmp_path: Path) -> None:
+    """A run graded on another exam loads (the board lists it apart, see test_board)."""
     results = _results(tmp_path)
-    run = run_dict("x")
+    run = run_dict("x", seed=1)
     run["config"]["exam_sha256"] = "f" * 64
-    bad = write_run(results, run)
-    _expect(results, bad, "config.exam_sha256")
+    run["score"] = {"percent": 50.0, "passed": 10, "total": 20}  # that exam's total
+    run["families"] = {}
+    write_run(results, run)
+    assert load_results(results).run("x").result.score.total == 20
+
+
+@pytest.mark.parametrize(
+    ("score", "message"),
+    [
+        ({"percent": 50.0, "passed": 1, "total": 2}, "2 questions, but the exam of track"),
+        ({"percent": 0.0, "passed": 0, "total": 0}, "greater than 0"),
+    ],
+    ids=["total-2-of-100", "zero-of-zero"],
+)
+def test_total_must_be_the_tracks_exam_questions(
+    tmp_path: Path, score: dict[str, Any], message: str
+) -> None:
+    results = _results(tmp_path)
+    bad = write_run(results, run_dict("x", seed=1, score=score, families={}))
+    _expect(results, bad, "score.total")
+    with pytest.raises(ResultsError, match=message):
+        load_results(results)
+
+
+def test_families_must_add_up_to_the_score(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    families = {"passages": {"passed": 25, "total": 50}, "records": {"passed": 25, "total": 48}}
+    bad = write_run(results, run_dict("x", seed=1, families=families))
+    _expect(results, bad, "families")
+    with pytest.raises(ResultsError, match=r"add up to 50/98 but the score is 50/100"):
+        load_results(results)
+    families = {"passages": {"passed": 30, "total": 50}, "records": {"passed": 30, "total": 50}}
+    bad = write_run(results, run_dict("x", seed=1, families=families))
+    with pytest.raises(ResultsError, match=r"add up to 60/100 but the score is 50/100"):
+        load_results(results)
+    families = {"passages": {"passed": 51, "total": 50}, "records": {"passed": 0, "total": 50}}
+    write_run(results, run_dict("x", seed=1, passed=51, families=families))
+    with pytest.raises(ResultsError, match=r"family 'passages': passed 51 > total 50"):
+        load_results(results)
+
+
+def test_every_problem_is_listed_once(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    score = {"percent": 50.0, "passed": 1, "total": 2}
+    write_run(results, run_dict("a", seed=1, score=score, families={}))
+    write_run(results, run_dict("b", seed=2, track="v9-nope"))
+    problems = results_problems(results)
+    assert len(problems) == 2
+    assert "a.json: field 'score.total'" in problems[0] and "b.json: field 'track'" in problems[1]
+    assert results_problems(tmp_path / "nope")[0].endswith(
+        "to a folder holding tracks.json and <track>/<run_id>.json files"
+    )
 
 
 def test_future_protocol_revision(tmp_path: Path) -> None:

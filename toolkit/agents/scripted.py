@@ -15,6 +15,8 @@ from toolkit import __version__
 from toolkit.agents.base import Agent, AgentContext, AgentOutcome
 
 SCRIPT_NAME = "scripted-agent"
+# The scripted agent uses no model: its row is named for what it is, the baseline.
+BASELINE_MODEL = "scripted-baseline"
 
 _SCRIPT = r"""#!/bin/sh
 # The scripted agent (ARI Bench): no model. Train the starter as-is, submit, promote, stop.

@@ -31,7 +31,14 @@ from pathlib import Path
 
 from exam_builder.exam_file import ExamFileError
 from toolkit.campaign.config import CampaignError
-from toolkit.campaign.job import Job, Report, build_agent, host_name, secret_values
+from toolkit.campaign.job import (
+    Job,
+    Report,
+    build_agent,
+    check_training_data,
+    host_name,
+    secret_values,
+)
 from toolkit.data import DataError
 from toolkit.paths import state_dir
 from toolkit.results import RunResult, write_json_atomic
@@ -87,6 +94,7 @@ def run_job(job: Job) -> RunResult:
     else:
         scratch = Path(tempfile.mkdtemp(prefix="prepared-data-", dir=state_dir()))
         data_dir = prepare_data(None if job.train_data is None else Path(job.train_data), scratch)
+    check_training_data(track, data_dir, job.train_data)  # on every node, for every run
     try:
         spec = RunSpec(
             track=track,

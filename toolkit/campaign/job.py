@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from toolkit.agents import AGENTS, Agent
 from toolkit.campaign.config import CampaignError, CampaignFile, ModelEntry
 from toolkit.campaign.plan import RunKey
+from toolkit.data import load_prepared
 from toolkit.results import RunStatus
 from toolkit.tracks import Track
 
@@ -133,6 +134,17 @@ def secret_values(job: Job) -> list[str]:
     if job.key_env and os.environ.get(job.key_env):
         found.append(os.environ[job.key_env])
     return found
+
+
+def check_training_data(track: Track, data_dir: Path, source: str | None) -> None:
+    """Refuse prepared data that is not what the track pins (as `toolkit run` does)."""
+    data = load_prepared(data_dir)
+    mismatch = track.train_data_mismatch(data.train_sha256, data.val_sha256)
+    if mismatch:
+        raise CampaignError(
+            f"{source or 'the default corpus'}: not the training data of track '{track.id}' "
+            f"({mismatch}); set train_data in the campaign file to the track's training text"
+        )
 
 
 def host_name() -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from toolkit.campaign.config import (
     load_campaign_file,
 )
 from toolkit.campaign.driver import Campaign
+from toolkit.campaign.job import check_training_data
 from toolkit.campaign.local_engine import LocalEngine, Slot, cpu_slots, gpu_slots
 from toolkit.data import DataError
 from toolkit.paths import state_dir
@@ -51,11 +53,14 @@ def local_inputs(campaign: Campaign) -> tuple[dict[str, str], Path]:
     """Exam and training data prepared once for every run of this box: (job settings, the
     prepared data folder to remove at the end)."""
     exam = exam_of(campaign)
+    data = Path(tempfile.mkdtemp(prefix="prepared-data-", dir=state_dir()))
     try:
         check_public_set(campaign.track, public_set())
-        data = Path(tempfile.mkdtemp(prefix="prepared-data-", dir=state_dir()))
         prepare_data(campaign.file.train_data, data)
-    except (InputError, DataError) as exc:
+        source = None if campaign.file.train_data is None else str(campaign.file.train_data)
+        check_training_data(campaign.track, data, source)
+    except (InputError, DataError, CampaignError) as exc:
+        shutil.rmtree(data, ignore_errors=True)
         raise CampaignError(str(exc)) from None
     return {"exam": str(exam), "data_dir": str(data)}, data
 

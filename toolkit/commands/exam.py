@@ -30,6 +30,7 @@ from exam_builder.build import BuildError, build_exam, prepare_exam
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
 from exam_builder.quality import FamilyQuality
+from toolkit.commands.console import make_console
 from toolkit.corpus import CorpusError, default_corpus
 
 SHORT_HASH = 8
@@ -161,7 +162,7 @@ def build_exam_command(
     """
     if out_dir is None and not check:
         raise click.UsageError("pass --out DIR to write the exam, or --check to write nothing")
-    console = Console()
+    console = make_console()
     with console.status("Loading the English text for the baseline..."):
         english = _english_text(train_data)
     try:

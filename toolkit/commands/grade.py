@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from exam_builder.exam_file import ExamFileError
+from toolkit.commands.console import make_console
 from toolkit.grading import SIZE_LIMIT_BYTES, GradeReport, grade_bundle
 from toolkit.results import write_json_atomic
 from toolkit.sandbox import BACKENDS
@@ -125,7 +126,7 @@ def grade_command(
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
-    console = Console()
+    console = make_console()
     if keep_dir is not None and keep_dir.exists() and any(keep_dir.iterdir()):
         raise click.UsageError(f"--keep {keep_dir}: the folder is not empty; pick a new one")
     try:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from toolkit.commands.console import make_console
 from toolkit.commands.options import results_dir_option
 from toolkit.results import ResultsError
 from toolkit.stats import Row, leaderboard, load_results, to_csv, to_json
@@ -34,6 +34,10 @@ def _flags(row: Row) -> str:
         flags.append("provisional")
     if row.awaiting_rerun:
         flags.append(f"{len(row.awaiting_rerun)} awaiting rerun")
+    if row.repeats:
+        flags.append(f"{len(row.repeats)} repeat(s) of a counted seed, not averaged")
+    if row.off_rules:
+        flags.append(f"{len(row.off_rules)} run(s) off the track's rules, not averaged")
     return ", ".join(flags)
 
 
@@ -55,14 +59,14 @@ def _table(track: Track, rows: list[Row]) -> Table:
     for row in rows:
         table.add_row(
             row.rank_label or "—",
-            row.model,
-            row.effort or "",
+            escape(row.model),
+            escape(row.effort or ""),
             _score(row),
             f"{row.n}/{row.seeds_required}",
             _num(row.bits_per_byte, "{:.3f}"),
             _num(row.best_public),
             _num(row.gap, "{:+.1f}"),
-            _flags(row),
+            escape(_flags(row)),
         )
     if not rows:
         table.caption = "no results yet"
@@ -81,15 +85,16 @@ def _table(track: Track, rows: list[Row]) -> Table:
     help="table: for people; csv / json: the same columns as the site's downloads.",
 )
 def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> None:
-    """Print the leaderboard: mean ± SE per (model, effort), overlap-aware rank.
+    """Print the leaderboard: mean ± SE per (model, effort), with each row's rank range.
 
-    Rows with fewer than the track's required seeds are provisional; invalid runs are counted
-    as awaiting rerun; runs graded under a superseded protocol revision are legacy rows, shown
-    last and never ranked. A rank like "=2" is a tie: the intervals (mean ± SE) overlap.
+    A row counts one run per distinct seed, run under the track's rules; fewer seeds than the
+    track requires make it provisional. Invalid runs are awaiting rerun; runs graded under a
+    superseded protocol revision are legacy rows, shown last and never ranked. A rank like
+    "2–4" is the range of places the row could hold: its interval (mean ± SE) overlaps others.
 
     \b
     Example:
-      toolkit leaderboard --track v1-h100-1h --results results --format table
+      toolkit leaderboard --track demo-cpu --results results --format table
     """
     try:
         results = load_results(results_dir)
@@ -109,9 +114,7 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     elif fmt == "json":
         click.echo(to_json(all_rows, tracks), nl=False)
     else:
-        console = Console()
-        if not console.is_terminal:  # piped: do not squeeze the table into 80 columns
-            console = Console(width=160)
+        console = make_console()
         if not tracks:
             console.print(f"No tracks registered in {results_dir} yet: no results to show.")
         for track, rows in boards:

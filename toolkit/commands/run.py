@@ -1,4 +1,5 @@
-"""`toolkit run` (one agent run under a track's rules) and `toolkit runs` (recover, validate).
+"""`toolkit run` (one agent run under a track's rules) and `toolkit runs` (recover, validate,
+clean, schema).
 
 Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result: it scores 0);
 1 when it ended `invalid` (infrastructure failure: rerun it); 2 for usage errors.
@@ -7,9 +8,8 @@ Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result:
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
+import subprocess
 from pathlib import Path
 
 import click
@@ -17,9 +17,12 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from exam_builder.exam_file import ExamFileError
+from toolkit import state
 from toolkit.agents import AGENTS, get_agent
+from toolkit.agents.scripted import BASELINE_MODEL
+from toolkit.commands.console import make_console
 from toolkit.commands.options import results_dir_option
-from toolkit.data import DataError
+from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
 from toolkit.run.chain import ChainError, read_chain
@@ -28,8 +31,8 @@ from toolkit.run.inputs import InputError, check_public_set, prepare_data, publi
 from toolkit.run.orchestrate import AUDIT_FILE, RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.workspace import WorkspaceError
-from toolkit.stats import load_results
-from toolkit.tracks import RegistryError, get_track
+from toolkit.stats import results_problems
+from toolkit.tracks import RegistryError, Track, get_track
 
 # Environment variables whose values must never reach the agent's workspace (checked there).
 SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
@@ -68,11 +71,66 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
         f"{'—' if public is None else f'{public:.1f}%'} · used {result.timings.used_s:.0f}s of "
         f"{result.timings.budget_s:.0f}s"
     )
-    console.print(f"result: {path}")
+    console.print(f"result: {path.resolve()}")
+
+
+def git_worktree_of(path: Path) -> Path | None:
+    """The git working tree that `path` lies in (its top folder), or None."""
+    for folder in [path.resolve(), *path.resolve().parents]:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _git_ignored(tree: Path, path: Path) -> bool:
+    """Whether git ignores `path` in `tree` (False when git cannot tell: then we warn)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(tree), "check-ignore", "-q", str(path)],
+            capture_output=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return done.returncode == 0
+
+
+def warn_if_in_worktree(results_dir: Path, track: Track, console: Console) -> None:
+    """A run written into a git working tree (the repository's committed results/, say) is one
+    `git add` away from being published: say so, loudly, with where it went. A folder git
+    ignores (`make demo` writes under .ari/) is not."""
+    tree = git_worktree_of(results_dir)
+    where = (results_dir / track.id).resolve()
+    if tree is None or _git_ignored(tree, where):
+        return
+    kind = "demo-track " if track.demo else ""
+    console.print(
+        f"[bold yellow]note:[/bold yellow] this {kind}run is written into the git working tree "
+        f"{tree}, at {where}: commit it only to publish it; for a try-out pass a scratch folder "
+        "(--results /tmp/ari-results)"
+    )
+
+
+def _model_for(agent: str, model: str | None) -> str:
+    """The row's model name: the scripted agent's is fixed (it uses no model)."""
+    if agent == "scripted":
+        if model not in (None, BASELINE_MODEL):
+            raise click.UsageError(
+                f"--agent scripted uses no model, so its runs are recorded as "
+                f"'{BASELINE_MODEL}': leave --model out (got '{model}')"
+            )
+        return BASELINE_MODEL
+    if not model:
+        raise click.UsageError(f"--agent {agent} needs --model (the model under test)")
+    return model
 
 
 @click.command("run")
-@click.option("--model", required=True, help="Model under test ('none' for the scripted agent).")
+@click.option(
+    "--model",
+    default=None,
+    help=f"Model under test (the scripted agent's runs are recorded as '{BASELINE_MODEL}').",
+)
 @click.option("--effort", default=None, help="Reasoning effort (part of the row's identity).")
 @click.option("--seed", required=True, type=click.IntRange(min=0), help="Run seed.")
 @click.option(
@@ -128,7 +186,7 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
 )
 @click.option("--quiet", is_flag=True, help="Do not echo the agent's console.")
 def run_command(
-    model: str,
+    model: str | None,
     effort: str | None,
     seed: int,
     agent: str,
@@ -151,10 +209,11 @@ def run_command(
 
     \b
     Example:
-      toolkit run --model none --agent scripted --backend local --track demo-cpu --seed 0 \\
-          --results /tmp/demo-results
+      toolkit run --agent scripted --backend local --track demo-cpu --seed 0 \\
+          --results /tmp/ari-results
     """
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
+    model = _model_for(agent, model)
     # The registry: --registry, else the results folder if it has one, else ./results, else
     # the registry of the checkout this toolkit runs from.
     candidates = [results_dir, Path("results"), Path(__file__).resolve().parents[2] / "results"]
@@ -177,15 +236,36 @@ def run_command(
         reserved = the_track.reserved_s * scale
     for path in recover_runs():
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
+    data_dir: Path | None = None
     try:
         exam_path = resolve_exam(the_track, exam)
         public = public_set()
         check_public_set(the_track, public)
-        data_dir = Path(tempfile.mkdtemp(prefix="prepared-data-", dir=state_dir()))
+        data_dir = state.new_data_dir()
         console.print("preparing the training data...")
         prepare_data(train_data, data_dir)
+        data = load_prepared(data_dir)
+        console.print(
+            f"training data: {data.train_bytes:,} bytes (sha256 {data.train_sha256[:12]}...), "
+            f"validation {data.val_bytes:,} bytes (sha256 {data.val_sha256[:12]}...)"
+        )
+        if data.not_text_share > WARN_NOT_TEXT_SHARE:
+            console.print(
+                f"[bold yellow]warning:[/bold yellow] {100 * data.not_text_share:.1f}% of the "
+                "training bytes are not text (invalid UTF-8 or control characters); recorded "
+                "with the run"
+            )
+        mismatch = the_track.train_data_mismatch(data.train_sha256, data.val_sha256)
+        if mismatch:
+            raise InputError(
+                f"{train_data or 'the default corpus'}: not the training data of track "
+                f"'{the_track.id}' ({mismatch}); pass the track's training text with --train-data"
+            )
     except (InputError, ExamFileError, DataError) as exc:
+        if data_dir is not None:
+            state.remove_tree(data_dir)  # nothing of a failed start stays in $ARI_HOME
         raise click.UsageError(str(exc)) from exc
+    warn_if_in_worktree(results_dir, the_track, console)
     spec = RunSpec(
         track=the_track,
         model=model,
@@ -225,12 +305,15 @@ def run_command(
     try:
         with progress:
             result = execute_run(spec, echo=echo, tick=tick)
-    except (WorkspaceError, RuntimeError) as exc:
+    except (WorkspaceError, RuntimeError, DataError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:
-        shutil.rmtree(data_dir, ignore_errors=True)  # the workspace holds its own copy
+        state.remove_tree(data_dir)  # the workspace holds its own copy
+    # The result and its artifacts are in the results folder: the workspace is not needed.
+    state.discard_run(result.run_id)
     path = results_dir / result.track / f"{result.run_id}.json"
-    print_result(result, path, Console())
+    print_result(result, path, make_console())
+    warn_if_in_worktree(results_dir, the_track, console)
     if result.status == "invalid":
         raise SystemExit(1)
 
@@ -286,6 +369,7 @@ def validate_command(paths: tuple[Path, ...]) -> None:
       toolkit runs validate results/
     """
     bad = 0
+    reported: set[str] = set()  # each problem once, however many checks find it
     files = _result_files(paths)
     for file in files:
         try:
@@ -297,21 +381,64 @@ def validate_command(paths: tuple[Path, ...]) -> None:
             read_chain(audit)  # an absent audit log reads as empty
         except (ResultsError, ChainError) as exc:
             click.echo(f"error: {exc}", err=True)
+            reported.add(str(exc))
             bad += 1
             continue
         click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%)")
     # A results folder with its registry is also checked the way the site reads it (tracks,
-    # protocol fixes, artifacts, duplicates): what passes here builds.
+    # protocol fixes, totals, artifacts, duplicates): what passes here builds.
     for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
-        try:
-            load_results(folder)
-        except (ResultsError, RegistryError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            bad += 1
+        for problem in results_problems(folder):
+            if problem not in reported:
+                click.echo(f"error: {problem}", err=True)
+                reported.add(problem)
+                bad += 1
     if not files:
         click.echo("no result files found", err=True)
     if bad or not files:
         raise SystemExit(1)
+
+
+def _bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1000:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1000
+    return f"{size:,.1f} GB"
+
+
+@runs_group.command("clean")
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option(
+    "--caches",
+    is_flag=True,
+    help="Also remove the caches (built public exams, extracted corpus); never while a run runs.",
+)
+def clean_command(dry_run: bool, caches: bool) -> None:
+    """Remove what finished runs left in the state folder ($ARI_HOME).
+
+    A finished run's workspace and harness folder, and prepared training data whose command is
+    gone (a start that failed, a killed `toolkit run`), are removed; a run in progress, or one
+    whose harness died and is not yet recovered (`toolkit runs recover`), is never touched.
+    Results live in the results folder and are never touched either.
+
+    \b
+    Example:
+      toolkit runs clean --dry-run
+    """
+    found = state.clean(caches=caches, dry_run=dry_run)
+    freed = 0
+    for item in found:
+        if item.removable:
+            freed += item.size
+            verb = "would remove" if dry_run else "removed"
+        else:
+            verb = "kept"
+        click.echo(f"{verb}: {item.path} ({item.what}, {_bytes(item.size)}; {item.reason})")
+    total = sum(1 for i in found if i.removable)
+    done = "would free" if dry_run else "freed"
+    click.echo(f"{total} item(s), {done} {_bytes(freed)} in {state_dir()}")
 
 
 @runs_group.command("schema")

@@ -1,7 +1,8 @@
 """One whole run: set up, let the agent work until it stops or the clock runs out, grade, publish.
 
 Order of events (DESIGN §5):
-1. inputs: the exam (hash checked against the track), the public set, the training data;
+1. inputs: the exam (hash checked against the track), the public set, the training data (its
+   hashes recorded; refused when the track pins other data);
 2. the workspace, checked for leaks (no exam text, no secret value anywhere in it);
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
    marker in the harness folder, so a crash of this process is recorded later, not lost;
@@ -34,6 +35,7 @@ from typing import IO
 from exam_builder.exam_file import load_exam, sha256_file
 from toolkit import __version__
 from toolkit.agents import Agent, AgentContext
+from toolkit.data import load_prepared
 from toolkit.results import (
     EffectiveConfig,
     FamilyScore,
@@ -49,7 +51,7 @@ from toolkit.run.clock import Clock
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.submissions import Grader, Submissions
-from toolkit.run.workspace import STARTER_DIR, Workspace, assemble, find_leaks
+from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService
@@ -220,6 +222,8 @@ class Run:
         self.isolation: list[str] = []
         self.runner_s = 0.0
         self.used_s: float | None = None
+        meta = spec.data_dir / "meta.json"
+        self.train_data = load_prepared(spec.data_dir).record() if meta.is_file() else None
 
     # -- result skeleton ----------------------------------------------------------------------
 
@@ -269,6 +273,7 @@ class Run:
                 backend="docker" if spec.backend == "docker" else "local",
                 isolation=self.isolation,
                 protocol_revision=track.protocol_revision,
+                train_data=self.train_data,
             ),
             # Only what exists: an agent that never called `runner` leaves no audit log.
             artifacts={
@@ -320,6 +325,12 @@ class Run:
 
     def _setup(self) -> None:
         spec = self.spec
+        data = self.train_data
+        mismatch = spec.track.train_data_mismatch(
+            data.train_sha256 if data else None, data.val_sha256 if data else None
+        )
+        if mismatch:
+            raise WorkspaceError(f"{spec.data_dir}: not the track's training data ({mismatch})")
         self.harness.mkdir(parents=True)
         self.workspace = assemble(
             self.work / "workspace",

@@ -64,14 +64,15 @@ def gpu_device_paths() -> list[Path]:
 
 
 def visible_hide(paths: Sequence[Path], root: Path) -> list[Path]:
-    """Existing paths to hide, leaving out any that contain the sandbox root itself."""
+    """Existing paths to hide. A folder holding the workspace stays in the list: the sandbox
+    shows the workspace (and read-only paths) on top of its empty cover, nothing else of it.
+    Only the workspace itself is left out (hiding it would be a contradiction)."""
     root = root.resolve()
     keep: list[Path] = []
     for path in paths:
         if not path.exists() and not path.is_symlink():
             continue
-        resolved = path.resolve()
-        if resolved == root or resolved in root.parents:
+        if path.resolve() == root:
             continue
         keep.append(path.absolute())
     return sorted(set(keep))

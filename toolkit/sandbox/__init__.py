@@ -13,22 +13,36 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     pidns               own PID namespace: the host's processes are invisible, and the tree
                         dies with its first process
     netns / network     no network but an own loopback / network reachable
-    mountns             own mount namespace, with: hidden-paths (empty tmpfs over them),
-                        readonly-paths (read-only bind mounts), private-tmp (/tmp, /var/tmp,
-                        /dev/shm are fresh tmpfs; TMPDIR is inside root and persists)
+    mountns             own mount namespace, with: host-filesystem-readonly (every host
+                        mount read-only, /proc/sys too; devices still work), hidden-paths
+                        (empty read-only tmpfs over them), readonly-paths (read-only bind
+                        mounts), private-tmp (/tmp, /var/tmp, /dev/shm, /run with /run/lock
+                        and /var/lock, /dev/mqueue: one fresh tmpfs per tree, gone with it;
+                        TMPDIR is inside root and persists)
+    ipcns, utsns        own System V IPC objects and POSIX message queues, own hostname
+    no-keyrings         a seccomp filter refuses add_key/request_key/keyctl: the keyrings of
+                        the shared sandbox uid cannot carry data from one sandbox to another
     userns              (non-root hosts) the namespaces come from a user namespace, and the
                         mounts are locked in it
-    private-home        (no user switch) the caller's home is an empty tmpfs, so code running
-                        as the caller cannot read its files; the sandbox's own paths stay
+    private-home        the caller's home is an empty read-only tmpfs (the sandbox's own paths
+                        inside it stay visible), so sandboxed code cannot read its files
     uid:NAME / uid      commands run as that user / as the caller's own uid on the host
     no-new-privs        setuid binaries and file capabilities grant nothing
     cgroup-pids, cgroup-memory, rlimits, memory-per-tree, process-count: how `Limits` are
                         enforced, or (in not_isolated) that they are not, per tree
+    disk-cap / root-disk  `disk_bytes` caps the private places together (tmpfs size) / the
+                        root is the caller's folder and is capped only per file
+                        (`file_size_bytes`)
     scrubbed-env        only PATH, HOME, LANG, TMPDIR and the variables given
     gpu-pinned / gpus   (gpus=[...]) the other GPUs' device nodes are hidden and the
                         environment names the given ones / (not_isolated) only the environment
                         selects them: other GPUs stay reachable
-    host-filesystem-readable, kernel, cpu-share, devices, ipc, uts: never isolated locally
+    host-filesystem-readable, kernel, cpu-share, devices: never isolated locally (host files
+                        stay readable wherever the sandbox user may read them)
+    keyrings            (in not_isolated) no seccomp filter on this host
+    host-filesystem-writable, mounts, ipc, uts, disk: (in not_isolated, hosts without
+                        namespaces) writable wherever the caller may write, no private
+                        places, shared IPC and hostname, no disk cap beyond each file
 """
 
 from __future__ import annotations
@@ -74,11 +88,15 @@ def create_sandbox(
     """A sandbox of `backend` working in `root` (an existing directory; commands start there).
 
     `network`: False = no network at all (a loopback of its own only). `hide`: host paths that
-    must be invisible inside (an exam, results, banks). `readonly`: host paths visible but not
-    writable (training data). `limits`: caps per process tree. `env`: variables added to the
-    scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside root). `gpus`: None =
-    the host's GPUs as they are; a list of GPU ids (index or UUID) = exactly those (local:
-    `CUDA_VISIBLE_DEVICES`, the other `/dev/nvidia<N>` hidden; see `gpus.py`); [] = no GPU.
+    must be invisible inside (an exam, results, banks); a hidden folder may hold the root or
+    read-only paths, which stay visible (nothing else of it does). `readonly`: host paths
+    visible but not writable (training data); the rest of the host is read-only too where the
+    backend can (`host-filesystem-readonly`), and the places programs write to (/tmp, ...) are
+    private to each command. `limits`: caps per process tree (`disk_bytes` included). `env`:
+    variables added to the scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside
+    root). `gpus`: None = the host's GPUs as they are; a list of GPU ids (index or UUID) =
+    exactly those (local: `CUDA_VISIBLE_DEVICES`, the other `/dev/nvidia<N>` hidden; see
+    `gpus.py`); [] = no GPU.
 
     The sandbox may run commands as another user (`nobody` for the local backend as root): it
     is handed the files already in `root` when created; put later files in with `write_file`.

@@ -30,13 +30,18 @@ class HostSupport:
     """The isolation mechanisms available to the local backend on this host."""
 
     namespaces: bool
-    """New mount, PID and network namespaces can be made here."""
+    """New mount, PID, network, IPC and UTS namespaces can be made here."""
     userns: bool
     """They need a user namespace first (an unprivileged user: mounts are then locked)."""
     is_root: bool
     pids_parent: Path | None
     """A cgroup-v1 pids directory we may create children in (None: not writable/absent)."""
     memory_parent: Path | None
+    mount_setattr: bool = False
+    """The whole host can be made read-only in one call (Linux 5.12+); else, with namespaces,
+    each mount is remounted read-only in turn."""
+    keyring_filter: bool = False
+    """A seccomp filter can take the kernel keyrings away (`_seccomp.py`)."""
 
 
 def _own_cgroup_dir(controller: str) -> Path | None:
@@ -72,42 +77,59 @@ def _writable_cgroup_parent(controller: str, limit_file: str) -> Path | None:
 
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-_PROBE = (
-    "import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True); "
-    "sys.exit(0 if libc.unshare(int(sys.argv[1])) == 0 else 1)"
-)
+# Exit 0: the namespaces, and mount_setattr in them; 2: the namespaces only; 1: neither.
+_PROBE = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(int(sys.argv[1])) != 0:
+    sys.exit(1)
+if libc.mount(None, b"/", None, ctypes.c_ulong(0x4000 | 1 << 18), None) != 0:
+    sys.exit(1)
+attr = (ctypes.c_uint64 * 4)(1, 0, 0, 0)  # MOUNT_ATTR_RDONLY, AT_EMPTY_PATH | AT_RECURSIVE
+fd = os.open("/", os.O_PATH)
+args = (ctypes.c_long(fd), ctypes.c_char_p(b""), ctypes.c_long(0x9000), ctypes.byref(attr))
+sys.exit(0 if libc.syscall(ctypes.c_long(442), *args, ctypes.c_size_t(32)) == 0 else 2)
+"""
+_SECCOMP = Path(__file__).with_name("_seccomp.py")
 
 
-def _can_unshare(flags: int) -> bool:
-    """Try it in a fresh process (never in this one: it may have threads, and would change)."""
+def _run_probe(argv: list[str]) -> int:
+    """Exit status of a probe in a fresh process (never this one: it may have threads, and
+    would change); -1 if it could not run."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", _PROBE, str(flags)], capture_output=True, timeout=60
-        )
+        return subprocess.run(
+            [sys.executable, "-I", "-S", *argv], capture_output=True, timeout=60
+        ).returncode
     except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
+        return -1
 
 
 @functools.cache
 def probe() -> HostSupport:
     """Probe once: later sandboxes in this process reuse the answer (and the warnings)."""
     is_root = os.geteuid() == 0
-    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET
-    namespaces = _can_unshare(flags) if is_root else False
-    userns = not is_root and _can_unshare(flags | CLONE_NEWUSER)
+    flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
+    flags |= 0 if is_root else CLONE_NEWUSER
+    unshared = _run_probe(["-c", _PROBE, str(flags)])
+    namespaces = unshared in (0, 2)
+    userns = namespaces and not is_root
     pids = _writable_cgroup_parent("pids", "pids.max") if is_root else None
     memory = _writable_cgroup_parent("memory", "memory.limit_in_bytes") if is_root else None
-    support = HostSupport(namespaces or userns, userns, is_root, pids, memory)
+    keyrings = _run_probe([str(_SECCOMP)]) == 0
+    support = HostSupport(namespaces, userns, is_root, pids, memory, unshared == 0, keyrings)
     if not support.namespaces:
         log.warning(
-            "sandbox: this host allows no mount/PID/network namespaces (neither as root nor "
-            "through a user namespace): local sandboxes have no network, hidden-path or "
+            "sandbox: this host allows no mount/PID/network/IPC namespaces (neither as root "
+            "nor through a user namespace): local sandboxes have no network, hidden-path or "
             "read-only isolation, only process groups, rlimits and a scrubbed environment"
         )
+    if not keyrings:
+        log.warning("sandbox: no seccomp filter here: kernel keyrings stay reachable")
     elif userns:
         log.warning(
             "sandbox: not root: local sandboxes use a user namespace and run as your own uid "

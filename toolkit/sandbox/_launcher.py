@@ -10,23 +10,24 @@ starting a fresh Python for every command cost 20-60 ms. Per command:
 1. The server unshares a new PID namespace for its next child and forks it: that child `init`
    is PID 1 there, and is what the host kills (its death ends the namespace). It starts its
    own session, joins the per-process cgroups (pids, memory) prepared by the host before
-   anything can fork, and unshares new mount and network namespaces.
-2. It mounts a fresh /proc and rebuilds the visible filesystem: private tmpfs over /tmp-like
-   directories and over ancestors the sandbox user could not traverse, re-exposes the sandbox
-   root and the read-only paths from file descriptors opened beforehand, remounts the
-   read-only ones read-only, then covers every hidden path with an empty read-only tmpfs (or
-   /dev/null for a file). It brings loopback up.
+   anything can fork, and unshares new mount, IPC (SysV objects, POSIX message queues) and UTS
+   namespaces, and a network namespace unless the sandbox has network.
+2. It builds the visible filesystem from the host's plan (`_mounts.py`): the host read-only,
+   a fresh /proc, one capped tmpfs for the private writable places, covers, the sandbox root
+   and read-only paths bound back in, hidden paths covered. It brings loopback up.
 3. It forks the command and stays as init (`supervise`): it reaps orphans and reports the
    command's exit status once nothing else is left. The command sets rlimits, drops to the
    sandbox uid/gid with no_new_privs (or, not root, locks the mounts in a user namespace of its
-   own), chdirs and execs with exactly the environment it was given.
+   own), installs the keyring filter (`_seccomp.py`), chdirs and execs with exactly the
+   environment it was given.
 
 Without namespaces (non-root hosts without user namespaces) the same chain runs with `init` as
 a subreaper, so escaped orphans stay its descendants and are killed with it.
 
-It must stay standalone (stdlib only, no toolkit import): it runs as root with `-I -S`. And
-everything the children use must be imported before they fork: after the uid switch the
-stdlib may be out of reach (pyenv under /root), so nothing may import lazily there. Set-up
+It must stay standalone (stdlib and its sibling modules `_mounts`, `_seccomp` only): it runs as
+root with `-I -S`. And everything the children use must be imported before they fork: after
+the uid switch the stdlib may be out of reach (pyenv under /root), so nothing may import
+lazily there. Set-up
 failures are the sandbox breaking: a line starting `ari-sandbox:` on the status pipe, which the
 host turns into a SandboxError (a working directory that does not exist counts as set-up: the
 caller asked for it). A command that cannot be found or run exits 127/126 like a shell does:
@@ -43,25 +44,27 @@ import resource
 import select
 import signal
 import socket
-import stat
 import struct
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING or __package__:  # imported by the host side (process.py)
+    from toolkit.sandbox import _mounts, _seccomp
+else:  # run as a script with -I -S: its siblings, by path, like itself
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import _mounts
+    import _seccomp
 
 SETUP_FAILED = 125
-MS_RDONLY = 0x1
-MS_NOSUID = 0x2
-MS_NODEV = 0x4
-MS_REMOUNT = 0x20
-MS_BIND = 0x1000
 MS_REC = 0x4000
-MS_NOEXEC = 0x8
 MS_PRIVATE = 1 << 18
-MOUNT_FLAGS_KEPT = 0x2 | 0x4 | 0x8 | 0x400 | 0x800 | 0x1000  # nosuid nodev noexec *atime
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
@@ -78,6 +81,7 @@ RLIMITS = {
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
+KEYRING_FILTER = _seccomp.program()
 _status_fd = -1  # the host reads "pid N", then "ok" (about to exec) or the failure, then "exit N"
 
 
@@ -90,21 +94,6 @@ def fail(what: str) -> None:
     os._exit(SETUP_FAILED)
 
 
-def mount(
-    source: str | None, target: str, fstype: str | None, flags: int, data: str | None
-) -> None:
-    rc = _libc.mount(
-        source.encode() if source else None,
-        target.encode(),
-        fstype.encode() if fstype else None,
-        ctypes.c_ulong(flags),
-        data.encode() if data else None,
-    )
-    if rc != 0:
-        err = ctypes.get_errno()
-        fail(f"mount {source} on {target} failed: {os.strerror(err)}")
-
-
 def join_cgroups(procs_files: list[str]) -> None:
     for path in procs_files:
         try:
@@ -112,58 +101,6 @@ def join_cgroups(procs_files: list[str]) -> None:
                 f.write("0")
         except OSError as e:
             fail(f"cannot join cgroup {path}: {e}")
-
-
-def make_mountpoint(path: str, is_dir: bool) -> None:
-    """Create `path` (and parents) inside a fresh tmpfs so something can be mounted on it."""
-    if os.path.lexists(path):
-        return
-    os.makedirs(os.path.dirname(path) or "/", mode=0o755, exist_ok=True)
-    if is_dir:
-        os.mkdir(path, 0o755)
-    else:
-        with open(path, "w"):
-            pass
-
-
-def remount_readonly(path: str) -> None:
-    """Make the bind mount at `path` read-only, keeping the flags it came with (nosuid, nodev,
-    noexec, atime): in a user namespace, dropping one of those is refused."""
-    kept = os.statvfs(path).f_flag & MOUNT_FLAGS_KEPT
-    mount("none", path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | kept, None)
-
-
-def rebuild_filesystem(
-    expose: list[str], readonly: list[str], shadow: list[str], hide: list[str], tmpfs_size: str
-) -> None:
-
-    # File descriptors first: they keep pointing at the real directories after a tmpfs covers
-    # the path they were reached by, so they can be bound back in below.
-    fds: dict[str, int] = {}
-    for path in expose:
-        try:
-            fds[path] = os.open(path, os.O_PATH | os.O_CLOEXEC)
-        except OSError as e:
-            fail(f"cannot open {path} to expose it in the sandbox: {e}")
-    for path in sorted(shadow, key=len):
-        if not os.path.isdir(path):
-            continue
-        mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"mode=1777,size={tmpfs_size}")
-    for path in expose:
-        is_dir = stat.S_ISDIR(os.fstat(fds[path]).st_mode)
-        make_mountpoint(path, is_dir)
-        mount(f"/proc/self/fd/{fds[path]}", path, None, MS_BIND | MS_REC, None)
-        if path in readonly:
-            remount_readonly(path)
-        os.close(fds[path])
-    for path in hide:
-        if not os.path.lexists(path):
-            continue  # already invisible (it lay under a private tmpfs)
-        if os.path.isdir(path) and not os.path.islink(path):
-            mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=0555,size=4k")
-        else:
-            mount("/dev/null", path, None, MS_BIND, None)
-            remount_readonly(path)
 
 
 def loopback_up() -> None:
@@ -330,20 +267,17 @@ def init(spec: dict[str, object], fds: list[int]) -> None:
         if fd > 2:
             os.close(fd)
     join_cgroups(spec["cgroups"])  # type: ignore[arg-type]
-    if spec["pidns"]:
-        flags = CLONE_NEWNS | (0 if spec["network"] else CLONE_NEWNET)
+    if spec["filesystem"] is not None:
+        # Own mounts, SysV IPC and POSIX message queues, hostname; network unless allowed.
+        flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
+        flags |= 0 if spec["network"] else CLONE_NEWNET
         if _libc.unshare(flags) != 0:
             fail(f"unshare failed: {os.strerror(ctypes.get_errno())}")
-        mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates to the host
-        mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
-    if spec["mounts"]:
-        rebuild_filesystem(
-            spec["expose"],  # type: ignore[arg-type]
-            spec["readonly"],  # type: ignore[arg-type]
-            spec["shadow"],  # type: ignore[arg-type]
-            spec["hide"],  # type: ignore[arg-type]
-            str(spec["tmpfs_size"]),
-        )
+        try:
+            _mounts.mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates
+            _mounts.build(spec["filesystem"])  # type: ignore[arg-type]
+        except _mounts.SetupError as e:
+            fail(str(e))
     if spec["loopback"]:
         try:
             loopback_up()
@@ -483,6 +417,11 @@ def run_command(spec: dict[str, object]) -> None:
         lock_mounts()
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         fail("prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if spec["keyrings"]:
+        try:
+            _seccomp.install(KEYRING_FILTER)  # type: ignore[arg-type]
+        except OSError as e:
+            fail(str(e))
     cwd = str(spec["cwd"])
     try:
         os.chdir(cwd)

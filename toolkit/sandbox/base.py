@@ -47,6 +47,11 @@ class Limits:
     max_processes: int | None = None
     cpu_seconds: int | None = None
     file_size_bytes: int | None = None
+    disk_bytes: int | None = None
+    """What the tree may write in total to its private writable places (/tmp, /var/tmp,
+    /dev/shm, /run, ...), and to the root where the backend owns it; past it, writes fail
+    with ENOSPC. `isolation` / `not_isolated` say which of the two is capped. None: the local
+    backend caps the private places at `memory_bytes`, else at a quarter of the RAM."""
 
 
 NO_LIMITS = Limits()

@@ -1,27 +1,36 @@
 """The local backend: each process tree is a host process, isolated as far as the host allows.
 
-Where the host allows it (root and Linux namespaces; here: yes), every command gets its own
+Where the host allows it (root, or a user namespace; here: yes), every command gets its own
 PID namespace (killing its first process kills the whole tree, setsid'd and double-forked
-children included), network namespace (loopback only), and mount namespace (hidden paths covered
-by an empty tmpfs, read-only paths bind-mounted read-only, private /tmp, /var/tmp, /dev/shm).
-It joins per-tree pids and memory cgroups for the limits that are set (where writable), gets
-rlimits and a scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands
-are started by a fork server (`_launcher.py`), one per sandbox. `isolation` lists what was in
-force; where the host cannot, the backend falls back with a logged warning.
+children included), network namespace (loopback only), IPC and UTS namespaces, and mount
+namespace in which the whole host is read-only: the root is bound read-write, read-only paths
+read-only, hidden paths are covered by an empty tmpfs (a hidden folder that holds the root or a
+read-only path shows only those), and /tmp, /var/tmp, /dev/shm, /run (/run/lock, /var/lock)
+and /dev/mqueue are private, size-capped and gone with the command (`_layout.py` plans it,
+`_mounts.py` mounts it). It joins per-tree pids and memory cgroups for the limits that are set
+(where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
+scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands are started by
+a fork server (`_launcher.py`), one per sandbox. `isolation` lists what was in force; where the
+host cannot, the backend falls back with a logged warning.
 
 What the local backend does NOT isolate (recorded in `not_isolated`):
 
-- the host filesystem outside the hidden paths: it is visible, readable wherever `nobody` may
-  read (world-readable files), writable wherever `nobody` may write;
-- the same data reached by another path (a hard link, another bind mount, a copy) is not hidden:
-  callers hide the real locations;
-- the kernel (no seccomp filter), CPU share (no CPU quota; only `cpu_seconds` of CPU time),
-  devices in /dev (GPUs stay reachable), the clock, System V IPC and the UTS hostname;
-- other sandboxes: their commands also run as `nobody` (they cannot signal or see each other
-  across PID namespaces, but each may read, and write, the other's root if it can reach it:
-  keep roots under /tmp, which every sandbox sees as its own private tmpfs, or hide them);
-- without namespaces (non-root hosts): network, mounts, hidden and read-only paths, and the uid
-  (commands run as the caller); trees are still killed whole (the launcher is a subreaper);
+- reading the host filesystem outside the hidden paths: it is visible, and readable wherever
+  the sandbox user may read (world-readable files); the same data reached by another path (a
+  hard link, another bind mount, a copy) is not hidden: callers hide the real locations;
+- FIFOs and Unix sockets on the host outside the private places: a read-only mount does not
+  stop opening them, so their permissions (and hiding their folders) must;
+- the root's disk use: it is the caller's folder, capped per file (`file_size_bytes`), not in
+  total (`disk_bytes` caps the private places only);
+- the kernel (no system call filter beyond the keyrings), CPU share (no CPU quota; only
+  `cpu_seconds` of CPU time), devices in /dev (GPUs stay reachable), the clock;
+- sandboxes running at the same time: all run as `nobody`; they cannot signal, see or write
+  each other, but each may read another's root if it can reach it (keep roots under /tmp, which
+  every sandbox sees as its own, or hide them), and timing or file locks on shared readable
+  files are covert channels between live sandboxes (not persistence: nothing outlives a tree);
+- without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
+  host, hidden and read-only paths, private places, IPC and the uid (commands run as the
+  caller); trees are still killed whole (the launcher is a subreaper), and keyrings refused;
 - without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree, and the
   process cap is only RLIMIT_NPROC of the uid (not enforced at all for root).
 """
@@ -31,7 +40,6 @@ from __future__ import annotations
 import logging
 import os
 import pwd
-import stat
 import sys
 import threading
 import time
@@ -39,7 +47,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from toolkit.sandbox import _host
+from toolkit.sandbox import _host, _layout
 from toolkit.sandbox import gpus as gpu_pinning
 from toolkit.sandbox.base import (
     NO_LIMITS,
@@ -55,9 +63,9 @@ from toolkit.sandbox.process import LocalProcess, communicate
 
 log = logging.getLogger(__name__)
 
-PRIVATE_TMP = ("/tmp", "/var/tmp", "/dev/shm")
 SETUP_TIMEOUT_S = 60.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+PAGE_BYTES = 4096
 
 
 def _sandbox_ids() -> tuple[int, int]:
@@ -68,22 +76,11 @@ def _sandbox_ids() -> tuple[int, int]:
         return 65534, 65534
 
 
-def _untraversable_ancestor(path: Path, uid: int) -> Path | None:
-    """The highest ancestor of `path` that `uid` (not its owner, not in its group) cannot enter."""
-    for ancestor in reversed(path.parents):
-        if ancestor == Path("/"):
-            continue
-        try:
-            st = ancestor.stat()
-        except OSError:
-            return None
-        if st.st_uid != uid and not st.st_mode & stat.S_IXOTH:
-            return ancestor
-    return None
-
-
-def _is_within(path: Path, other: Path) -> bool:
-    return path == other or other in path.parents
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except (RuntimeError, KeyError):
+        return None
 
 
 class LocalSandbox(Sandbox):
@@ -114,26 +111,23 @@ class LocalSandbox(Sandbox):
         self.limits = limits
         self.hide = [Path(p).resolve() for p in hide]
         self.readonly = [Path(p).resolve() for p in readonly]
-        for hidden in self.hide:
-            if _is_within(self.root, hidden):
-                raise ValueError(f"sandbox root {self.root} lies inside hidden path {hidden}")
         for path in self.readonly:
             if not path.exists():
                 raise ValueError(f"read-only path {path} does not exist")
-            for hidden in self.hide:
-                if _is_within(path, hidden):
-                    raise ValueError(f"read-only path {path} lies inside hidden path {hidden}")
+            if path == self.root:
+                raise ValueError(f"{path} is both the sandbox root and a read-only path")
+        for hidden in self.hide:
+            if hidden == self.root or hidden in self.readonly:
+                raise ValueError(f"{hidden} is both hidden and exposed in the sandbox")
         self.uid, self.gid = _sandbox_ids()
         self.namespaces = self.support.namespaces
         self.userns = self.support.userns
         self.drop_uid = self.namespaces and self.support.is_root
-        # Without a user switch, sandboxed code runs as the caller, who can read the caller's
-        # home (credentials included): cover it like /tmp, re-exposing only the sandbox's paths.
-        home = Path.home().resolve()
-        self.private_home = (
-            home if self.namespaces and not self.drop_uid and home != Path("/") else None
-        )
-        self.runtime = self._runtime_paths() if self.namespaces else []
+        self.runtime: list[Path] = []
+        self.plan: dict[str, object] | None = None
+        self.covers_home = False
+        if self.namespaces:
+            self.plan = self._plan()
         self.tmpdir = self.root / ".tmp"
         self.tmpdir.mkdir(exist_ok=True)
         if self.drop_uid:
@@ -159,26 +153,67 @@ class LocalSandbox(Sandbox):
         self._closed = False
         self.isolation, self.not_isolated = self._describe()
 
+    def _plan(self) -> dict[str, object]:
+        """The filesystem every tree of this sandbox gets (`_layout`), as the launcher's plan."""
+        places = _layout.private_places()
+        home = _home()
+        uid = self.uid if self.drop_uid else None
+        self.runtime = _layout.runtime_paths(
+            sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}),
+            hide=self.hide,
+            readonly=[*self.readonly, self.root],
+            unseen=[p for p, _ in places.top] + ([home] if home else []),
+            uid=uid,
+        )
+        system = _layout.network_files(places) if self.network else []
+        readonly = [*self.readonly, *(p for p in [*self.runtime, *system] if p != self.root)]
+        layout = _layout.layout(
+            self.root, readonly=readonly, hide=self.hide, places=places, home=home, uid=uid
+        )
+        self.covers_home = layout.covers_home
+        how = "setattr" if self.support.mount_setattr else "remount"
+        return layout.plan(places, self._place_options(), how)
+
+    def _place_options(self) -> str:
+        """tmpfs options of the private places: `disk_bytes` in total (whole pages; inodes
+        capped too, so empty files cannot eat kernel memory), else the memory cap, else a
+        quarter of the RAM."""
+        lim = self.limits
+        if lim.disk_bytes is not None:
+            size = max(lim.disk_bytes, 1)
+            return f"size={size},nr_inodes={max(1024, size // PAGE_BYTES)}"
+        if lim.memory_bytes is not None:
+            return f"size={lim.memory_bytes}"
+        return "size=25%"
+
     # -- description ---------------------------------------------------------------------
     def _describe(self) -> tuple[list[str], list[str]]:
         s, lim = self.support, self.limits
         on = ["pgroup", "subreaper", "scrubbed-env"]
-        off = ["host-filesystem-readable", "kernel", "cpu-share", "devices", "ipc", "uts"]
+        off = ["host-filesystem-readable", "kernel", "cpu-share", "devices"]
         if self.namespaces:
-            on += ["pidns", "mountns", "private-tmp"] + (["userns"] if self.userns else [])
-            on += ["private-home"] if self.private_home else []
+            on += ["pidns", "mountns", "ipcns", "utsns", "private-tmp", "host-filesystem-readonly"]
+            on += ["userns"] if self.userns else []
+            on += ["private-home"] if self.covers_home else []
             on += ["hidden-paths"] if self.hide else []
             on += ["readonly-paths"] if self.readonly else []
             on += [] if self.network else ["netns"]
+            if lim.disk_bytes is not None:
+                on.append("disk-cap")
+                off.append("root-disk")  # the root is the caller's folder: capped per file only
         else:
-            off += ["mounts", "hidden-paths", "readonly-paths", "private-tmp"]
+            off += ["host-filesystem-writable", "mounts", "hidden-paths", "readonly-paths"]
+            off += ["private-tmp", "ipc", "uts"]
             off += [] if self.network else ["network"]
+            off += ["disk"] if lim.disk_bytes is not None else []
         if self.network:
             off.append("network")
         if self.gpus is not None and self.namespaces:
             on.append("gpu-pinned")
         elif self.gpus is not None:
             off.append("gpus")  # without mounts only the environment selects the GPUs
+        on += ["no-keyrings"] if s.keyring_filter else []
+        off += [] if s.keyring_filter else ["keyrings"]
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
         on += ["cgroup-memory"] if s.memory_parent and lim.memory_bytes is not None else []
         if lim.memory_bytes is not None and not s.memory_parent:
@@ -200,31 +235,17 @@ class LocalSandbox(Sandbox):
         except KeyError:
             return str(self.uid)
 
-    def _runtime_paths(self) -> list[Path]:
-        """The host Python (interpreter, stdlib, venv), read-only, where `nobody` cannot reach it.
-
-        The local backend has no image: sandboxed code runs the host's Python. When that lives
-        under a private directory (pyenv in /root, here) or under a directory the sandbox gets
-        its own empty copy of (a checkout, and so its .venv, cloned into /tmp), it is bound in
-        read-only, alone.
-        """
-        found: list[Path] = []
-        private = [Path(tmp).resolve() for tmp in PRIVATE_TMP]
-        private += [self.private_home] if self.private_home else []
-        for prefix in sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}):
-            hidden = (
-                self.drop_uid and _untraversable_ancestor(prefix, self.uid) is not None
-            ) or any(_is_within(prefix, d) for d in private)
-            if hidden and not any(_is_within(prefix, p) for p in self.readonly):
-                found.append(prefix)
-        return found
-
     def _hand_over(self, path: Path) -> None:
-        """Give the sandbox user the root's files, so it can work in its own directory."""
-        os.chown(path, self.uid, self.gid)
-        for dirpath, dirnames, filenames in os.walk(path):
+        """Give the sandbox user the root's files, so it can work in its own directory.
+
+        Walked by descriptor, never through a symlink: a sandbox already working in this root
+        (a runner, when the controller is made) must not get root to chown a link's target by
+        swapping a folder for a link mid-walk.
+        """
+        os.chown(path, self.uid, self.gid, follow_symlinks=False)
+        for _, dirnames, filenames, dir_fd in os.fwalk(path, follow_symlinks=False):
             for name in dirnames + filenames:
-                os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
+                os.chown(name, self.uid, self.gid, dir_fd=dir_fd, follow_symlinks=False)
 
     # -- spawning ------------------------------------------------------------------------
     def _rlimits(self) -> dict[str, int]:
@@ -240,17 +261,6 @@ class LocalSandbox(Sandbox):
             out["nproc"] = lim.max_processes
         return out
 
-    def _shadowed(self, expose: list[Path]) -> list[str]:
-        shadow = {p for p in PRIVATE_TMP if os.path.isdir(p)}
-        if self.private_home is not None and self.private_home.is_dir():
-            shadow.add(str(self.private_home))
-        if self.drop_uid:
-            for path in expose:
-                ancestor = _untraversable_ancestor(path, self.uid)
-                if ancestor is not None:
-                    shadow.add(str(ancestor))
-        return sorted(shadow)
-
     def _spawn(
         self, argv: list[str], cwd: str | None, env: dict[str, str] | None, streams: list[bool]
     ) -> LocalProcess:
@@ -260,21 +270,13 @@ class LocalSandbox(Sandbox):
         workdir = Path(cwd) if cwd is not None else self.root
         if not workdir.is_absolute():
             workdir = self.root / workdir
-        readonly = [*self.readonly, *self.runtime]
-        expose = sorted([self.root, *readonly], key=lambda p: len(str(p)))
-        spec = {
-            "mounts": self.namespaces,
+        spec: dict[str, object] = {
             "pidns": self.namespaces,
             "userns": self.userns,
             "network": self.network,
-            "expose": [str(p) for p in expose],
-            "readonly": [str(p) for p in readonly],
-            "shadow": self._shadowed(expose) if self.namespaces else [],
-            "hide": [str(p) for p in self.hide],
-            # Private /tmp and friends: capped by the memory limit (their pages count in the
-            # memory cgroup too), else a quarter of the RAM each.
-            "tmpfs_size": str(self.limits.memory_bytes or "25%"),
+            "filesystem": self.plan,
             "loopback": self.namespaces and not self.network,
+            "keyrings": self.support.keyring_filter,
             "rlimits": self._rlimits(),
             "uid": self.uid if self.drop_uid else None,
             "gid": self.gid if self.drop_uid else None,

@@ -1,21 +1,31 @@
-"""Rows, seed statistics and the overlap-aware rank (DESIGN §7).
+"""Rows, seed statistics and the rank range (DESIGN §7).
 
-A row is (track, model, reasoning effort). Its score is the mean of the hidden-exam percent over
-its `valid` and `failed` runs (a failed run scores 0: the agent earned nothing), with the
-standard error: sample standard deviation (ddof=1) divided by sqrt(n). `invalid` runs are
-infrastructure failures: they are listed as awaiting rerun and never enter a mean.
+A row is (track, model, reasoning effort). Which of its runs count:
 
-Runs graded under a superseded protocol revision are *legacy*: they form their own rows (one per
-revision), linked to the protocol fix that superseded them, and are never ranked.
+- one run per distinct seed: the first scored run (`valid` or `failed`) of a seed, by start
+  time, counts; a later scored run of the same seed is a *repeat*, kept on the row's page and
+  labelled, never averaged (a rerun exists only for `invalid` runs);
+- only runs under the track's rules (`toolkit.stats.rules`): a run whose budget, limits, exam,
+  grading parameters or pinned training data differ is listed apart with what differed;
+- `invalid` runs (infrastructure failures) never count: awaiting rerun until their seed has a
+  counted run.
 
-Ranking. A row's interval is [mean - SE, mean + SE]; its rank is 1 + the number of rows whose
-interval lies entirely above its own (lower end strictly greater than this row's upper end;
-touching intervals overlap). Rows that share a rank are ties, shown as "=2". With one run the
-SE is undefined: we show it as such, and for ranking the row's interval is the single point
-(its mean). We chose that over "an interval of unknown width overlaps everything" because the
-latter ties every single-seed row at rank 1, which says nothing; the row is labelled
-provisional instead, which is what the protocol asks for. Rows with no scored run yet (only
-invalid runs) have no rank.
+The row's score is the mean of the counted runs' exam percent (a failed run scores 0), with the
+standard error: sample standard deviation (ddof 1) over sqrt(n). Runs graded under a superseded
+protocol revision form *legacy* rows (one per revision), linked to the fix, never ranked.
+
+Ranking. A row's interval is [mean - SE, mean + SE] (a single run: the point at its mean; it is
+labelled provisional). Row B lies *entirely above* row A when B's lower end is strictly greater
+than A's upper end (touching intervals overlap). A row's rank is the range of places it could
+hold: best = 1 + the rows entirely above it, worst = the number of rows not entirely below it.
+Two rows whose intervals overlap thus always get overlapping rank ranges, even when each of
+them overlaps a third row that the other does not.
+
+Exactness. Scores are passed/total, so means and variances are exact fractions here. Comparing
+mean_b - se_b > mean_a + se_a involves square roots; it is decided exactly by squaring (see
+`_entirely_above`), after a float comparison that settles every case farther apart than 1e-9
+percentage points. Floating point never decides a tie: a row of [0, x] (SE exactly x/2) touches
+an all-failed row at 0 exactly, and they overlap.
 """
 
 from __future__ import annotations
@@ -23,16 +33,43 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Any, Literal, cast
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Literal
 
 import numpy as np
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from toolkit.results import RunResult
 from toolkit.stats.loading import ResultsSet
+from toolkit.stats.rules import TrackRules
 from toolkit.tracks import ProtocolFix, Track
 
-_NO_EFFORT = ""  # group key for runs without an effort setting (pandas drops None keys)
+# Below this float gap between two interval ends, the exact comparison decides.
+_FLOAT_MARGIN = 1e-9
+
+RunRole = Literal["counted", "repeat", "off-rules", "awaiting-rerun", "rerun-done"]
+
+
+class RunEntry(BaseModel):
+    """One run of a row, and whether (and why not) it counts in the row's statistics."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str = Field(description="Run id.")
+    seed: int = Field(description="Run seed.")
+    status: str = Field(description="valid, failed or invalid.")
+    role: RunRole = Field(
+        description="counted; repeat (a later run of a seed that already counts); off-rules "
+        "(not under the track's rules); awaiting-rerun / rerun-done (invalid runs)."
+    )
+    note: str | None = Field(description="Why the run does not count; None when it counts.")
+
+    @property
+    def counted(self) -> bool:
+        return self.role == "counted"
 
 
 class Row(BaseModel):
@@ -48,22 +85,22 @@ class Row(BaseModel):
     protocol_revision: int = Field(description="Protocol revision of the row's runs.")
     superseded_by: str | None = Field(description="Id of the fix that superseded a legacy row.")
     fix_action: Literal["rerun", "legacy"] | None = Field(description="That fix's action.")
-    n: int = Field(description="Scored runs (valid + failed).")
-    seeds_required: int = Field(description="Scored runs needed for a non-provisional row.")
-    failed: int = Field(description="Scored runs that failed (each scored 0).")
+    n: int = Field(description="Counted runs: distinct seeds, scored, under the track's rules.")
+    seeds_required: int = Field(description="Counted runs needed for a non-provisional row.")
+    failed: int = Field(description="Counted runs that failed (each scored 0).")
     mean: float | None = Field(description="Mean hidden-exam percent; None when n = 0.")
     se: float | None = Field(description="Standard error of the mean; None when n < 2.")
-    rank: int | None = Field(description="Overlap-aware rank; None for legacy or unscored rows.")
-    tied: bool = Field(description="Another row shares this rank.")
-    bits_per_byte: float | None = Field(description="Mean bits-per-byte over scored runs.")
-    best_public: float | None = Field(description="Best public-validation percent of any run.")
+    rank: int | None = Field(description="Best place the row could hold; None when unranked.")
+    rank_worst: int | None = Field(description="Worst place the row could hold.")
+    bits_per_byte: float | None = Field(description="Mean bits-per-byte over counted runs.")
+    best_public: float | None = Field(description="Best public-validation percent, counted runs.")
     awaiting_rerun: list[str] = Field(description="Invalid runs (ids) awaiting a rerun.")
-    run_ids: list[str] = Field(description="All runs of the row, by seed.")
+    runs: list[RunEntry] = Field(description="Every run of the row, by seed, then start time.")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def provisional(self) -> bool:
-        """Fewer scored runs than the track requires."""
+        """Fewer counted runs than the track requires."""
         return self.n < self.seeds_required
 
     @computed_field  # type: ignore[prop-decorator]
@@ -77,10 +114,27 @@ class Row(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def rank_label(self) -> str:
-        """The rank as shown: '3', '=2' for a tie, '' when unranked."""
-        if self.rank is None:
+        """The rank as shown: '3', or '2–5' when the row could hold any of those places."""
+        if self.rank is None or self.rank_worst is None:
             return ""
-        return f"={self.rank}" if self.tied else str(self.rank)
+        return str(self.rank) if self.rank == self.rank_worst else f"{self.rank}–{self.rank_worst}"
+
+    @property
+    def tied(self) -> bool:
+        """Its interval overlaps another row's: its place is a range."""
+        return self.rank is not None and self.rank != self.rank_worst
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [r.run_id for r in self.runs]
+
+    @property
+    def repeats(self) -> list[RunEntry]:
+        return [r for r in self.runs if r.role == "repeat"]
+
+    @property
+    def off_rules(self) -> list[RunEntry]:
+        return [r for r in self.runs if r.role == "off-rules"]
 
     @property
     def label(self) -> str:
@@ -88,11 +142,75 @@ class Row(BaseModel):
         return f"{self.model} ({self.effort})" if self.effort else self.model
 
 
-def overlap_ranks(low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Rank = 1 + number of intervals lying entirely above each interval (strictly)."""
-    above = low[np.newaxis, :] > high[:, np.newaxis]  # above[i, j]: row j entirely above row i
-    ranks: np.ndarray = 1 + above.sum(axis=1)
-    return ranks
+@dataclass(frozen=True)
+class Interval:
+    """A row's interval, exactly: its mean and the square of its standard error."""
+
+    mean: Fraction
+    se2: Fraction  # SE squared (0 for a single run: the interval is its mean)
+
+    @property
+    def low(self) -> float:
+        return float(self.mean) - math.sqrt(self.se2)
+
+    @property
+    def high(self) -> float:
+        return float(self.mean) + math.sqrt(self.se2)
+
+
+def _entirely_above(b: Interval, a: Interval) -> bool:
+    """Whether b's lower end is strictly above a's upper end: mean_b - mean_a > se_a + se_b.
+
+    With d = mean_b - mean_a, p = se_a², q = se_b² (all exact): for d > 0 the claim is
+    d² > p + q + 2·sqrt(pq), i.e. e = d² - p - q > 0 and e² > 4pq. No square root is taken."""
+    d = b.mean - a.mean
+    if d <= 0:
+        return False
+    e = d * d - a.se2 - b.se2
+    return e > 0 and e * e > 4 * a.se2 * b.se2
+
+
+def rank_ranges(intervals: list[Interval]) -> list[tuple[int, int]]:
+    """(best, worst) place of each interval: best = 1 + intervals entirely above it, worst =
+    intervals not entirely below it (itself included).
+
+    Floats settle every pair whose ends are more than `_FLOAT_MARGIN` apart (float error is
+    below 1e-12 on percents); the few pairs closer than that are compared exactly."""
+    count = len(intervals)
+    if not count:
+        return []
+    low = np.array([iv.low for iv in intervals])
+    high = np.array([iv.high for iv in intervals])
+    gap = low[np.newaxis, :] - high[:, np.newaxis]  # gap[i, j]: j's low minus i's high
+    above = gap > _FLOAT_MARGIN  # above[i, j]: j lies entirely above i
+    for i, j in zip(*np.nonzero(np.abs(gap) <= _FLOAT_MARGIN), strict=True):
+        above[i, j] = i != j and _entirely_above(intervals[j], intervals[i])
+    np.fill_diagonal(above, False)
+    n_above = above.sum(axis=1)  # rows entirely above row i
+    n_below = above.sum(axis=0)  # rows that row j lies entirely above
+    return [(1 + int(n_above[i]), count - int(n_below[i])) for i in range(count)]
+
+
+def exact_interval(percents: list[Fraction]) -> Interval:
+    """Mean and squared standard error (ddof 1) of exact percents; a single value: SE² = 0.
+
+    Computed on integers over a common denominator (sums of Fractions normalise at every
+    step, which dominated the statistics of a large board): with x_i = a_i / D,
+    mean = Σa / (nD) and SE² = (nΣa² - (Σa)²) / (n²(n-1)D²)."""
+    n = len(percents)
+    denominator = math.lcm(*(x.denominator for x in percents))
+    a = [x.numerator * (denominator // x.denominator) for x in percents]
+    total = sum(a)
+    mean = Fraction(total, n * denominator)
+    if n < 2:
+        return Interval(mean, Fraction(0))
+    spread = n * sum(v * v for v in a) - total * total
+    return Interval(mean, Fraction(spread, n * n * (n - 1) * denominator * denominator))
+
+
+def percent(run: RunResult) -> Fraction:
+    """A run's exam percent, exactly."""
+    return Fraction(100 * run.score.passed, run.score.total)
 
 
 def _slug(model: str, effort: str | None, revision: int | None) -> str:
@@ -108,112 +226,130 @@ def _superseding_fix(track: Track, fixes: list[ProtocolFix], revision: int) -> P
     return min(later, key=lambda f: f.revision) if later else None
 
 
-def _frame(results: ResultsSet, track: Track) -> pd.DataFrame:
-    records = []
-    for loaded in results.runs_of(track.id):
-        run = loaded.result
-        records.append(
-            {
-                "run_id": run.run_id,
-                "model": run.model,
-                "effort": run.effort or _NO_EFFORT,
-                "seed": run.seed,
-                "status": run.status,
-                "percent": run.score.percent,
-                "bpb": run.bits_per_byte if run.bits_per_byte is not None else math.nan,
-                "public": run.best_public_score if run.best_public_score is not None else math.nan,
-                "revision": run.config.protocol_revision,
-            }
+def _utc(when: datetime) -> datetime:
+    """Aware, so that a file without a time zone (read as UTC) still sorts among the others."""
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _entries(runs: list[RunResult], rules: TrackRules) -> list[RunEntry]:
+    """Each run's role in its row (see the module docstring), in (seed, start, id) order."""
+    runs = sorted(runs, key=lambda r: (r.seed, _utc(r.started_at), r.run_id))
+    counted: dict[int, str] = {}  # seed -> the run that counts for it
+    entries: list[tuple[RunResult, RunRole, str | None]] = []
+    for run in runs:
+        differences = rules.differences(run)
+        if differences:
+            entries.append(
+                (run, "off-rules", "not under the track's rules: " + "; ".join(differences))
+            )
+        elif run.status == "invalid":
+            entries.append((run, "awaiting-rerun", None))  # settled below, once all are known
+        elif run.seed in counted:
+            first = counted[run.seed]
+            repeat = f"repeat of seed {run.seed}: the seed's first scored run, {first}, counts"
+            entries.append((run, "repeat", repeat))
+        else:
+            counted[run.seed] = run.run_id
+            entries.append((run, "counted", None))
+    out: list[RunEntry] = []
+    for run, role, reason in entries:
+        note = reason
+        if role == "awaiting-rerun":
+            rerun = counted.get(run.seed)
+            role = "rerun-done" if rerun else "awaiting-rerun"
+            note = (
+                f"invalid (infrastructure failure): rerun as {rerun}"
+                if rerun
+                else "invalid (infrastructure failure): awaiting a rerun of its seed"
+            )
+        out.append(
+            RunEntry(run_id=run.run_id, seed=run.seed, status=run.status, role=role, note=note)
         )
-    columns = ["run_id", "model", "effort", "seed", "status", "percent", "bpb", "public"]
-    return pd.DataFrame.from_records(records, columns=[*columns, "revision"])
+    return out
 
 
-def _opt(value: float) -> float | None:
-    return None if math.isnan(value) else float(value)
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _row(
+    rules: TrackRules,
+    key: tuple[str, str | None, int],
+    runs: list[RunResult],
+    fixes: list[ProtocolFix],
+    slug: str,
+) -> tuple[Row, Interval | None]:
+    model, effort, legacy_rev = key
+    track = rules.track
+    entries = _entries(runs, rules)
+    by_id = {r.run_id: r for r in runs}
+    scored = [by_id[e.run_id] for e in entries if e.counted]
+    interval = exact_interval([percent(r) for r in scored]) if scored else None
+    fix = _superseding_fix(track, fixes, legacy_rev) if legacy_rev else None
+    bpbs = [r.bits_per_byte for r in scored if r.bits_per_byte is not None]
+    publics = [r.best_public_score for r in scored if r.best_public_score is not None]
+    row = Row(
+        track=track.id,
+        model=model,
+        effort=effort,
+        slug=slug,
+        legacy=bool(legacy_rev),
+        protocol_revision=legacy_rev or track.protocol_revision,
+        superseded_by=fix.id if fix else None,
+        fix_action=fix.action if fix else None,
+        n=len(scored),
+        seeds_required=track.seeds_required,
+        failed=sum(1 for r in scored if r.status == "failed"),
+        mean=float(interval.mean) if interval else None,
+        se=math.sqrt(interval.se2) if interval and len(scored) >= 2 else None,
+        rank=None,
+        rank_worst=None,
+        bits_per_byte=_mean(bpbs),
+        best_public=max(publics) if publics else None,
+        awaiting_rerun=[e.run_id for e in entries if e.role == "awaiting-rerun"],
+        runs=entries,
+    )
+    return row, interval
 
 
 def leaderboard(results: ResultsSet, track: Track | str) -> list[Row]:
-    """The rows of one track: ranked rows by rank, then unscored rows, then legacy rows."""
+    """The rows of one track: ranked rows by mean, then unscored rows, then legacy rows."""
     if isinstance(track, str):
         track = results.tracks[track]
-    df = _frame(results, track)
-    if df.empty:
-        return []
-    df = df.sort_values(["seed", "run_id"], kind="stable")
-    df["legacy_rev"] = np.where(df["revision"] < track.protocol_revision, df["revision"], 0)
-    scored = df["status"] != "invalid"
-    keys = ["model", "effort", "legacy_rev"]
-    grouped = df.groupby(keys, sort=True)
-    run_ids = grouped["run_id"].agg(list)
-    invalid = df[~scored].groupby(keys)["run_id"].agg(list)
-    s = df[scored].groupby(keys)
-    stats = pd.DataFrame(
-        {
-            "n": s["percent"].count(),
-            "mean": s["percent"].mean(),
-            "sd": s["percent"].std(ddof=1),
-            "failed": s["status"].agg(lambda st: int((st == "failed").sum())),
-            "bpb": s["bpb"].mean(),
-            "public": s["public"].max(),
-        }
-    ).reindex(run_ids.index)
-
-    by_key: dict[Any, dict[Any, Any]] = stats.to_dict("index")
-    invalid_ids: dict[Any, list[str]] = invalid.to_dict()
-
+    groups: dict[tuple[str, str | None, int], list[RunResult]] = defaultdict(list)
+    for loaded in results.runs_of(track.id):
+        run = loaded.result
+        revision = run.config.protocol_revision
+        legacy_rev = revision if revision < track.protocol_revision else 0
+        groups[(run.model, run.effort or None, legacy_rev)].append(run)
     rows: list[Row] = []
+    intervals: list[Interval | None] = []
     used: set[str] = set()
-    for key, ids in run_ids.to_dict().items():
-        model, effort, legacy_rev = cast(tuple[str, str, int], key)
-        st = by_key[key]
-        n = 0 if math.isnan(st["n"]) else int(st["n"])
-        mean = _opt(st["mean"]) if n else None
-        se = float(st["sd"]) / math.sqrt(n) if n >= 2 else None
-        fix = _superseding_fix(track, results.fixes, int(legacy_rev)) if legacy_rev else None
-        slug = _slug(str(model), str(effort) or None, int(legacy_rev) or None)
+    rules = TrackRules(track)
+    for key in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2])):
+        slug = _slug(key[0], key[1], key[2] or None)
         if slug in used:  # two spellings that slugify alike: keep both pages apart
             slug += "-" + hashlib.sha256(repr(key).encode()).hexdigest()[:6]
         used.add(slug)
-        rows.append(
-            Row(
-                track=track.id,
-                model=str(model),
-                effort=str(effort) or None,
-                slug=slug,
-                legacy=bool(legacy_rev),
-                protocol_revision=int(legacy_rev) or track.protocol_revision,
-                superseded_by=fix.id if fix else None,
-                fix_action=fix.action if fix else None,
-                n=n,
-                seeds_required=track.seeds_required,
-                failed=0 if math.isnan(st["failed"]) else int(st["failed"]),
-                mean=mean,
-                se=se,
-                rank=None,
-                tied=False,
-                bits_per_byte=_opt(st["bpb"]) if n else None,
-                best_public=_opt(st["public"]) if n else None,
-                awaiting_rerun=list(invalid_ids.get(key, [])),
-                run_ids=list(ids),
-            )
-        )
-    return _rank(rows)
+        row, interval = _row(rules, key, groups[key], results.fixes, slug)
+        rows.append(row)
+        intervals.append(interval)
+    return _rank(rows, intervals)
 
 
-def _rank(rows: list[Row]) -> list[Row]:
-    ranked = [r for r in rows if not r.legacy and r.mean is not None]
-    if ranked:
-        mean = np.array([r.mean for r in ranked], dtype=float)
-        se = np.array([r.se or 0.0 for r in ranked], dtype=float)
-        ranks = overlap_ranks(mean - se, mean + se)
-        counts = np.bincount(ranks)
-        ranked = [
-            r.model_copy(update={"rank": int(k), "tied": bool(counts[k] > 1)})
-            for r, k in zip(ranked, ranks, strict=True)
-        ]
-        ranked.sort(key=lambda r: (r.rank, -(r.mean or 0.0), r.model, r.effort or ""))
+def _rank(rows: list[Row], intervals: list[Interval | None]) -> list[Row]:
+    ranked = [
+        (row, iv)
+        for row, iv in zip(rows, intervals, strict=True)
+        if iv is not None and not row.legacy
+    ]
+    places = rank_ranges([iv for _, iv in ranked])
+    ranked_rows = [
+        (row.model_copy(update={"rank": best, "rank_worst": worst}), iv)
+        for (row, iv), (best, worst) in zip(ranked, places, strict=True)
+    ]
+    ranked_rows.sort(key=lambda p: (-p[1].mean, p[0].model, p[0].effort or ""))
     unscored = [r for r in rows if not r.legacy and r.mean is None]
     legacy = [r for r in rows if r.legacy]
     legacy.sort(key=lambda r: (-r.protocol_revision, -(r.mean or -1.0), r.model))
-    return ranked + unscored + legacy
+    return [r for r, _ in ranked_rows] + unscored + legacy

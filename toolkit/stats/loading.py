@@ -2,10 +2,15 @@
 
 `toolkit.results.load_run` checks one file against the model. This module checks what only the
 whole folder can tell: that a run's track is registered and matches the folder it sits in, that
-run ids are unique, that the run was graded on the track's exam, that its protocol revision
-exists, and that the artifacts it lists are really there (and inside `results/`). Every problem
-is one `ResultsError` line naming the file and the field, because `mkdocs build` shows exactly
-that line to whoever published the bad file.
+run ids are unique, that its score counts the track's questions (`score.total` equals the
+track's `exam_questions`), that its protocol revision exists, and that the artifacts it lists
+are really there (and inside `results/`). Every problem is one `ResultsError` line naming the
+file and the field, because `mkdocs build` shows exactly that line to whoever published the
+bad file.
+
+A run graded on another exam than its track's is not malformed: it is a run that was not under
+the track's rules, and the statistics list it apart (`toolkit.stats.rules`). Its total is then
+that exam's, so the total is checked only against the track's own exam.
 """
 
 from __future__ import annotations
@@ -75,10 +80,10 @@ def _check_run(path: Path, run: RunResult, tracks: dict[str, Track], root: str) 
             f"{path}: field 'run_id': '{run.run_id}' does not match the file name '{path.name}'"
         )
     track = tracks[run.track]
-    if not track.matches_exam(run.config.exam_sha256):
+    if track.matches_exam(run.config.exam_sha256) and run.score.total != track.exam_questions:
         raise ResultsError(
-            f"{path}: field 'config.exam_sha256': {run.config.exam_sha256[:12]}... was not "
-            f"the exam of track '{track.id}' ({track.exam_sha256[:12]}...)"
+            f"{path}: field 'score.total': {run.score.total} questions, but the exam of track "
+            f"'{track.id}' has {track.exam_questions}; a score counts every question of the exam"
         )
     if run.config.protocol_revision > track.protocol_revision:
         raise ResultsError(
@@ -110,30 +115,65 @@ def _load(path: Path) -> RunResult:
         return load_run(path)
 
 
-def load_results(results_dir: Path) -> ResultsSet:
-    """Load the registry and every `results/<track>/<run_id>.json`, checking them together.
-
-    A missing or empty folder is not an error: it is a benchmark with no results yet.
-    Raises `ResultsError` (or `RegistryError`, a sibling) with one line naming file and field.
-    """
+def _scan(results_dir: Path, problems: list[str] | None) -> ResultsSet:
+    """Load and check everything; raise on the first problem, or (given a list) note every
+    problem in it, one per file, and carry on with the files that are good."""
     root = str(results_dir.resolve())
     if not os.path.isdir(root):
-        return ResultsSet(results_dir=results_dir, tracks={}, fixes=[])
+        what = "is not a folder" if os.path.exists(root) else "does not exist"
+        raise ResultsError(
+            f"{results_dir}: the results folder {what}; pass --results DIR (or set "
+            "ARI_RESULTS_DIR) to a folder holding tracks.json and <track>/<run_id>.json files"
+        )
     tracks = load_tracks(results_dir)
     fixes = load_fixes(results_dir, tracks)
     runs: list[LoadedRun] = []
     seen: dict[str, Path] = {}
     for path in sorted(results_dir.glob("*/*.json")):
-        run = _load(path)
-        if run.run_id in seen:
-            raise ResultsError(
-                f"{path}: field 'run_id': duplicate run id '{run.run_id}' "
-                f"(also in {seen[run.run_id]})"
-            )
-        _check_run(path, run, tracks, root)
+        try:
+            run = _load(path)
+            if run.run_id in seen:
+                raise ResultsError(
+                    f"{path}: field 'run_id': duplicate run id '{run.run_id}' "
+                    f"(also in {seen[run.run_id]})"
+                )
+            _check_run(path, run, tracks, root)
+        except ResultsError as exc:
+            if problems is None:
+                raise
+            problems.append(str(exc))
+            continue
         seen[run.run_id] = path
         runs.append(LoadedRun(path=path, result=run))
     return ResultsSet(results_dir=results_dir, tracks=tracks, fixes=fixes, runs=runs)
 
 
-__all__ = ["LoadedRun", "RegistryError", "ResultsError", "ResultsSet", "load_results"]
+def load_results(results_dir: Path) -> ResultsSet:
+    """Load the registry and every `results/<track>/<run_id>.json`, checking them together.
+
+    An empty folder is a benchmark with no results yet; a folder that does not exist is a
+    mistake (a typo in --results would otherwise publish an empty leaderboard).
+    Raises `ResultsError` (or `RegistryError`, a sibling) with one line naming file and field.
+    """
+    return _scan(results_dir, None)
+
+
+def results_problems(results_dir: Path) -> list[str]:
+    """Every problem of a results folder, one line per bad file (the registry's first problem
+    stops the check: without the registry no run can be checked). [] when it all loads."""
+    problems: list[str] = []
+    try:
+        _scan(results_dir, problems)
+    except (ResultsError, RegistryError) as exc:
+        problems.append(str(exc))
+    return problems
+
+
+__all__ = [
+    "LoadedRun",
+    "RegistryError",
+    "ResultsError",
+    "ResultsSet",
+    "load_results",
+    "results_problems",
+]

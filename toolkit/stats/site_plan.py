@@ -12,14 +12,17 @@ with `root`, the way back from the page to the site root.
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 from dataclasses import dataclass, field
+from datetime import UTC
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from toolkit import __version__
 from toolkit.results import RunResult, json_schema
-from toolkit.stats.board import Row, leaderboard
+from toolkit.stats.board import Row, RunEntry, leaderboard
 from toolkit.stats.chart import MeansChart, TimelineChart, means_chart, timeline_chart
 from toolkit.stats.export import COLUMNS, to_csv, to_json
 from toolkit.stats.loading import LoadedRun, ResultsSet
@@ -27,6 +30,17 @@ from toolkit.tracks import ProtocolFix, Track
 
 ARTIFACT_PAGE_BYTES = 96 * 1024  # one page of a transcript view: big enough, fast to load
 TOP_ROWS = 5  # rows shown on the home page per track
+AUDIT_ARTIFACT = "audit"  # the runner's audit log (JSON lines), shown as a table
+
+# The site's sections, in navigation order: the mkdocs nav and the log pages' header both.
+SECTIONS: list[tuple[str, str]] = [
+    ("Home", "index.md"),
+    ("Leaderboards", "leaderboards/index.md"),
+    ("Methodology", "methodology.md"),
+    ("Protocol fixes & reruns", "protocol-fixes.md"),
+    ("Limitations", "limitations.md"),
+    ("Downloads", "downloads.md"),
+]
 
 
 @dataclass
@@ -74,6 +88,7 @@ class TrackBoard:
     track: Track
     rows: list[Row]
     chart: MeansChart
+    top_chart: MeansChart  # the leading rows only, for the home page
     url: str
     csv_url: str
     json_url: str
@@ -89,6 +104,11 @@ class TrackBoard:
     @property
     def legacy(self) -> list[Row]:
         return [r for r in self.rows if r.legacy]
+
+    @property
+    def set_apart(self) -> int:
+        """Runs listed on row pages but not counted: repeats of a seed, runs off the rules."""
+        return sum(len(r.repeats) + len(r.off_rules) for r in self.rows)
 
     @property
     def awaiting(self) -> int:
@@ -127,6 +147,7 @@ class RunView:
     """One run on its row's page."""
 
     run: RunResult
+    entry: RunEntry  # whether it counts in the row, and why not
     timeline: TimelineChart
     artifacts: list[ArtifactView]
     best_public: float | None
@@ -177,6 +198,55 @@ def paginate(text: str, page_bytes: int = ARTIFACT_PAGE_BYTES) -> list[str]:
 
 
 @dataclass
+class AuditCall:
+    """One `runner` call of the audit log, as a table row."""
+
+    seq: str
+    time: str  # seconds into the run, e.g. '128.4 s'
+    at: str  # wall-clock time (UTC), for the tooltip
+    call: str
+    status: str  # the exit status, or what the harness noted (refused, timed out...)
+    duration: str
+
+
+def _seconds(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def audit_calls(text: str) -> list[AuditCall]:
+    """The audit log's lines as table rows; a line that is not a JSON object is shown raw."""
+    calls: list[AuditCall] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            entry = None
+        if not isinstance(entry, dict):
+            calls.append(AuditCall("?", "—", "", line, "unreadable line", "—"))
+            continue
+        argv = entry.get("argv")
+        call = shlex.join(map(str, argv)) if isinstance(argv, list) else str(argv)
+        start, end = _seconds(entry.get("start_s")), _seconds(entry.get("end_s"))
+        code, note = entry.get("exit_code"), entry.get("note")
+        status = "—" if code is None else str(code)
+        if note:
+            status = f"{status} ({note})" if code is not None else str(note)
+        calls.append(
+            AuditCall(
+                seq=str(entry.get("seq", "?")),
+                time="—" if start is None else f"{start:.1f} s",
+                at=str(entry.get("start", "")),
+                call=call,
+                status=status,
+                duration="—" if start is None or end is None else f"{end - start:.1f} s",
+            )
+        )
+    return calls
+
+
+@dataclass
 class LogSection:
     """One part of one artifact, shown on a log page."""
 
@@ -188,6 +258,11 @@ class LogSection:
     @property
     def anchor(self) -> str:
         return f"{self.name}-{self.part}"
+
+    @property
+    def calls(self) -> list[AuditCall] | None:
+        """The audit log as table rows (other artifacts: None, shown as text)."""
+        return audit_calls(self.text) if self.name == AUDIT_ARTIFACT else None
 
 
 @dataclass
@@ -271,6 +346,7 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
                     "pager": pager(urls, i + 1, root),
                     "raws": {name: root + url for name, (url, _) in raws.items()},
                     "row_url": root + back,
+                    "sections_nav": [(title, root + html_url(src)) for title, src in SECTIONS],
                 },
             )
         )
@@ -290,6 +366,20 @@ def _fix_for(fixes: list[ProtocolFix], row: Row) -> ProtocolFix | None:
     return next((f for f in fixes if f.id == row.superseded_by and f.track == row.track), None)
 
 
+def last_updated(results: ResultsSet) -> str | None:
+    """The date (UTC) of the newest published run: when the board last changed."""
+    times = [r.result.finished_at or r.result.started_at for r in results.runs]
+    if not times:
+        return None
+    newest = max(t if t.tzinfo else t.replace(tzinfo=UTC) for t in times)
+    return f"{newest.astimezone(UTC):%Y-%m-%d}"
+
+
+def agents_used(results: ResultsSet) -> list[str]:
+    """The agent scaffolds that produced the published runs (the limitations page says so)."""
+    return sorted({r.result.agent for r in results.runs})
+
+
 def plan_site(results: ResultsSet) -> SitePlan:
     """Plan every page and file of the site from validated results."""
     plan = SitePlan()
@@ -297,10 +387,12 @@ def plan_site(results: ResultsSet) -> SitePlan:
     boards: dict[str, TrackBoard] = {}
     for track in tracks:
         rows = leaderboard(results, track)
+        ranked = [r for r in rows if r.rank is not None]
         boards[track.id] = TrackBoard(
             track=track,
             rows=rows,
             chart=means_chart(rows),
+            top_chart=means_chart(ranked[:TOP_ROWS]),
             url=f"leaderboards/{track.id}.html",
             csv_url=f"downloads/{track.id}.csv",
             json_url=f"downloads/{track.id}.json",
@@ -321,6 +413,8 @@ def plan_site(results: ResultsSet) -> SitePlan:
         "total_runs": len(results.runs),
         "toolkit_version": __version__,
         "top_rows": TOP_ROWS,
+        "last_updated": last_updated(results),
+        "agents_used": agents_used(results),
     }
 
     def page(src_uri: str, template: str, **context: Any) -> Page:
@@ -336,11 +430,12 @@ def plan_site(results: ResultsSet) -> SitePlan:
         for row in board.rows:
             src = board.row_src(row)
             runs = []
-            for run_id in row.run_ids:
-                loaded = results.run(run_id)
+            for entry in row.runs:
+                loaded = results.run(entry.run_id)
                 runs.append(
                     RunView(
                         run=loaded.result,
+                        entry=entry,
                         timeline=timeline_chart(loaded.result),
                         artifacts=_artifacts(loaded, results, plan, board.row_url(row)),
                         best_public=loaded.result.best_public_score,
@@ -351,15 +446,8 @@ def plan_site(results: ResultsSet) -> SitePlan:
     page("limitations.md", "limitations.md")
     page("downloads.md", "downloads.md")
 
-    plan.nav = [
-        {"Home": "index.md"},
-        {
-            "Leaderboards": [{"Overview": "leaderboards/index.md"}]
-            + [{b.track.title: f"leaderboards/{b.track.id}.md"} for b in boards.values()]
-        },
-        {"Methodology": "methodology.md"},
-        {"Protocol fixes & reruns": "protocol-fixes.md"},
-        {"Limitations": "limitations.md"},
-        {"Downloads": "downloads.md"},
+    boards_nav = [{"Overview": "leaderboards/index.md"}] + [
+        {b.track.title: f"leaderboards/{b.track.id}.md"} for b in boards.values()
     ]
+    plan.nav = [{title: boards_nav if title == "Leaderboards" else src} for title, src in SECTIONS]
     return plan

@@ -1,0 +1,329 @@
+"""The filesystem a sandboxed tree sees, built by its first process in a new mount namespace.
+
+The host side (`_layout.py`) decides what goes where and sends a plan; this module carries it
+out with mount calls, in this order:
+
+1. Open every path to expose (the sandbox root, read-only paths) as an O_PATH descriptor, so
+   it can be bound back in after the views above it have changed.
+2. Make every mount of the host read-only, recursively (`mount_setattr`, or where the kernel
+   is older than 5.12, a read-only remount of each mount listed in mountinfo). Device nodes
+   keep working: a read-only mount refuses changes to files, not I/O on devices.
+3. A fresh /proc for the tree's PID namespace, with /proc/sys read-only.
+4. One tmpfs, capped in size and inode count, holding a folder for each private writable place
+   (/tmp, /var/tmp, /dev/shm, /run with /run/lock, ...): each folder is bound onto its place,
+   so the cap is on what the tree writes to all of them together. It dies with the namespace.
+5. Outer paths first: covers (an empty tmpfs over a folder the sandbox may not see but that
+   holds something exposed: a hidden folder, the caller's home, a folder `nobody` cannot
+   traverse), then the exposed paths bound on top (the root read-write, the others
+   read-only). Covers become read-only once everything inside them is in place.
+6. Hidden paths: an empty read-only tmpfs over a folder, /dev/null over a file. A hidden path
+   inside the writable root must still be the file the host meant (same device and inode):
+   otherwise another sandbox sharing the root moved it, and the tree is not started.
+
+Every mount target is opened without following symlinks (`openat2` with RESOLVE_NO_SYMLINKS):
+the paths in the plan are canonical, so a symlink on the way was planted by sandboxed code and
+is refused rather than followed. Stdlib only (the launcher runs with `-I -S`); failures raise
+`SetupError`, which the launcher reports as the sandbox breaking.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import stat
+from typing import Any
+
+MS_RDONLY = 0x1
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+MS_REC = 0x4000
+MOUNT_FLAGS_KEPT = 0x2 | 0x4 | 0x8 | 0x400 | 0x800 | 0x1000  # nosuid nodev noexec *atime
+AT_FDCWD = -100
+AT_EMPTY_PATH = 0x1000
+AT_RECURSIVE = 0x8000
+MOUNT_ATTR_RDONLY = 0x1
+RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
+SYS_OPENAT2 = 437  # the same number on every architecture (the unified syscall table)
+SYS_MOUNT_SETATTR = 442
+COVER_OPTIONS = "mode=0755,size=1m"
+HIDE_OPTIONS = "mode=0555,size=4k"
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class SetupError(Exception):
+    """The plan could not be carried out: the sandbox is broken, not the command."""
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        ("attr_set", ctypes.c_uint64),
+        ("attr_clr", ctypes.c_uint64),
+        ("propagation", ctypes.c_uint64),
+        ("userns_fd", ctypes.c_uint64),
+    ]
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+def fd_path(fd: int) -> str:
+    return f"/proc/self/fd/{fd}"
+
+
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None
+) -> None:
+    rc = _libc.mount(
+        source.encode() if source else None,
+        target.encode(),
+        fstype.encode() if fstype else None,
+        ctypes.c_ulong(flags),
+        data.encode() if data else None,
+    )
+    if rc != 0:
+        err = ctypes.get_errno()
+        raise SetupError(f"mount {source} on {target} failed: {os.strerror(err)}")
+
+
+def open_target(path: str) -> int:
+    """An O_PATH descriptor of `path`, refusing any symlink on the way (SetupError)."""
+    flags = os.O_PATH | os.O_CLOEXEC  # no O_NOFOLLOW: a symlink at the end must fail too
+    how = _OpenHow(flags, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+    fd = _libc.syscall(
+        ctypes.c_long(SYS_OPENAT2),
+        ctypes.c_long(AT_FDCWD),
+        ctypes.c_char_p(path.encode()),
+        ctypes.byref(how),
+        ctypes.c_size_t(ctypes.sizeof(how)),
+    )
+    if fd >= 0:
+        return int(fd)
+    err = ctypes.get_errno()
+    if err == errno.ELOOP:
+        raise SetupError(f"refusing to mount on {path}: a symlink lies on the way")
+    if err != errno.ENOSYS:
+        raise SetupError(f"cannot open {path} to mount on it: {os.strerror(err)}")
+    # Kernels before 5.6: no openat2. Open, then check the path was canonical.
+    try:
+        fd = os.open(path, flags)
+    except OSError as e:
+        raise SetupError(f"cannot open {path} to mount on it: {e.strerror}") from e
+    if os.path.realpath(fd_path(fd)) != path:
+        os.close(fd)
+        raise SetupError(f"refusing to mount on {path}: a symlink lies on the way")
+    return fd
+
+
+def set_readonly(fd: int, readonly: bool, recursive: bool, how: str) -> None:
+    """Make the mount `fd` is the root of read-only (or writable again, not recursively)."""
+    if how == "setattr":
+        attr = _MountAttr(
+            MOUNT_ATTR_RDONLY if readonly else 0, 0 if readonly else MOUNT_ATTR_RDONLY
+        )
+        flags = AT_EMPTY_PATH | (AT_RECURSIVE if recursive else 0)
+        rc = _libc.syscall(
+            ctypes.c_long(SYS_MOUNT_SETATTR),
+            ctypes.c_long(fd),
+            ctypes.c_char_p(b""),
+            ctypes.c_long(flags),
+            ctypes.byref(attr),
+            ctypes.c_size_t(ctypes.sizeof(attr)),
+        )
+        if rc != 0:
+            err = ctypes.get_errno()
+            raise SetupError(f"mount_setattr on {os.readlink(fd_path(fd))}: {os.strerror(err)}")
+        return
+    if recursive:
+        raise SetupError("recursive read-only remounts need mount_setattr")
+    remount(fd_path(fd), readonly)
+
+
+def remount(target: str, readonly: bool) -> None:
+    """Bind-remount `target` (read-only or not), keeping the flags it came with (nosuid, nodev,
+    noexec, atime): in a user namespace, dropping one of those is refused."""
+    kept = os.statvfs(target).f_flag & MOUNT_FLAGS_KEPT
+    flags = MS_BIND | MS_REMOUNT | (MS_RDONLY if readonly else 0) | kept
+    mount("none", target, None, flags, None)
+
+
+def _mountinfo_points() -> list[str]:
+    """Mount points of this namespace, unescaped (mountinfo writes spaces as \\040)."""
+    with open("/proc/self/mountinfo", "rb") as f:
+        lines = f.read().splitlines()
+    points = []
+    for line in lines:
+        raw = line.split(b" ")[4]
+        points.append(raw.decode("unicode_escape").encode("latin-1").decode())
+    return points
+
+
+def make_host_readonly(how: str) -> None:
+    """Step 2: every mount of the namespace read-only, recursively."""
+    if how == "setattr":
+        fd = os.open("/", os.O_PATH | os.O_CLOEXEC)
+        try:
+            set_readonly(fd, readonly=True, recursive=True, how=how)
+        finally:
+            os.close(fd)
+        return
+    for point in _mountinfo_points():
+        try:
+            remount(point, readonly=True)
+        except FileNotFoundError:
+            continue
+        except SetupError as e:  # a mount point covered by another one is not reachable
+            if os.path.ismount(point):
+                raise SetupError(f"cannot make the host read-only at {point}: {e}") from e
+
+
+def mount_proc(how: str) -> None:
+    """Step 3: /proc of the tree's own PID namespace; /proc/sys read-only on top of it."""
+    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+    mount("/proc/sys", "/proc/sys", None, MS_BIND | MS_REC, None)
+    fd = open_target("/proc/sys")
+    try:
+        if how == "setattr":
+            set_readonly(fd, readonly=True, recursive=True, how=how)
+        else:
+            remount(fd_path(fd), readonly=True)
+    finally:
+        os.close(fd)
+
+
+def make_mountpoint(path: str, is_dir: bool) -> None:
+    """Create `path` (and parents) inside a writable tmpfs so something can be mounted on it."""
+    if os.path.lexists(path):
+        return
+    try:
+        os.makedirs(os.path.dirname(path) or "/", mode=0o755, exist_ok=True)
+        if is_dir:
+            os.mkdir(path, 0o755)
+        else:
+            with open(path, "w"):
+                pass
+    except OSError as e:
+        raise SetupError(f"cannot make a mount point at {path}: {e.strerror}") from e
+
+
+def stage_places(places: list[list[Any]], inner: list[list[Any]], options: str) -> list[int]:
+    """Step 4, first half: the one tmpfs of the private places, mounted over the first place
+    (each place's own folder is bound over it later), with a folder per place.
+
+    Returns an O_PATH descriptor per place folder, in the order of `places`.
+    """
+    if not places:
+        return []
+    staging = open_target(places[0][0])
+    try:
+        mount("tmpfs", fd_path(staging), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0755,{options}")
+    finally:
+        os.close(staging)
+    base = os.open(places[0][0], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    folders = []
+    try:
+        for index, (_, mode) in enumerate(places):
+            os.mkdir(str(index), dir_fd=base)
+            os.chmod(str(index), mode, dir_fd=base)
+        for index, relative, mode in inner:
+            path = os.path.join(str(index), relative)
+            os.makedirs(os.path.join(fd_path(base), path), exist_ok=True)
+            os.chmod(path, mode, dir_fd=base)
+        for index in range(len(places)):
+            folders.append(os.open(str(index), os.O_PATH | os.O_CLOEXEC, dir_fd=base))
+    except OSError as e:
+        raise SetupError(f"cannot prepare the private places: {e}") from e
+    finally:
+        os.close(base)
+    return folders
+
+
+def bind(source_fd: int, path: str, readonly: bool | None, how: str) -> None:
+    """Bind the tree `source_fd` refers to at `path`: writable, read-only, or (None) as the
+    source is."""
+    make_mountpoint(path, stat.S_ISDIR(os.fstat(source_fd).st_mode))
+    target = open_target(path)
+    try:
+        mount(fd_path(source_fd), fd_path(target), None, MS_BIND | MS_REC, None)
+    finally:
+        os.close(target)
+    if readonly is None:
+        return
+    top = open_target(path)  # now the new mount
+    try:
+        # The source came from a read-only host: clear that on the root (its own mount only,
+        # not mounts below it), make a read-only path read-only all the way down.
+        set_readonly(top, readonly, recursive=readonly and how == "setattr", how=how)
+    finally:
+        os.close(top)
+
+
+def hide(path: str, dev: int, ino: int) -> None:
+    """An empty read-only tmpfs over a folder, /dev/null over anything else."""
+    try:
+        target = open_target(path)
+    except SetupError:
+        if not os.path.lexists(path):
+            if dev >= 0:  # it lay in the writable root, so it was moved, not merely removed
+                raise SetupError(f"hidden path {path} is gone from the sandbox root") from None
+            return  # already invisible (under a private place or a cover)
+        raise
+    try:
+        st = os.fstat(target)
+        if dev >= 0 and (st.st_dev, st.st_ino) != (dev, ino):
+            raise SetupError(f"hidden path {path} was replaced inside the sandbox root")
+        if stat.S_ISDIR(st.st_mode):
+            flags = MS_RDONLY | MS_NOSUID | MS_NODEV
+            mount("tmpfs", fd_path(target), "tmpfs", flags, HIDE_OPTIONS)
+        else:
+            mount("/dev/null", fd_path(target), None, MS_BIND, None)
+            top = open_target(path)
+            try:
+                remount(fd_path(top), readonly=True)
+            finally:
+                os.close(top)
+    finally:
+        os.close(target)
+
+
+def build(plan: dict[str, Any]) -> None:
+    """Carry out the host's plan (see the module docstring); raises SetupError."""
+    how = plan["host_readonly"]
+    sources: dict[str, int] = {}
+    for kind, path in plan["steps"]:
+        if kind in ("bind", "bind-ro"):
+            sources[path] = open_target(path)  # canonical: a symlink here was planted
+    make_host_readonly(how)
+    mount_proc(how)
+    folders = stage_places(plan["places"], plan["place_dirs"], plan["place_options"])
+    place_folder = {place[0]: fd for place, fd in zip(plan["places"], folders, strict=True)}
+    covers: list[int] = []
+    for kind, path in plan["steps"]:
+        if kind == "place":
+            bind(place_folder[path], path, readonly=None, how=how)  # the tmpfs is writable
+        elif kind == "cover":
+            if not os.path.isdir(path):
+                continue  # under a place or another cover: already empty
+            target = open_target(path)
+            try:
+                mount("tmpfs", fd_path(target), "tmpfs", MS_NOSUID | MS_NODEV, COVER_OPTIONS)
+            finally:
+                os.close(target)
+            covers.append(open_target(path))
+        else:
+            bind(sources[path], path, readonly=kind == "bind-ro", how=how)
+    for path, dev, ino in plan["hide"]:
+        hide(path, dev, ino)
+    for fd in covers:
+        set_readonly(fd, readonly=True, recursive=False, how=how)
+    for fd in [*sources.values(), *folders, *covers]:
+        os.close(fd)
+    if plan["mqueue"] and os.path.isdir("/dev/mqueue"):
+        # POSIX message queues of the tree's own IPC namespace (the host's are out of reach).
+        mount("mqueue", "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
