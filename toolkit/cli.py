@@ -38,6 +38,10 @@ from toolkit.commands.run import run_command, runs_group  # noqa: E402
 
 cli.add_command(run_command)
 cli.add_command(runs_group)
+from toolkit.commands.images import images_group  # noqa: E402
+
+cli.add_command(images_group)
+
 from toolkit.commands.campaign import campaign_group  # noqa: E402
 
 cli.add_command(campaign_group)

@@ -35,7 +35,9 @@ class Grader:
     size_limit_bytes: int
     backend: str
     device: str
-    gpus: list[str] | None = None  # pin the grading sandboxes (the run's GPU); None: as is
+    # What the run hides beyond the grader's own list: its real exam (also while a candidate
+    # is scored on the public set), banks, results.
+    hide: tuple[Path, ...] = ()
 
     def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach)."""
@@ -47,7 +49,7 @@ class Grader:
             backend=self.backend,
             device=self.device,
             phases=phases,
-            gpus=self.gpus,
+            hide=self.hide,
         )
 
 
