@@ -103,10 +103,11 @@ class PhaseWorker:
         runtime = runtime if local else []
         python = sys.executable if local else "python3"
         # A container gets only this folder (bundle + worker), read-only, and for "cuda[:N]"
-        # exactly GPU N (0 if not said), which it then sees as its only one.
+        # exactly GPU N (0 if not said), which it then sees as its only one. Locally "cuda:N"
+        # (a campaign's pinned run) pins the same way; plain "cuda" leaves the host's GPUs.
         readonly = runtime if local else [root.resolve()]
         gpus = None
-        if not local and device.startswith("cuda"):
+        if device.startswith("cuda") and (not local or ":" in device):
             gpus, device = [device.partition(":")[2] or "0"], "cuda"
         # Always hidden: the exam, its folder, the protected paths, this grading's other
         # folders; `hide` adds the caller's (see `hiding`).

@@ -10,6 +10,8 @@ Order of events (DESIGN §5):
    `roles.run_hidden`: the protected paths, the exam and its folder, results, banks); the clock
    starts when the agent does (`--backend docker`: each is a container of an image the CLI
    checked against the pins, and every container and network carries the run id as a label);
+   with `spec.gpu` (a campaign's pin) the runner, and later the grading sandboxes, see that
+   one GPU only, and the result records it (`placement`);
 5. the agent exits, or the deadline comes: everything is killed (whatever it does with
    signals), the service stops (every call still open is closed and audited); the history and
    the audit log are checked against what the harness wrote;
@@ -24,6 +26,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -40,7 +43,15 @@ from toolkit.agents import Agent, AgentContext
 from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
 from toolkit.data import load_prepared
-from toolkit.results import EffectiveConfig, FamilyScore, RunResult, Score, Timings, save_run
+from toolkit.results import (
+    EffectiveConfig,
+    FamilyScore,
+    Placement,
+    RunResult,
+    Score,
+    Timings,
+    save_run,
+)
 from toolkit.run import recovery, roles
 from toolkit.run.artifacts import (
     AGENT_LOG,
@@ -85,6 +96,8 @@ class RunSpec:
     secrets: list[str] = field(default_factory=list)  # values that must never reach the agent
     bank_dirs: list[Path] = field(default_factory=list)  # banks to hide (public ones always)
     starter: Path = STARTER_DIR  # the starter folder handed to the agent (with its TASK.md)
+    gpu: str | None = None  # pin the runner and grading to this GPU id; None: backend default
+    node: str | None = None  # where the run runs, for `placement` (default: the host name)
     image_digests: dict[str, str] | None = None  # docker: the digest of each role's image
 
     @property
@@ -205,7 +218,10 @@ class Run:
             params=spec.track.grading,
             size_limit_bytes=spec.track.size_limit_bytes,
             backend=spec.backend,
-            device=spec.device,
+            # A pinned run grades on its own GPU: "cuda:N" pins the grading sandbox to GPU N.
+            device=f"cuda:{spec.gpu}"
+            if spec.gpu is not None and spec.device == "cuda"
+            else spec.device,
         )
         self.boxes: list[Sandbox] = []
         self.controller: Sandbox | None = None
@@ -275,6 +291,7 @@ class Run:
             ),
             # Only what exists: an agent that never called `runner` leaves no audit log.
             artifacts=list_artifacts(self.artifacts, self.run_id),
+            placement=Placement(node=spec.node or socket.gethostname(), gpu=spec.gpu),
         )
 
     # -- the run ------------------------------------------------------------------------------
@@ -369,7 +386,11 @@ class Run:
         self.grader.hide = tuple(hidden)  # public scoring and the final grading hide the same
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
-            spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
+            spec.backend,
+            ws,
+            hide=[*hidden, self.workspace.channel],
+            readonly=readonly,
+            gpu=spec.gpu,
         )
         self.boxes.append(runner_box)
         controller = roles.make_controller(

@@ -179,5 +179,6 @@ def make_runner(
         readonly=readonly,
         limits=limits or (docker_runner_limits() if backend == "docker" else Limits()),
         image=docker_image(backend, "runner"),
-        gpus=docker_runner_gpus(gpu) if backend == "docker" else None,
+        # docker: the pinned GPU, else the host's first; local: the pinned GPU, else as is.
+        gpus=docker_runner_gpus(gpu) if backend == "docker" else None if gpu is None else [gpu],
     )
