@@ -209,3 +209,39 @@ def test_effort_of_a_native_client_must_be_one_the_scaffold_knows(
     agent = OpencodeAgent.for_run(provider="anthropic", model="claude-sonnet-4-5", effort="high")
     model = agent.config["provider"]["anthropic"]["models"]["claude-sonnet-4-5"]  # type: ignore[index]
     assert model["options"] == {"thinking": {"type": "enabled", "budgetTokens": 16000}}
+
+
+def test_a_campaign_builds_the_opencode_agent_with_its_provider_settings(
+    opencode_binary: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A campaign's model entry may name a provider the file lacks, with its own URL and key
+    variable: an OpenAI-compatible provider; the scripted agent takes no such setting."""
+    from toolkit.campaign.config import CampaignError
+    from toolkit.campaign.job import Job, build_agent
+    from toolkit.tracks import get_track
+
+    monkeypatch.setenv("VLLM_API_KEY", "sk-test-0123456789")
+    track = get_track(Path(__file__).resolve().parents[2] / "results", "demo-cpu")
+    job = Job(
+        track=track,
+        model="my-model",
+        effort="high",
+        seed=0,
+        agent="opencode",
+        provider="vllm",
+        base_url="http://10.0.0.5:8000/v1",
+        key_env="VLLM_API_KEY",
+        backend="local",
+        results_dir=str(tmp_path),
+    )
+    agent = build_agent(job)
+    assert isinstance(agent, OpencodeAgent) and agent.provider == "vllm"
+    assert (agent.egress()[0].host, agent.egress()[0].port) == ("10.0.0.5", 8000)
+    assert agent.config["provider"]["vllm"]["models"]["my-model"]["options"] == {  # type: ignore[index]
+        "reasoningEffort": "high"
+    }
+    with pytest.raises(CampaignError, match="VLLM_API_KEY, which is not set"):
+        monkeypatch.delenv("VLLM_API_KEY")
+        build_agent(job)
+    with pytest.raises(CampaignError, match="takes no provider"):
+        build_agent(job.model_copy(update={"agent": "scripted", "base_url": None, "key_env": None}))

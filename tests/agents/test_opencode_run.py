@@ -133,7 +133,7 @@ def test_a_scripted_model_trains_submits_promotes_and_is_graded(
     folder = spec.results_dir / "demo-cpu"
     saved = load_run(folder / f"{result.run_id}.json")
     assert saved == result
-    for key in ("events", "transcript", "scaffold_log", "egress", "audit", "history"):
+    for key in ("events", "transcript", "scaffold", "egress", "audit", "history"):
         assert (folder / result.artifacts[key]).is_file(), key
     events = [json.loads(line) for line in (folder / result.artifacts["events"]).open()]
     assert sum(e["type"] == "step_finish" for e in events) == len(script)

@@ -10,7 +10,7 @@ destinations the controller may reach), `secrets` (values that must never reach 
 or a published file), `console` / `observe` (where the console goes, what of it to echo, and a
 look at each line as it comes), `problem` (an infrastructure failure seen while it runs: the run
 then ends `invalid`), `finish` (a last command in the controller after the agent stopped, e.g.
-exporting its session) and `artifacts` (files it adds to the run folder).
+exporting its session; files it writes into the run folder are listed with the run).
 """
 
 from __future__ import annotations
@@ -108,10 +108,6 @@ class Agent(abc.ABC):
         in the controller, files into the run folder `artifacts`. Failures are the adapter's
         to log; they must not lose the run."""
         return None
-
-    def artifacts(self) -> dict[str, str]:
-        """Files this adapter adds to the run folder, by artifact key (listed when present)."""
-        return {}
 
     @abc.abstractmethod
     def config_sha256(self) -> str:

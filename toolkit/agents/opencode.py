@@ -43,7 +43,7 @@ from pathlib import Path
 
 from toolkit.agents.base import Agent, AgentContext, AgentOutcome
 from toolkit.agents.opencode_events import EventTally
-from toolkit.agents.providers import NPM, Provider, ProviderError, get_provider
+from toolkit.agents.providers import NPM, Provider, ProviderError, override
 from toolkit.agents.scaffold import OPENCODE_VERSION, ScaffoldError, isolated_env, require
 from toolkit.sandbox import Egress, Sandbox
 
@@ -239,18 +239,23 @@ class OpencodeAgent(Agent):
         effort: str | None = None,
         providers_path: Path | None = None,
         any_version: bool = False,
+        base_url: str | None = None,
+        key_env: str | None = None,
         environ: dict[str, str] | None = None,
         **_: object,
     ) -> OpencodeAgent:
         """Everything checked before a run starts: provider, key, binary and version, ripgrep,
-        and (native clients) the effort. `AgentSetupError` says what to fix."""
+        and (native clients) the effort. `AgentSetupError` says what to fix.
+
+        `base_url` / `key_env` (a campaign's per-model settings) override the provider entry's;
+        with a name the providers file lacks, they define an OpenAI-compatible provider."""
         environ = dict(os.environ) if environ is None else environ
         if not provider:
             raise AgentSetupError(
                 "--agent opencode needs --provider NAME (an entry of providers.toml)"
             )
         try:
-            entry = get_provider(provider, providers_path)
+            entry = override(provider, providers_path, base_url=base_url, key_env=key_env)
         except ProviderError as e:
             raise AgentSetupError(str(e)) from e
         key = environ.get(entry.key_env, "")
@@ -375,9 +380,6 @@ class OpencodeAgent(Agent):
             return
         redacted = done.stdout.replace(self._key.encode(), b"[redacted]")
         (artifacts / TRANSCRIPT_JSON).write_bytes(redacted)
-
-    def artifacts(self) -> dict[str, str]:
-        return {"events": EVENTS_FILE, "transcript": TRANSCRIPT_JSON, "scaffold_log": LOG_FILE}
 
     def collect(self, workspace: Path, output: str) -> AgentOutcome:
         return AgentOutcome(transcript=None, usage=self.tally.usage())

@@ -132,3 +132,24 @@ def get_provider(name: str, path: Path | None = None) -> Provider:
         known = ", ".join(sorted(providers)) or "none"
         raise ProviderError(f"{file}: no provider '{name}' (known: {known}); add it there")
     return providers[name]
+
+
+def override(
+    name: str, path: Path | None = None, *, base_url: str | None, key_env: str | None
+) -> Provider:
+    """The entry `name`, with `base_url` / `key_env` replacing its own where given; a name
+    the file lacks is an OpenAI-compatible provider when both are given."""
+    file = providers_file(path)
+    providers = load_providers(file)
+    entry: dict[str, object]
+    if name in providers:
+        known = providers[name]
+        entry = {"kind": known.kind, "base_url": known.base_url, "key_env": known.key_env}
+        entry.update({"cost": known.cost} if known.cost else {})
+        entry.update({k: v for k, v in (("context", known.context), ("output", known.output)) if v})
+    elif base_url is None or key_env is None:
+        return get_provider(name, path)  # the error that lists the known names
+    else:
+        entry = {"kind": "openai-compatible"}
+    entry.update({k: v for k, v in (("base_url", base_url), ("key_env", key_env)) if v})
+    return _provider(file, name, entry)

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import IO
 
 from toolkit.sandbox import _host, _layout
+from toolkit.sandbox import gpus as gpu_pinning
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -99,8 +100,13 @@ class LocalSandbox(Sandbox):
         env: Mapping[str, str] | None = None,
         readonly: Sequence[Path] = (),
         egress: Sequence[Egress] = (),
+        gpus: Sequence[str] | None = None,
     ):
         self.support = _host.probe()
+        # GPU pinning (see gpus.py): the other GPUs' device nodes join the hidden paths.
+        self.gpus = None if gpus is None else [str(g) for g in gpus]
+        pinned = gpu_pinning.pin(self.gpus) if self.gpus is not None else gpu_pinning.GpuPin()
+        hide = [*hide, *pinned.hide]
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise SandboxError(f"sandbox root {self.root} is not a directory; create it first")
@@ -141,6 +147,7 @@ class LocalSandbox(Sandbox):
             "LANG": "C.UTF-8",
             "TMPDIR": str(self.tmpdir),
             **(env or {}),
+            **pinned.env,
         }
         self.egress = list(egress)
         self._gate = self._egress_gate()
@@ -206,6 +213,10 @@ class LocalSandbox(Sandbox):
             off += ["disk"] if lim.disk_bytes is not None else []
         if self.network:
             off.append("network")
+        if self.gpus is not None and self.namespaces:
+            on.append("gpu-pinned")
+        elif self.gpus is not None:
+            off.append("gpus")  # without mounts only the environment selects the GPUs
         on += ["no-keyrings"] if s.keyring_filter else []
         off += [] if s.keyring_filter else ["keyrings"]
         if self.egress:
