@@ -30,9 +30,15 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     no-new-privs        setuid binaries and file capabilities grant nothing
     cgroup-pids, cgroup-memory, rlimits, memory-per-tree, process-count: how `Limits` are
                         enforced, or (in not_isolated) that they are not, per tree
-    disk-cap / root-disk  `disk_bytes` caps the private places together (tmpfs size) / the
-                        root is the caller's folder and is capped only per file
-                        (`file_size_bytes`)
+    disk-cap            `disk_bytes` caps the private places together (one tmpfs size)
+    ephemeral-root      the root is an overlay per command: its writes land in the capped
+                        private places and vanish with the command; the host's folder is
+                        never written (in not_isolated: asked for, but this host cannot)
+    root-disk-cap       the root lies on a folder with a filesystem of its own, of fixed size
+                        (`capped.cap_folder`: a loop-mounted image or a tmpfs), which writes
+                        cannot grow past; other runs' capped folders are detached from view
+    root-disk           (in not_isolated) the root is the caller's folder on the host's disk,
+                        capped only per file (`file_size_bytes`)
     scrubbed-env        only PATH, HOME, LANG, TMPDIR and the variables given
     host-filesystem-readable, kernel, cpu-share, devices: never isolated locally (host files
                         stay readable wherever the sandbox user may read them)
@@ -80,6 +86,7 @@ def create_sandbox(
     limits: Limits = NO_LIMITS,
     env: Mapping[str, str] | None = None,
     readonly: Sequence[Path] = (),
+    ephemeral_root: bool = False,
 ) -> Sandbox:
     """A sandbox of `backend` working in `root` (an existing directory; commands start there).
 
@@ -92,6 +99,14 @@ def create_sandbox(
     variables added to the scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside
     root).
 
+    `ephemeral_root`: for one-shot sandboxes (a grading). Each command sees the root's files as
+    they are when it starts, but what it writes there (new files, changes, deletions) goes to
+    its private places, counts against `disk_bytes` with them, and vanishes when it ends: the
+    root folder on the host is never written by a command, so `read_file` sees only what the
+    host put there, and a later command does not see an earlier one's writes. Where the host
+    cannot (`ephemeral-root` in `not_isolated`), commands write to the root as usual. Nothing
+    else may change the root folder while a command runs (the overlay would not notice).
+
     The sandbox may run commands as another user (`nobody` for the local backend as root): it
     is handed the files already in `root` when created; put later files in with `write_file`.
     Read `isolation` / `not_isolated` for what is in force on this host, and record them.
@@ -102,7 +117,13 @@ def create_sandbox(
         from toolkit.sandbox.local import LocalSandbox
 
         return LocalSandbox(
-            root, network=network, hide=hide, limits=limits, env=env, readonly=readonly
+            root,
+            network=network,
+            hide=hide,
+            limits=limits,
+            env=env,
+            readonly=readonly,
+            ephemeral_root=ephemeral_root,
         )
     known = ", ".join(repr(b) for b in BACKENDS)
     raise ValueError(f"unknown sandbox backend {backend!r}; known backends: {known}")
