@@ -166,7 +166,7 @@ def remount(target: str, readonly: bool) -> None:
     mount("none", target, None, flags, None)
 
 
-def _mountinfo() -> list[tuple[str, str, str]]:
+def mountinfo() -> list[tuple[str, str, str]]:
     """(mount point, filesystem type, source) of each mount of this namespace, unescaped
     (mountinfo writes spaces as \\040)."""
     with open("/proc/self/mountinfo", "rb") as f:
@@ -175,13 +175,31 @@ def _mountinfo() -> list[tuple[str, str, str]]:
     for line in lines:
         fields = line.split(b" ")
         after = fields.index(b"-")
-        point = fields[4].decode("unicode_escape").encode("latin-1").decode()
+        point = _unescape(fields[4])
         found.append((point, fields[after + 1].decode(), fields[after + 2].decode()))
     return found
 
 
+def _unescape(raw: bytes) -> str:
+    """Undo mountinfo's octal escapes (\\040 for a space). By hand: the `unicode_escape`
+    codec would be imported in every sandboxed tree (about a millisecond each)."""
+    if b"\\" not in raw:
+        return raw.decode()
+    out = bytearray()
+    index = 0
+    while index < len(raw):
+        code = raw[index + 1 : index + 4]
+        if raw[index] == ord("\\") and len(code) == 3 and code.isdigit():
+            out.append(int(code, 8))
+            index += 4
+        else:
+            out.append(raw[index])
+            index += 1
+    return out.decode()
+
+
 def _mountinfo_points() -> list[str]:
-    return [point for point, _, _ in _mountinfo()]
+    return [point for point, _, _ in mountinfo()]
 
 
 def _within(path: str, other: str) -> bool:
@@ -193,7 +211,7 @@ def detach_foreign_caps(caps: dict[str, str], exposed: list[str]) -> None:
     another run's workspace, from this namespace: the tree has no business there, and a
     copy held here would keep that filesystem (and its disk) alive after its owner released
     it. One holding or inside an exposed path stays."""
-    for point, fstype, source in _mountinfo():
+    for point, fstype, source in mountinfo():
         if any(_within(path, point) or _within(point, path) for path in exposed):
             continue
         if fstype == "tmpfs":

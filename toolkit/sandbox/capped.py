@@ -35,6 +35,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit.sandbox._mounts import mountinfo
+
 log = logging.getLogger(__name__)
 
 IMAGE_SUFFIX = ".ari-cap.img"
@@ -207,16 +209,8 @@ class _Mount:
 
 
 def _mounts() -> list[_Mount]:
-    """This mount namespace's mounts (mountinfo escapes spaces and such as \\ooo)."""
-    found = []
-    with open("/proc/self/mountinfo", "rb") as f:
-        for line in f.read().splitlines():
-            fields = line.split(b" ")
-            after = fields.index(b"-")
-            point = fields[4].decode("unicode_escape").encode("latin-1").decode()
-            fstype, source = fields[after + 1].decode(), fields[after + 2].decode()
-            found.append(_Mount(Path(point), fstype, source))
-    return found
+    """This mount namespace's mounts."""
+    return [_Mount(Path(point), fstype, source) for point, fstype, source in mountinfo()]
 
 
 def _backing_file(device: str) -> str | None:
