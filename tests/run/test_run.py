@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,9 @@ from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
 
 REPO = Path(__file__).resolve().parents[2]
-TOKEN = "987654.321"  # an argument only this test's processes carry
+# An argument only this test run's processes carry (a sleep's length, so a number): unique per
+# run, so that suites running side by side on one host never take each other's for survivors.
+TOKEN = f"9{secrets.randbelow(10**8):08d}.{os.getpid()}"
 
 
 def _survivors(token: str, wait_s: float = 0.0) -> list[str]:
