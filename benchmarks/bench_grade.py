@@ -1,4 +1,5 @@
-"""How fast is grading? The starter bundle on the 100-question demo exam.
+"""How fast is grading? The starter bundle on the 100-question demo exam; and how fast is an
+archive of a million members (an unpacking bomb) refused?
 
 Prints load, phase 1 and phase 2 times as the grader reports them, and the ratio of phase 1 to a
 lower bound measured in the same run on the same weights: one batched teacher-forced forward
@@ -6,6 +7,12 @@ pass over prompt + answer for every question (what generation would cost if ever
 were known in advance). Target: phase 1 within 3x of that bound on CPU.
 
     python benchmarks/bench_grade.py [--preset tiny|default] [--device cpu|cuda] [--repeat 3]
+                                     [--bomb-only]
+
+The bomb: a gzip archive of 1,000,000 empty files (about 6 MB packed, 512 MB of tar headers).
+Extraction must refuse it while streaming, after `MAX_MEMBERS` entries: the script prints the
+refusal's wall time and the peak memory of a fresh process that does only that, next to the
+same process that only imports the grader (target: under 1 s, memory bounded).
 
 The bundle is exported from a freshly initialised starter model (speed does not depend on what
 the weights learned: generation always produces exactly the answer's length).
@@ -62,12 +69,94 @@ def lower_bound_s(bundle: Path, exam: Path, device: str, batch_size: int) -> flo
     return time.perf_counter() - started
 
 
+def million_member_archive(path: Path, count: int = 1_000_000) -> Path:
+    """A gzip tar of `count` empty files f0000000, f0000001, ... written in bulk (numpy)."""
+    import gzip
+    import tarfile
+
+    import numpy as np
+
+    template = np.frombuffer(
+        tarfile.TarInfo("f0000000").tobuf(format=tarfile.USTAR_FORMAT)[:512], dtype=np.uint8
+    )
+    digits = np.arange(1, 8)  # the name's digit positions
+    base = int(template.sum()) - int(template[148:156].sum()) + 8 * ord(" ")
+    base -= int(template[digits].sum())  # the checksum without the digits
+    with gzip.open(path, "wb", compresslevel=6) as out:
+        for start in range(0, count, 50_000):
+            n = np.arange(start, min(start + 50_000, count))
+            block = np.tile(template, (len(n), 1))
+            for k, position in enumerate(digits):
+                block[:, position] = ord("0") + (n // 10 ** (6 - k)) % 10
+            checksum = base + block[:, digits].astype(np.int64).sum(axis=1)
+            for k in range(6):
+                block[:, 148 + k] = ord("0") + (checksum >> (3 * (5 - k))) % 8
+            block[:, 154], block[:, 155] = 0, ord(" ")
+            out.write(block.tobytes())
+        out.write(bytes(1024))
+    return path
+
+
+# Peak memory from VmHWM: unlike ru_maxrss, it is not inherited from the parent across exec.
+REFUSE = """
+import sys, time
+from pathlib import Path
+from toolkit.grading import BundleError, extract_bundle
+if sys.argv[2] == "refuse":
+    started = time.perf_counter()
+    try:
+        extract_bundle(Path(sys.argv[1]), Path(sys.argv[1] + ".out"))
+        print("extracted?!")
+    except BundleError as exc:
+        print(f"{time.perf_counter() - started:.4f} {str(exc)[-40:]}")
+status = open("/proc/self/status").read().split("VmHWM:")[1]
+print(int(status.split()[0]) * 1024)
+"""
+
+
+def bomb() -> None:
+    """Time and peak memory of refusing a million-member archive, in a fresh process."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory(prefix="bench-bomb-") as tmp:
+        started = time.perf_counter()
+        archive = million_member_archive(Path(tmp) / "bomb.tar.gz")
+        made = time.perf_counter() - started
+        print(
+            f"bomb: 1,000,000 empty members, {archive.stat().st_size / 1e6:.1f} MB packed "
+            f"(built in {made:.1f}s)"
+        )
+
+        def child(mode: str) -> list[str]:
+            done = subprocess.run(
+                [sys.executable, "-c", REFUSE, str(archive), mode],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=REPO,
+            )
+            return done.stdout.split("\n")
+
+        idle = int(child("import")[0])
+        lines = child("refuse")
+        seconds, peak = float(lines[0].split()[0]), int(lines[1])
+        print(
+            f"bomb refused in {seconds:.3f}s ({lines[0].split(' ', 1)[1].strip()}) | peak RSS "
+            f"{peak / 2**20:.0f} MiB vs {idle / 2**20:.0f} MiB for importing the grader alone "
+            f"(+{(peak - idle) / 2**20:.1f} MiB) | target < 1 s"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="tiny", choices=["tiny", "default"])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--bomb-only", action="store_true", help="Only the million-member bomb.")
     args = parser.parse_args()
+    bomb()
+    if args.bomb_only:
+        return
 
     train = _import(STARTER / "train.py", "bench_train_module")
     export = _import(STARTER / "export.py", "bench_export_module")

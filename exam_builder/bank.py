@@ -3,6 +3,7 @@
 A bank is a directory holding `bank.toml` and, optionally, `plugins/*.py`:
 
     id = "demo"                      # names the bank in the manifest
+    public = true                    # only for public banks (see exam_builder.quality)
     seed = "a long secret string"    # everything random derives from it
     syllables = ["ka", "vo", ...]    # invented words are made of these
 
@@ -64,6 +65,10 @@ class BankFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$", description="Bank id, e.g. 'demo'.")
+    public: bool = Field(
+        default=False,
+        description="A public bank (demo, validation): the public-engine gate does not apply.",
+    )
     seed: str = Field(min_length=1, description="The secret every question derives from.")
     syllables: list[str] = Field(min_length=12, description="Material of invented words.")
     families: list[FamilyEntry] = Field(min_length=1, description="Families and counts.")
@@ -100,6 +105,7 @@ class Bank:
     syllables: list[str]
     families: list[BankFamily]
     hash: str
+    public: bool = False
 
     def where(self, entry: BankFamily) -> str:
         """`file: field (family)` prefix for an error about one family entry."""
@@ -209,4 +215,5 @@ def load_bank(bank_dir: Path) -> Bank:
         syllables=spec.syllables,
         families=families,
         hash=bank_hash(bank_dir),
+        public=spec.public,
     )

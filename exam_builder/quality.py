@@ -8,6 +8,12 @@ last `CONTEXT_BYTES` bytes):
 - baseline: a byte n-gram model of ordinary English text (`baselines.NgramModel`). Must be at
   most `BASELINE_LIMIT` percent: otherwise English statistics alone answer the family.
 - copy: continue the longest earlier match (`baselines.copy_continue`); reported, not gated.
+- public engine: every built-in reference solver of this repository, with its *default*
+  parameters, tried on every question (a question counts when any of them returns its answer).
+  This is what anyone with the public engine can answer without a model: a bundle of copied
+  solvers. For a bank that is not public (`public = true` in `bank.toml` marks the demo and
+  validation banks) it must be at most `PUBLIC_ENGINE_LIMIT` percent per family: a hidden bank
+  rewords and re-parameterises every family, so that the defaults no longer read its prompts.
 """
 
 from __future__ import annotations
@@ -19,12 +25,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from exam_builder.bank import Bank, BankError
 from exam_builder.baselines import copy_continue, trained_ngram
 from exam_builder.document import visible_tail
+from exam_builder.families import BUILTIN
 from exam_builder.generate import GeneratedDocument, Progress
 
 CONTEXT_BYTES = 1024
 """The grader sends each prompt's last 1,024 bytes; every solver here sees the same."""
 BASELINE_LIMIT = 5.0
 """Highest context-free baseline score (percent) a family may have."""
+PUBLIC_ENGINE_LIMIT = 5.0
+"""Highest public-engine score (percent) a family of a bank that is not public may have."""
 NGRAM_ORDER = 6
 
 
@@ -39,6 +48,10 @@ class FamilyQuality(_Model):
     reference: float = Field(description="Reference solver (reads only the prompt), percent.")
     baseline: float | None = Field(description="Context-free English byte model, percent.")
     copy_: float = Field(alias="copy", description="Copy heuristic, percent.")
+    public_engine: float | None = Field(
+        default=None,
+        description="Built-in solvers with default parameters, percent (None: not measured).",
+    )
     max_prompt_bytes: int = Field(description="Longest prompt in bytes (the grader sends 1,024).")
 
 
@@ -54,6 +67,9 @@ class QualityReport(_Model):
     """The per-family quality report stored in the manifest and printed by `build-exam`."""
 
     context_bytes: int = Field(description="Bytes of each prompt the solvers saw.")
+    public_bank: bool = Field(
+        default=False, description="The bank is public: the public-engine gate does not apply."
+    )
     baseline: BaselineInfo | None = Field(description="None when no English text was given.")
     families: dict[str, FamilyQuality] = Field(description="Per family, in exam order.")
     total: FamilyQuality = Field(description="Over the whole exam.")
@@ -67,6 +83,7 @@ class _Tally:
     reference: int = 0
     baseline: int = 0
     copy: int = 0
+    public_engine: int = 0
     max_prompt_bytes: int = 0
 
     def add(self, other: _Tally) -> None:
@@ -74,6 +91,7 @@ class _Tally:
         self.reference += other.reference
         self.baseline += other.baseline
         self.copy += other.copy
+        self.public_engine += other.public_engine
         self.max_prompt_bytes = max(self.max_prompt_bytes, other.max_prompt_bytes)
 
     def quality(self, with_baseline: bool) -> FamilyQuality:
@@ -86,9 +104,21 @@ class _Tally:
                 "reference": pct(self.reference),
                 "baseline": pct(self.baseline) if with_baseline else None,
                 "copy": pct(self.copy),
+                "public_engine": pct(self.public_engine),
                 "max_prompt_bytes": self.max_prompt_bytes,
             }
         )
+
+
+def public_engine_answers(prompt: str) -> set[str]:
+    """What the built-in solvers, each with its default parameters, answer to `prompt`."""
+    answers: set[str] = set()
+    for family in BUILTIN.values():
+        try:
+            answers.add(family.solve(prompt, family.params()))
+        except Exception:  # a solver that cannot read the prompt: no answer from it
+            continue
+    return answers
 
 
 def quality_report(
@@ -119,6 +149,7 @@ def quality_report(
             if ngram is not None:
                 tally.baseline += ngram.generate(context, len(answer)) == answer
             tally.copy += copy_continue(context, len(answer)) == answer
+            tally.public_engine += q.answer in public_engine_answers(prompt)
             tally.max_prompt_bytes = max(tally.max_prompt_bytes, len(q.prompt.encode("utf-8")))
         if progress is not None:
             progress(len(doc.questions))
@@ -135,6 +166,7 @@ def quality_report(
         )
     return QualityReport(
         context_bytes=CONTEXT_BYTES,
+        public_bank=bank.public,
         baseline=info,
         families={name: t.quality(ngram is not None) for name, t in tallies.items()},
         total=total.quality(ngram is not None),
@@ -156,4 +188,18 @@ def quality_problems(report: QualityReport) -> list[str]:
                 f"family {name}: the context-free English baseline answers {fq.baseline}% "
                 f"(limit {BASELINE_LIMIT}%): its answers are guessable without the prompt"
             )
+    leaks = [
+        f"{name} ({fq.public_engine}%)"
+        for name, fq in report.families.items()
+        if fq.public_engine is not None and fq.public_engine > PUBLIC_ENGINE_LIMIT
+    ]
+    if leaks and not report.public_bank:
+        problems.append(
+            f"the public engine's own solvers, with their default parameters, answer families "
+            f"{', '.join(leaks)} (limit {PUBLIC_ENGINE_LIMIT}% each): anyone with this "
+            "repository answers them without a model; give each of them its own wording in "
+            "bank.toml (every phrase of [families.params.phrases], headings, questions, "
+            "openings) and other parameters (vocabularies, sizes), then rebuild "
+            "(or mark the bank `public = true` if it is meant to be public)"
+        )
     return problems

@@ -25,4 +25,18 @@ if ! have chromium; then
     apt_install chromium
 fi
 
+# Docker engine for the docker backend's tests (tests/docker/, the docker column of the sandbox
+# and grading suites): Debian's docker.io (dockerd, containerd, runc) and debootstrap, which
+# builds the images' base without a registry. The pytest session starts a private dockerd
+# (tests/docker_engine.py) and stops it by its pid at the end; a user's own engine
+# (DOCKER_HOST, or the default socket) is used as it is and needs none of this.
+if ! have dockerd || ! have debootstrap; then
+    if [ -z "${DOCKER_HOST:-}" ] && [ ! -S /var/run/docker.sock ]; then
+        echo "test-setup: installing Debian docker.io and debootstrap (once)..." >&2
+        apt_install docker.io debootstrap
+        # The package's own service would take the default socket; ours is private.
+        if have systemctl; then systemctl disable --now docker.service docker.socket >/dev/null 2>&1 || true; fi
+    fi
+fi
+
 exit 0

@@ -38,6 +38,9 @@ from toolkit.commands.run import run_command, runs_group  # noqa: E402
 
 cli.add_command(run_command)
 cli.add_command(runs_group)
+from toolkit.commands.images import images_group  # noqa: E402
+
+cli.add_command(images_group)
 
 
 def main() -> None:

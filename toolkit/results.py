@@ -160,6 +160,21 @@ class EffectiveConfig(_Model):
     )
 
 
+class LogHead(_Model):
+    """Where one append-only log of the run (audit log, submission history) ended at publication.
+
+    Each line of such a log holds the hash of the line before it, so an edited line breaks the
+    chain; but a log rewritten whole, with fresh hashes, is a valid chain again. Its last hash,
+    recorded here when the run is published, is what such a rewrite cannot keep.
+    """
+
+    entries: int = Field(ge=0, description="Lines in the log when the run was published.")
+    sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 of its last line: the chain's head (64 zeros for an empty log).",
+    )
+
+
 class RunResult(_Model):
     """One agent run, as published. The site reads nothing else."""
 
@@ -199,6 +214,12 @@ class RunResult(_Model):
     artifacts: dict[str, str] = Field(
         default_factory=dict,
         description="Run artifacts, relative to the results file (audit log, history, transcript).",
+    )
+    logs: dict[str, LogHead] = Field(
+        default_factory=dict,
+        description="Final chain head of each chained log among the artifacts ('audit', "
+        "'history') when the run was published; `toolkit runs validate` and `runs verify` "
+        "check the files still end there.",
     )
 
     @field_validator("families")

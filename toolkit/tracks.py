@@ -36,6 +36,9 @@ class GradingParams(_Model):
     batch_timeout_s: float = Field(default=120, gt=0, description="Limit on one batch call.")
     total_timeout_s: float = Field(default=1800, gt=0, description="Limit on one grading phase.")
     memory_bytes: int = Field(default=32 * 2**30, gt=0, description="Memory limit of the worker.")
+    disk_bytes: int = Field(
+        default=2 * 2**30, gt=0, description="Limit on what the worker may write, in total."
+    )
     batch_size: int = Field(default=32, gt=0, description="Questions per generate() call.")
 
 

@@ -7,10 +7,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from exam_helpers import MakeBank
 
-from exam_builder.build import build_exam
+from exam_builder.bank import Bank
+from exam_builder.build import BuildError, build_exam
 from exam_builder.families import BUILTIN
+from exam_builder.generate import GeneratedDocument
+from exam_builder.quality import quality_problems, quality_report
 
 HIDDEN_LIKE = """
 id = "hidden-like"
@@ -134,9 +138,12 @@ sent_by_number = "Mail {number} left at "
 def test_hidden_like_bank_builds(make_bank: MakeBank, tmp_path: Path, english: bytes) -> None:
     manifest = build_exam(make_bank(HIDDEN_LIKE), tmp_path / "exam", english_text=english)
     assert manifest.questions == 48 and list(manifest.families) == list(BUILTIN)
+    assert not manifest.quality.public_bank
     for name, fq in manifest.quality.families.items():
         assert fq.reference == 100.0, name
         assert fq.baseline is not None and fq.baseline <= 5.0, name
+        # Every family reworded: the public engine's solvers (defaults) read none of it.
+        assert fq.public_engine is not None and fq.public_engine <= 5.0, name
     text = (tmp_path / "exam" / "exam.jsonl").read_text(encoding="utf-8")
     for word in ("mule", "observatory", "airship", "oracle", "Sent: 21", "Roll ", "gives "):
         assert word in text, word
@@ -150,3 +157,38 @@ def test_exam_builder_does_not_import_toolkit() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _sections(toml: str) -> dict[str, str]:
+    """The `[[families]]` sections of a bank.toml text, by family name."""
+    _head, *parts = toml.split("[[families]]")
+    return {p.split('"')[1]: "[[families]]" + p for p in parts}
+
+
+def test_a_bank_that_rewords_only_two_families_is_refused_naming_the_others(
+    make_bank: MakeBank, tmp_path: Path, english: bytes
+) -> None:
+    """What the public engine answers is what a bundle of copied solvers would score."""
+    head = HIDDEN_LIKE.split("[[families]]")[0]
+    sections = _sections(HIDDEN_LIKE)
+    reworded = {"passages", "records"}
+    toml = head + "".join(
+        sections[name] if name in reworded else f'[[families]]\nfamily = "{name}"\ncount = 6\n'
+        for name in BUILTIN
+    )
+    with pytest.raises(BuildError, match="public engine") as refused:
+        build_exam(make_bank(toml), tmp_path / "exam", english_text=english)
+    message = str(refused.value)
+    for name in BUILTIN:
+        assert (f"{name} (100.0%)" in message) == (name not in reworded), name
+    assert "wording" in message  # says what to change
+    assert not (tmp_path / "exam").exists()
+
+
+def test_the_public_engine_answers_the_public_banks_fully(
+    demo_bank: Bank, demo_documents: list[GeneratedDocument]
+) -> None:
+    report = quality_report(demo_bank, demo_documents, None)
+    assert report.public_bank and demo_bank.public
+    assert all(fq.public_engine == 100.0 for fq in report.families.values())
+    assert quality_problems(report) == []  # public on purpose: not gated

@@ -50,7 +50,8 @@ FAMILY = Family("colours", ColoursParams, generate, solve, "creature colours")
 
 def test_plugin_family_builds(make_bank: MakeBank, tmp_path: Path, english: bytes) -> None:
     bank = make_bank(
-        f'id = "plug"\nseed = "secret"\nsyllables = {SYLLABLES}\n'
+        # The built-in family keeps its default wording: a public bank (see the quality gate).
+        f'id = "plug"\npublic = true\nseed = "secret"\nsyllables = {SYLLABLES}\n'
         '[[families]]\nfamily = "lists"\ncount = 4\n'
         '[[families]]\nfamily = "colours"\ncount = 7\n'
         "[families.params]\ncreatures = 4\nquestions = 2\n",

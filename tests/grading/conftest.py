@@ -65,3 +65,17 @@ def _state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Mon
     # is extracted there once); make sure of it even when this folder is run on its own.
     if not os.environ.get("ARI_HOME"):
         monkeypatch.setenv("ARI_HOME", str(tmp_path_factory.mktemp("ari-home")))
+
+
+@pytest.fixture(params=["local", "docker"])
+def grading_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a module's gradings on each backend: `grade_bundle`'s default backend is switched,
+    so the tests themselves stay as they are (opt in with `usefixtures("grading_backend")`)."""
+    from toolkit.grading import grade
+
+    if request.param == "docker":
+        request.getfixturevalue("docker_engine")  # a real engine, or skip (fail in CI)
+    defaults = grade.grade_bundle.__kwdefaults__
+    assert defaults is not None and "backend" in defaults
+    monkeypatch.setitem(defaults, "backend", request.param)
+    return str(request.param)

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
+
+from toolkit.agents import Agent, AgentContext, AgentOutcome
+from toolkit.run.inputs import prepare_data, public_set
+from toolkit.run.orchestrate import RunSpec
+from toolkit.tracks import get_track
+
+REPO = Path(__file__).resolve().parents[2]
 
 MakeBundle = Callable[..., Path]
 MakeExam = Callable[..., Path]
@@ -40,3 +49,53 @@ def code_questions(count: int, family: str = "extraction") -> list[dict[str, str
         }
         for i in range(count)
     ]
+
+
+class ShellAgent(Agent):
+    """A test agent: a POSIX shell script run in the controller (as in tests/run)."""
+
+    name = "test-shell"
+    version = "test"
+
+    def __init__(self, script: str) -> None:
+        self.script = "#!/bin/sh\n" + script
+
+    def prepare(self, workspace: Path, ctx: AgentContext) -> None:
+        path = ctx.bin_dir / "test-agent"
+        path.write_text(self.script)
+        path.chmod(0o755)
+
+    def command(self) -> list[str]:
+        return ["test-agent"]
+
+    def config_sha256(self) -> str:
+        return hashlib.sha256(self.script.encode()).hexdigest()
+
+    def collect(self, workspace: Path, output: str) -> AgentOutcome:
+        return AgentOutcome(transcript=output)
+
+
+def submit_and_promote(source: str) -> ShellAgent:
+    return ShellAgent(
+        "mkdir -p bundles/b\n"
+        f"cat > bundles/b/inference.py <<'PYEOF'\n{textwrap.dedent(source)}\nPYEOF\n"
+        "runner submit bundles/b\nrunner promote c001\n"
+    )
+
+
+def run_spec(agent: Agent, exam: Path, tmp_path: Path) -> RunSpec:
+    text = tmp_path / "text.txt"
+    text.write_text("the quick brown fox jumps over a lazy dog\n" * 2000)
+    return RunSpec(
+        track=get_track(REPO / "results", "demo-cpu"),
+        model="none",
+        seed=0,
+        agent=agent,
+        exam=exam,
+        public_set=public_set(),
+        data_dir=prepare_data(text, tmp_path / "data"),
+        results_dir=tmp_path / "results",
+        budget_s=120,
+        per_call_limit_s=60,
+        reserved_s=10,
+    )

@@ -19,6 +19,9 @@ from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 from toolkit.grading import grade_bundle
 from toolkit.tracks import GradingParams
 
+# Every hostile bundle is graded on each backend, docker included (conftest).
+pytestmark = pytest.mark.usefixtures("grading_backend")
+
 
 def test_oracle_bundle_scores_100_and_uniform_bpb_is_8(
     make_bundle: MakeBundle, make_exam: MakeExam, fast_params: GradingParams

@@ -8,7 +8,9 @@ from pathlib import Path
 from click.testing import CliRunner
 from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 
+from exam_builder.exam_file import sha256_file
 from toolkit.cli import cli
+from toolkit.grading.grade import host_memory_bytes
 
 
 def test_grade_prints_the_report_and_writes_json(
@@ -68,3 +70,85 @@ def test_help_ends_with_an_example() -> None:
     result = CliRunner().invoke(cli, ["grade", "--help"])
     assert result.exit_code == 0 and "Example:" in result.output
     assert "toolkit grade bundles/b1 --exam" in result.output
+
+
+SLOW_LOAD = "import time\ndef load(bundle_dir, device):\n    time.sleep(30)\n"
+
+
+def _track(track_id: str, exam_sha256: str, *, demo: bool, **grading: float) -> dict[str, object]:
+    return {
+        "id": track_id,
+        "title": track_id,
+        "benchmark_version": "1.0",
+        "exam_sha256": exam_sha256,
+        "exam_questions": 1,
+        "budget_s": 60,
+        "per_call_limit_s": 30,
+        "reserved_s": 5,
+        "size_limit_bytes": 16_000_000,
+        "grading": grading,
+        "hardware": "cpu",
+        "demo": demo,
+    }
+
+
+def _registry(tmp_path: Path, tracks: list[dict[str, object]]) -> Path:
+    folder = tmp_path / "registry"
+    folder.mkdir(exist_ok=True)
+    (folder / "tracks.json").write_text(json.dumps(tracks))
+    return folder
+
+
+def _grade(bundle: Path, exam: Path, out: Path, *args: str) -> tuple[str, dict[str, object]]:
+    result = CliRunner().invoke(
+        cli, ["grade", str(bundle), "--exam", str(exam), "--json", str(out), *args]
+    )
+    assert result.exit_code == 0, result.output
+    return result.output, json.loads(out.read_text())
+
+
+def test_grade_takes_the_settings_of_the_track_of_its_exam(
+    make_bundle: MakeBundle, make_exam: MakeExam, tmp_path: Path
+) -> None:
+    exam = make_exam(code_questions(1))
+    sha = sha256_file(exam)
+    registry = _registry(
+        tmp_path,
+        [
+            _track("official", "0" * 64, demo=False, load_timeout_s=3),
+            _track("mine", sha, demo=True, load_timeout_s=1),
+            _track("other", "1" * 64, demo=True, load_timeout_s=2),
+        ],
+    )
+    bundle = make_bundle(SLOW_LOAD)
+    reg = ["--registry", str(registry)]
+    output, report = _grade(bundle, exam, tmp_path / "a.json", *reg)
+    assert "track 'mine' (its exam hash matches this exam)" in output
+    assert "within 1 s" in str(report["reason"])
+    output, report = _grade(bundle, exam, tmp_path / "b.json", *reg, "--track", "other")
+    assert "track 'other' (--track) (its exam hash is not this exam's)" in output
+    assert "within 2 s" in str(report["reason"])
+    # No track has this exam: the official track's settings.
+    registry = _registry(tmp_path, [_track("official", "0" * 64, demo=False, load_timeout_s=3)])
+    output, report = _grade(bundle, exam, tmp_path / "c.json", "--registry", str(registry))
+    assert "track 'official' (the official track" in output
+    assert "within 3 s" in str(report["reason"])
+    unknown = CliRunner().invoke(
+        cli, ["grade", str(bundle), "--exam", str(exam), *reg, "--track", "nope"]
+    )
+    assert unknown.exit_code == 2 and "unknown track 'nope'" in unknown.output
+
+
+def test_a_memory_cap_above_the_host_is_lowered_and_said_so(
+    make_bundle: MakeBundle, make_exam: MakeExam, tmp_path: Path
+) -> None:
+    exam = make_exam(code_questions(1))
+    huge = 2**50  # a petabyte: more than any host
+    registry = _registry(tmp_path, [_track("t", sha256_file(exam), demo=False, memory_bytes=huge)])
+    output, report = _grade(
+        make_bundle(ORACLE), exam, tmp_path / "r.json", "--registry", str(registry)
+    )
+    line = f"lowered from {huge / 2**30:.1f} GiB to this host's {host_memory_bytes() / 2**30:.1f}"
+    assert f"note: memory cap {line}" in output.replace("\n", " ")
+    assert report["notes"] and line in str(report["notes"])
+    assert report["score"] == {"percent": 100.0, "passed": 1, "total": 1}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import io
 import os
 import tarfile
@@ -86,7 +87,7 @@ def test_an_archive_that_unpacks_too_big_is_refused(
         info = tarfile.TarInfo("zeros.bin")
         info.size = 5000
         tar.addfile(info, io.BytesIO(bytes(5000)))
-    with pytest.raises(BundleError, match="unpacks to 5,000 bytes"):
+    with pytest.raises(BundleError, match=r"unpacks to more than the grader's 1,000 bytes"):
         extract_bundle(archive, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -134,3 +135,58 @@ def test_unsafe_archives_are_refused_before_writing_outside(
         assert target.read_text() == "original"
     report = grade_bundle(archive, make_exam(code_questions(1)))
     assert not report.ok and "not allowed" in (report.reason or "")
+
+
+def _many_members(path: Path, count: int, tail: bytes = b"") -> Path:
+    """A gzip archive of `count` empty files, then `tail` (garbage) inside the same stream."""
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        for i in range(count):
+            out.write(tarfile.TarInfo(f"f{i:07d}").tobuf(format=tarfile.USTAR_FORMAT))
+        out.write(tail)
+    return path
+
+
+def test_too_many_members_are_refused_while_streaming(tmp_path: Path) -> None:
+    from toolkit.grading import pack
+
+    # Garbage after the limit: an extractor that listed every member first would fail on it
+    # with another message; refusing while streaming never reaches it.
+    archive = _many_members(tmp_path / "many.tar.gz", pack.MAX_MEMBERS + 1, b"\x01" * 4096)
+    with pytest.raises(BundleError, match=r"more than 10,000 entries"):
+        extract_bundle(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_huge_pax_header_is_refused_without_reading_it(tmp_path: Path) -> None:
+    archive = tmp_path / "pax.tar.gz"
+    with gzip.open(archive, "wb", compresslevel=1) as out:
+        info = tarfile.TarInfo("././@PaxHeader")
+        info.type = tarfile.XHDTYPE
+        info.size = 2**31  # tarfile would read all of it into one bytes object
+        out.write(info.tobuf(format=tarfile.USTAR_FORMAT))
+        out.write(b"\x00" * 65536)
+    with pytest.raises(BundleError, match="too large"):
+        extract_bundle(archive, tmp_path / "out")
+
+
+def test_duplicate_members_are_refused_before_writing(tmp_path: Path) -> None:
+    archive = tmp_path / "dup.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for data in (b"first", b"second"):
+            info = tarfile.TarInfo("inference.py")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(BundleError, match="appears twice"):
+        extract_bundle(archive, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_folder_with_too_many_files_is_refused_while_listing(
+    make_bundle: MakeBundle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.grading import pack
+
+    monkeypatch.setattr(pack, "MAX_MEMBERS", 50)
+    bundle = make_bundle(ORACLE, files={f"w/{i:03d}.bin": b"" for i in range(60)})
+    with pytest.raises(BundleError, match="more than 50 files and folders"):
+        pack_bundle(bundle, tmp_path / "out.tar.gz")

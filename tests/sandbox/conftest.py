@@ -1,4 +1,4 @@
-"""Fixtures for the sandbox suite: every backend runs the same tests (docker joins later).
+"""Fixtures for the sandbox suite: every backend runs the same tests (docker: see below).
 
 Each test gets its own ARI_HOME and sandbox root in a tmp dir. `leftover` finds host processes
 that carry a test's marker in their command line: that is how the tests check that nothing of a
@@ -48,7 +48,28 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
         )
         monkeypatch.setattr(_host, "probe", lambda: degraded)
         return "local"
+    if request.param == "docker":
+        request.getfixturevalue("docker_engine")  # a real engine, or skip (fail in CI)
     return str(request.param)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The docker backend runs the modules that opt in (`DOCKER_BACKEND = True`): the others
+    call the host's interpreter by path, which no image has; tests/docker/ attacks docker."""
+    keep = []
+    here = Path(__file__).parent
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        module = getattr(item, "module", None)
+        if (
+            here in Path(str(item.path)).parents
+            and callspec is not None
+            and callspec.params.get("backend") == "docker"
+            and not getattr(module, "DOCKER_BACKEND", False)
+        ):
+            continue
+        keep.append(item)
+    items[:] = keep
 
 
 @pytest.fixture

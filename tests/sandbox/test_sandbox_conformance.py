@@ -19,6 +19,7 @@ from toolkit.sandbox import (
 )
 
 PY = "python3"  # the sandbox's own Python (the host's for local, the image's for docker)
+DOCKER_BACKEND = True  # this module runs against the docker backend too (conftest)
 
 
 def test_exec_collects_output_and_status(box: Sandbox) -> None:

@@ -47,8 +47,10 @@ def quality_table(manifest: Manifest) -> Table:
     table = Table(
         title="Quality report (percent exact)", title_justify="left", caption_justify="left"
     )
-    for name in ("family", "questions", "reference", "baseline", "copy", "longest prompt"):
-        table.add_column(name, justify="left" if name == "family" else "right")
+    columns = ("family", "questions", "reference", "baseline", "copy", "public engine")
+    for name in (*columns, "longest prompt"):
+        family = name == "family"  # never wrapped: the narrow terminal squeezes the numbers
+        table.add_column(name, justify="left" if family else "right", no_wrap=family)
 
     def add(name: str, fq: FamilyQuality) -> None:
         table.add_row(
@@ -57,6 +59,7 @@ def quality_table(manifest: Manifest) -> Table:
             _pct(fq.reference),
             _pct(fq.baseline),
             _pct(fq.copy_),
+            _pct(fq.public_engine),
             f"{fq.max_prompt_bytes} B",
         )
 
@@ -68,7 +71,10 @@ def quality_table(manifest: Manifest) -> Table:
         f"Solvers see each prompt's last {report.context_bytes} bytes. reference: the family's "
         "own solver (must be 100); baseline: "
         + (report.baseline.kind + " of English text" if report.baseline else "not run")
-        + " (must be <= 5); copy: longest earlier match continued."
+        + " (must be <= 5); copy: longest earlier match continued; public engine: the "
+        "built-in solvers with default parameters ("
+        + ("public bank: not gated" if report.public_bank else "must be <= 5")
+        + ")."
     )
     return table
 

@@ -12,12 +12,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from exam_builder.exam_file import ExamFileError
+from exam_builder.exam_file import ExamFileError, sha256_file
 from toolkit.commands.console import make_console
+from toolkit.commands.images import images_option, use_docker_images
+from toolkit.commands.options import find_registry, registry_option, results_dir_option
 from toolkit.grading import SIZE_LIMIT_BYTES, GradeReport, grade_bundle
 from toolkit.results import write_json_atomic
 from toolkit.sandbox import BACKENDS
-from toolkit.tracks import GradingParams
+from toolkit.tracks import GradingParams, RegistryError, Track, get_track, load_tracks
 
 
 def report_table(report: GradeReport) -> Table:
@@ -62,6 +64,31 @@ def print_report(report: GradeReport, console: Console) -> None:
         console.print(f"[{colour}]reason: {report.reason}[/{colour}]")
 
 
+def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple[Track | None, str]:
+    """The track whose grading settings apply, and one line saying which and why.
+
+    --track wins; else the track whose exam hash matches this exam (an official one first);
+    else the official track (the first non-demo one in the registry); else none (defaults).
+    """
+    try:
+        if track_id is not None:
+            track = get_track(registry, track_id)
+            sha = sha256_file(exam_file)
+            match = "" if track.matches_exam(sha) else " (its exam hash is not this exam's)"
+            return track, f"track '{track.id}' (--track){match}"
+        tracks = list(load_tracks(registry).values())
+    except RegistryError as exc:
+        raise click.UsageError(str(exc)) from exc
+    sha = sha256_file(exam_file)
+    matching = sorted((t for t in tracks if t.matches_exam(sha)), key=lambda t: t.demo)
+    if matching:
+        return matching[0], f"track '{matching[0].id}' (its exam hash matches this exam)"
+    official = [t for t in tracks if not t.demo]
+    if official:
+        return official[0], f"track '{official[0].id}' (the official track; no track has this exam)"
+    return None, f"defaults (no track registry in {registry}; pass --registry or --track)"
+
+
 @click.command("grade")
 @click.argument("bundle", type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -78,6 +105,7 @@ def print_report(report: GradeReport, console: Console) -> None:
     show_default=True,
     help="Sandbox backend that runs the bundle's code.",
 )
+@images_option
 @click.option("--device", default="cpu", show_default=True, help="Device passed to load().")
 @click.option(
     "--json",
@@ -88,10 +116,18 @@ def print_report(report: GradeReport, console: Console) -> None:
 @click.option(
     "--size-limit",
     type=int,
-    default=SIZE_LIMIT_BYTES,
-    show_default=True,
-    help="Largest packed bundle, in bytes.",
+    default=None,
+    help=f"Largest packed bundle, in bytes (default: the track's, else {SIZE_LIMIT_BYTES:,}).",
 )
+@click.option(
+    "--track",
+    "track_id",
+    default=None,
+    help="Take this track's grading settings (default: the track whose exam hash matches the "
+    "exam, else the official track).",
+)
+@results_dir_option("Results folder holding the track registry (tracks.json)")
+@registry_option()
 @click.option(
     "--phase",
     "phases",
@@ -111,9 +147,13 @@ def grade_command(
     backend: str,
     device: str,
     json_out: Path | None,
-    size_limit: int,
+    size_limit: int | None,
+    track_id: str | None,
+    results_dir: Path,
+    registry: Path | None,
     phases: tuple[str, ...],
     keep_dir: Path | None,
+    images_file: Path | None,
 ) -> None:
     """Grade a bundle (a folder or .tar.gz) on an exam, in a sandbox.
 
@@ -123,18 +163,33 @@ def grade_command(
     graded (score 0 and a reason), and the exit status is still 0.
 
     \b
+    The grading settings (time limits, memory cap, batch size, context) are a track's: the
+    one given with --track, else the one whose exam hash matches the exam, else the official
+    one; a memory cap above this host's memory is lowered to it (and said so).
+
+    \b
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
     console = make_console()
+    if backend == "docker":
+        use_docker_images(images_file)  # no engine or a wrong image: one line, before work
+    elif images_file is not None:
+        raise click.UsageError("--images pins Docker images: use it with --backend docker")
     if keep_dir is not None and keep_dir.exists() and any(keep_dir.iterdir()):
         raise click.UsageError(f"--keep {keep_dir}: the folder is not empty; pick a new one")
+    exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
+    if not exam_file.is_file():
+        raise click.UsageError(f"{exam}: no exam.jsonl there (pass --exam with a built exam)")
+    track, why = choose_track(find_registry(results_dir, registry), track_id, exam_file)
+    console.print(f"grading settings: {why}")
+    params = track.grading if track else GradingParams()
     try:
         report = grade_bundle(
             bundle,
             exam,
-            params=GradingParams(),
-            size_limit_bytes=size_limit,
+            params=params,
+            size_limit_bytes=size_limit or (track.size_limit_bytes if track else SIZE_LIMIT_BYTES),
             backend=backend,
             device=device,
             phases=phases or ("generate", "bpb"),
@@ -147,6 +202,8 @@ def grade_command(
         raise click.UsageError(
             f"--keep {keep_dir}: already holds a grading; pick a new folder"
         ) from exc
+    for note in report.notes:
+        console.print(f"[yellow]note: {note}[/yellow]")
     print_report(report, console)
     if json_out is not None:
         try:

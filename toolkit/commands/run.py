@@ -21,6 +21,7 @@ from toolkit import state
 from toolkit.agents import AGENTS, get_agent
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.commands.console import make_console
+from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import results_dir_option
 from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
@@ -30,7 +31,9 @@ from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.run.orchestrate import AUDIT_FILE, RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
+from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
+from toolkit.sandbox import BACKENDS
 from toolkit.stats import results_problems
 from toolkit.tracks import RegistryError, Track, get_track
 
@@ -142,11 +145,12 @@ def _model_for(agent: str, model: str | None) -> str:
 )
 @click.option(
     "--backend",
-    type=click.Choice(["local"]),
+    type=click.Choice(["local", "docker"]),
     default="local",
     show_default=True,
-    help="Sandbox backend of the three roles. 'docker' comes next.",
+    help="Sandbox backend of the three roles: local processes, or three Docker containers.",
 )
+@images_option
 @click.option(
     "--track", default="demo-cpu", show_default=True, help="Track id (results/tracks.json)."
 )
@@ -199,6 +203,7 @@ def run_command(
     registry: Path | None,
     device: str,
     quiet: bool,
+    images_file: Path | None,
 ) -> None:
     """Run one agent under a track's rules and publish its result.
 
@@ -234,6 +239,12 @@ def run_command(
         scale = budget / the_track.budget_s
         budget_s, per_call = budget, min(budget, the_track.per_call_limit_s * scale)
         reserved = the_track.reserved_s * scale
+    image_digests = None
+    if backend == "docker":
+        found = use_docker_images(images_file)
+        image_digests = {role: found[role].digest for role in ("controller", "runner", "grader")}
+    elif images_file is not None:
+        raise click.UsageError("--images pins Docker images: use it with --backend docker")
     for path in recover_runs():
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
     data_dir: Path | None = None
@@ -282,6 +293,7 @@ def run_command(
         per_call_limit_s=per_call,
         reserved_s=reserved,
         secrets=_secrets(),
+        image_digests=image_digests,
     )
     progress = Progress(
         TextColumn("[bold]run[/bold]"),
@@ -320,7 +332,7 @@ def run_command(
 
 @click.group("runs")
 def runs_group() -> None:
-    """Look after run results: recover interrupted runs, validate result files, export schema.
+    """Look after run results: recover interrupted runs, validate or verify results, schema.
 
     \b
     Example:
@@ -332,7 +344,8 @@ def runs_group() -> None:
 def recover_command() -> None:
     """Record every run whose harness died (e.g. kill -9) as invalid, with its reason.
 
-    `toolkit run` does this too before it starts. The audit log and the submission history of
+    `toolkit run` does this too before it starts. Docker containers and networks left by a
+    harness that is gone are removed. The audit log and the submission history of
     such a run are kept as they were; leftover agent processes are killed.
 
     \b
@@ -344,6 +357,11 @@ def recover_command() -> None:
         click.echo(f"recorded as invalid: {path}")
     if not written:
         click.echo("no interrupted runs")
+    from toolkit.sandbox.docker_engine import remove_leftovers
+
+    removed = remove_leftovers()  # containers of any harness that is gone (none: no engine)
+    if removed:
+        click.echo(f"removed {len(removed)} leftover Docker containers and networks")
 
 
 def _result_files(paths: tuple[Path, ...]) -> list[Path]:
@@ -379,6 +397,9 @@ def validate_command(paths: tuple[Path, ...]) -> None:
                 check_against(history, result)
             audit = file.parent / result.run_id / AUDIT_FILE
             read_chain(audit)  # an absent audit log reads as empty
+            # The logs still end where the result recorded (a rewrite with fresh hashes).
+            for problem in check_logs(file, result):
+                raise ChainError(f"{file}: {problem}")
         except (ResultsError, ChainError) as exc:
             click.echo(f"error: {exc}", err=True)
             reported.add(str(exc))
@@ -397,6 +418,59 @@ def validate_command(paths: tuple[Path, ...]) -> None:
         click.echo("no result files found", err=True)
     if bad or not files:
         raise SystemExit(1)
+
+
+@runs_group.command("verify")
+@click.argument("result_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--exam",
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="The exam the run was graded on (exam.jsonl or its folder).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default="local",
+    show_default=True,
+    help="Sandbox backend of the re-grade.",
+)
+@click.option("--device", default=None, help="Device of the re-grade (default: the run's).")
+def verify_command(result_file: Path, exam: Path, backend: str, device: str | None) -> None:
+    """Check a published result against its artifacts: re-grade its promoted archive.
+
+    Checks that the audit log and the history end where the result recorded, that EXAM is
+    the run's exam (SHA-256), that the stored archive of the promoted candidate
+    (<results>/<track>/<run_id>/candidates/<id>.tar.gz) is the one promoted, and that grading
+    it again gives the result's score, per-family counts and bits per byte. Exit status 0
+    when everything matches, 1 with one line per mismatch. This is how a maintainer checks a
+    submitted result.
+
+    \b
+    Example:
+      toolkit runs verify results/v1-h100-1h/RUN_ID.json --exam ~/secure/exams/v1/exam.jsonl
+    """
+    try:
+        result = load_run(result_file)
+    except ResultsError as exc:
+        raise click.UsageError(str(exc)) from exc
+    try:
+        problems, report = verify_run(
+            result_file, result, exam, backend=backend, device=device, progress=True
+        )
+    except ExamFileError as exc:
+        raise click.UsageError(f"{exc} (pass --exam with the run's exam.jsonl)") from exc
+    for problem in problems:
+        click.echo(f"mismatch: {problem}")
+    if problems:
+        raise SystemExit(1)
+    what = (
+        f"re-graded {result.promoted.id if result.promoted else ''}: "
+        f"{report.score.passed}/{report.score.total}"
+        if report is not None
+        else f"nothing to re-grade ({result.status}, no graded candidate)"
+    )
+    click.echo(f"ok: {result_file} ({result.status}; {what}; logs and hashes match)")
 
 
 def _bytes(n: int) -> str:

@@ -9,6 +9,7 @@ breaks: an infrastructure failure, not the bundle's).
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -54,7 +55,8 @@ def _prepare_archive(bundle: Path, work: Path, size_limit_bytes: int) -> PackedB
     archive = work / "bundle.tar.gz"
     give_up = give_up_bytes(size_limit_bytes)
     if bundle.is_dir():
-        return pack_bundle(bundle, archive, give_up_bytes=give_up)
+        # The caller's path is trusted (resolved here); nothing inside the bundle is followed.
+        return pack_bundle(bundle.resolve(), archive, give_up_bytes=give_up)
     if bundle.is_file():
         # Re-pack from a safe extraction: the size and hash are of *our* archive.
         unpacked = work / "unpacked"
@@ -116,7 +118,10 @@ def grade_bundle(
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
     `progress`: True for a progress bar on stderr, or a callback (phase, done, total).
-    `hide`: more host paths the worker must not see (the exam's folder is always hidden).
+    `hide`: more host paths the worker must not see. Always hidden, whatever is passed: the
+    exam file and its folder, the state folder, the exam engine, the toolkit and its checkout
+    (`hiding.grading_hidden`). The caller adds what only it knows of (a run's real exam while
+    a candidate is scored on the public set, hidden banks, results).
     `workdir`: where the archive and the per-phase sandboxes go; kept afterwards when given
     (for inspection), otherwise a temporary folder that is removed.
     """
@@ -137,6 +142,7 @@ def grade_bundle(
                 hide=hide,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
+    params, notes = fit_to_host(params)
     questions = load_exam(exam)
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
     exam_sha = sha256_file(exam_file)
@@ -160,7 +166,38 @@ def grade_bundle(
         if workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     out.timings.total = time.monotonic() - started
-    return _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
+    report = _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
+    report.notes = notes
+    return report
+
+
+def host_memory_bytes() -> int:
+    """Physical memory of this host, or the memory limit of this process's cgroup if lower."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        cgroup = Path("/proc/self/cgroup").read_text().strip().split("::", 1)[1]
+        limit = Path("/sys/fs/cgroup", cgroup.lstrip("/"), "memory.max").read_text().strip()
+        if limit.isdigit():
+            total = min(total, int(limit))
+    except (OSError, IndexError):
+        pass  # cgroup v1 or none: the physical memory is the bound
+    return total
+
+
+def fit_to_host(params: GradingParams) -> tuple[GradingParams, list[str]]:
+    """`params` with a memory cap no larger than this host has, and a note when it was lowered.
+
+    A cap above the host's memory caps nothing and sizes the worker's private tmpfs beyond
+    what the host can hold.
+    """
+    host = host_memory_bytes()
+    if params.memory_bytes <= host:
+        return params, []
+    note = (
+        f"memory cap lowered from {params.memory_bytes / 2**30:.1f} GiB to this host's "
+        f"{host / 2**30:.1f} GiB"
+    )
+    return params.model_copy(update={"memory_bytes": host}), [note]
 
 
 def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBundle | None]:
@@ -205,7 +242,7 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBund
             )
             out.bpb = result[0]
         except (BundleError, WorkerFailure) as exc:
-            out.bpb_reason = str(exc)
+            out.bpb_reason = f"not available: {exc}"
         out.timings.phase2 = times2.get("load", 0.0) + times2.get("body", 0.0)
     elif "bpb" in job.phases:
         out.bpb_reason = "not measured: phase 1 did not complete"

@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 
 from exam_builder.exam_file import Question
+from toolkit.grading import replies
+from toolkit.grading.hiding import cover, grading_hidden
 from toolkit.grading.pack import extract_bundle
 from toolkit.grading.report import Timings
 from toolkit.grading.session import WorkerFailure, WorkerSession, WorkerTimeout
@@ -34,6 +36,7 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 MAX_PROCESSES = 512  # threads count here too (pids cgroup): room for BLAS/OpenMP pools
 MAX_FILE_BYTES = 2**30  # a bundle may write scratch files, not fill the disk
 MAX_PROBLEMS = 20
+SMALL_REPLY_BYTES = 64 * 2**10  # load replies and errors (the worker cuts its error texts)
 
 Progress = Callable[[str, int, int], None]
 """Progress callback: (phase name, done, total)."""
@@ -66,7 +69,11 @@ def _batches(order: Sequence[int], size: int) -> Iterator[list[int]]:
 
 
 class PhaseWorker:
-    """One worker in one fresh sandbox, with the bundle extracted into it."""
+    """One worker in one fresh sandbox, with the bundle extracted into it.
+
+    `exam` (the file being graded on) and the paths of `hiding.grading_hidden` are hidden
+    whatever the caller passes; `hide` adds more (a run's real exam during public scoring).
+    """
 
     def __init__(
         self,
@@ -82,14 +89,11 @@ class PhaseWorker:
         root.mkdir(parents=True)
         extract_bundle(archive, root / "bundle")
         shutil.copyfile(WORKER_SCRIPT, root / "worker.py")
-        hidden = exam.parent.resolve()
-        # Hide the exam's whole folder, unless the work folder lives inside it (then the file).
-        exam_hidden = exam.resolve() if root.resolve().is_relative_to(hidden) else hidden
-        hidden_paths = [exam_hidden, *(p.resolve() for p in hide if p.exists())]
         limits = Limits(
             memory_bytes=params.memory_bytes,
             max_processes=MAX_PROCESSES,
             file_size_bytes=MAX_FILE_BYTES,
+            disk_bytes=params.disk_bytes,
         )
         # The interpreter and its libraries, visible read-only (they may sit under a private
         # home, e.g. pyenv in /root, that the sandbox user could not otherwise traverse).
@@ -98,8 +102,24 @@ class PhaseWorker:
         runtime = sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()})
         runtime = runtime if local else []
         python = sys.executable if local else "python3"
+        # A container gets only this folder (bundle + worker), read-only, and for "cuda[:N]"
+        # exactly GPU N (0 if not said), which it then sees as its only one.
+        readonly = runtime if local else [root.resolve()]
+        gpus = None
+        if not local and device.startswith("cuda"):
+            gpus, device = [device.partition(":")[2] or "0"], "cuda"
+        # Always hidden: the exam, its folder, the protected paths, this grading's other
+        # folders; `hide` adds the caller's (see `hiding`).
+        hidden = grading_hidden(exam, root.parent, hide)
+        self.hidden = cover(hidden, [root, *readonly])
         self.sandbox = create_sandbox(
-            backend, root=root, network=False, hide=hidden_paths, limits=limits, readonly=runtime
+            backend,
+            root=root,
+            network=False,
+            hide=self.hidden,
+            limits=limits,
+            readonly=readonly,
+            gpus=gpus,
         )
         try:
             self.session = WorkerSession(
@@ -112,29 +132,35 @@ class PhaseWorker:
     def load(self, timeout_s: float) -> float:
         """Wait for the bundle's load(); its duration, or WorkerFailure with the reason."""
         try:
-            reply = self.session.receive(time.monotonic() + timeout_s)
+            raw = self.session.receive(time.monotonic() + timeout_s, SMALL_REPLY_BYTES)
         except WorkerTimeout:
             raise WorkerFailure(f"load() did not finish within {timeout_s:g} s") from None
-        if not reply.get("ok"):
-            raise WorkerFailure(f"the bundle failed to load: {_error_text(reply)}")
-        return float(reply.get("load_s", 0.0))
+        reply = replies.parse(raw, "load", "load()")
+        if isinstance(reply, replies.ErrorReply):
+            raise WorkerFailure(f"the bundle failed to load: {reply.text()}")
+        assert isinstance(reply, replies.LoadReply)
+        return reply.load_s
 
     def close(self) -> None:
         self.session.close()
         self.sandbox.cleanup()
 
 
-def _error_text(reply: dict[str, Any]) -> str:
-    return str(reply.get("error", "no reason given"))[:300]
-
-
 def _ask(
-    phase: PhaseWorker, message: dict[str, Any], params: GradingParams, phase_end: float, what: str
-) -> dict[str, Any]:
-    """One request with the per-batch and per-phase limits; raises WorkerFailure."""
+    phase: PhaseWorker,
+    message: dict[str, Any],
+    params: GradingParams,
+    phase_end: float,
+    what: str,
+    max_bytes: int,
+) -> replies.GenerateReply | replies.LogprobsReply:
+    """One request with the per-batch and per-phase limits and a checked reply.
+
+    Raises WorkerFailure: a hang, a crash, a malformed reply, or the bundle's own error.
+    """
     batch_end = time.monotonic() + params.batch_timeout_s
     try:
-        return phase.session.request(message, min(batch_end, phase_end))
+        raw = phase.session.request(message, min(batch_end, phase_end), max_bytes)
     except WorkerTimeout:
         if batch_end <= phase_end:
             raise WorkerFailure(
@@ -143,10 +169,22 @@ def _ask(
         raise WorkerFailure(
             f"{what}: the phase ran past its {params.total_timeout_s:g} s limit"
         ) from None
+    except WorkerFailure as exc:
+        raise WorkerFailure(f"{what}: {exc}") from None
+    reply = replies.parse(raw, message["op"], what)
+    if isinstance(reply, replies.ErrorReply):
+        raise WorkerFailure(f"{what} failed: {reply.text()}")
+    assert isinstance(reply, replies.GenerateReply | replies.LogprobsReply)
+    return reply
 
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
+
+
+def _reply_bytes(payload: int, items: int) -> int:
+    """The most an honest reply carrying `payload` bytes in `items` parts needs, with room."""
+    return SMALL_REPLY_BYTES + 2 * payload + 128 * items
 
 
 def run_phase1(
@@ -168,17 +206,19 @@ def run_phase1(
             "prompts": [_b64(prompts[i]) for i in batch],
             "lengths": [len(answers[i]) for i in batch],
         }
-        reply = _ask(phase, message, params, phase_end, f"generate() on batch {n}")
-        if not reply.get("ok"):
-            raise WorkerFailure(f"generate() failed on batch {n}: {_error_text(reply)}")
-        for i, output, kind in zip(batch, reply["outputs"], reply["types"], strict=True):
+        what = f"generate() on batch {n}"
+        wanted = sum(len(answers[i]) + 1 for i in batch)
+        reply = _ask(phase, message, params, phase_end, what, _reply_bytes(wanted, len(batch)))
+        assert isinstance(reply, replies.GenerateReply)
+        replies.check_generate(reply, len(batch), what)
+        for k, i in enumerate(batch):
             q = questions[i]
-            if output is None:
-                out.problem(f"{q.id}: generate() returned {kind}, not bytes")
-                continue
-            got = base64.b64decode(output)
-            if len(got) != len(answers[i]):
-                out.problem(f"{q.id}: expected {len(answers[i])} bytes, got {len(got)}")
+            got, problem = reply.decoded(k)
+            if got is None:
+                out.problem(f"{q.id}: {problem}")
+            elif len(got) != len(answers[i]) or reply.sizes[k] != len(answers[i]):
+                size = max(reply.sizes[k], len(got))
+                out.problem(f"{q.id}: expected {len(answers[i])} bytes, got {size}")
             elif got == answers[i]:
                 out.passed.add(q.id)
         done += len(batch)
@@ -212,14 +252,15 @@ def run_phase2(
                 contexts.append((prompt + answer[:k])[-params.context_bytes :])
                 targets.append(byte)
         message = {"op": "logprobs", "contexts": [_b64(c) for c in contexts]}
-        reply = _ask(phase, message, params, phase_end, f"next_byte_logprobs() on batch {n}")
-        if not reply.get("ok"):
-            raise WorkerFailure(f"next_byte_logprobs() failed: {_error_text(reply)}")
-        rows = np.frombuffer(base64.b64decode(reply["logprobs"]), dtype=np.float32)
-        rows = rows.reshape(len(contexts), 256)
+        what = f"next_byte_logprobs() on batch {n}"
+        wanted = len(contexts) * 256 * 4
+        reply = _ask(phase, message, params, phase_end, what, _reply_bytes(wanted, 1))
+        assert isinstance(reply, replies.LogprobsReply)
+        rows = replies.logprob_rows(reply, len(contexts), what)
+        problem = replies.logprob_problem(rows)
+        if problem is not None:
+            raise WorkerFailure(f"{what}: not log-probabilities over 256 bytes: {problem}")
         picked = rows[np.arange(len(contexts)), targets].astype(np.float64)
-        if not np.all(np.isfinite(picked)) or np.any(picked > 1e-3):
-            raise WorkerFailure("next_byte_logprobs() returned values that are not log-probs")
         bits -= float(picked.sum()) / math.log(2)
         done += len(contexts)
         progress("phase 2: bits per byte", done, total_bytes)

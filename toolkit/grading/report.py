@@ -56,3 +56,7 @@ class GradeReport(BaseModel):
     problems: list[str] = Field(
         default_factory=list, description="Per-question problems (wrong length or type), capped."
     )
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What the grader changed to fit this host (e.g. a memory cap lowered).",
+    )

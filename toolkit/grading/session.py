@@ -83,25 +83,35 @@ class WorkerSession:
                 except (BrokenPipeError, ConnectionResetError):
                     raise self._died() from None
 
-    def receive(self, deadline: float) -> dict[str, Any]:
+    def receive(self, deadline: float, max_bytes: int = MAX_FRAME) -> dict[str, Any]:
+        """The next frame as a JSON object; `max_bytes`: the most an honest reply needs.
+
+        The size is checked from the frame's header, before its body is read.
+        """
         head_size = len(MAGIC) + len(self.nonce) + 4
         head = self._read(head_size, deadline)
         if head[: head_size - 4] != MAGIC + self.nonce:
             raise WorkerFailure("the worker's pipe carried bytes that are not a grader frame")
         (size,) = struct.unpack(">I", head[-4:])
-        if size > MAX_FRAME:
-            raise WorkerFailure(f"the worker sent a {size}-byte frame (limit {MAX_FRAME})")
+        limit = min(max_bytes, MAX_FRAME)
+        if size > limit:
+            raise WorkerFailure(
+                f"the worker sent a {size:,}-byte reply, more than the {limit:,} bytes an honest "
+                "reply to this request needs"
+            )
         try:
             message = json.loads(self._read(size, deadline))
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
             raise WorkerFailure("the worker sent a frame that is not JSON") from None
         if not isinstance(message, dict):
             raise WorkerFailure("the worker sent a frame that is not a JSON object")
         return message
 
-    def request(self, message: dict[str, Any], deadline: float) -> dict[str, Any]:
+    def request(
+        self, message: dict[str, Any], deadline: float, max_bytes: int = MAX_FRAME
+    ) -> dict[str, Any]:
         self.send(message, deadline)
-        return self.receive(deadline)
+        return self.receive(deadline, max_bytes)
 
     def _read(self, size: int, deadline: float) -> bytes:
         while len(self._buffer) < size:

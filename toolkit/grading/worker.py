@@ -93,15 +93,19 @@ def _generate(model: Any, request: dict[str, Any]) -> dict[str, Any]:
             f"for {len(prompts)} prompts (want a list of bytes)",
         }
     outputs: list[str | None] = []
+    sizes: list[int] = []
     types: list[str] = []
-    for item in result:
+    for item, length in zip(result, lengths, strict=True):
         if isinstance(item, bytes | bytearray):
-            outputs.append(base64.b64encode(bytes(item)).decode())
+            # One byte more than asked is enough to tell a wrong length; the size says how wrong.
+            outputs.append(base64.b64encode(bytes(item[: length + 1])).decode())
+            sizes.append(len(item))
             types.append("bytes")
         else:
             outputs.append(None)
-            types.append(type(item).__name__)
-    return {"ok": True, "outputs": outputs, "types": types}
+            sizes.append(0)
+            types.append(type(item).__name__[:40])
+    return {"ok": True, "outputs": outputs, "sizes": sizes, "types": types}
 
 
 def _logprobs(model: Any, request: dict[str, Any]) -> dict[str, Any]:

@@ -20,6 +20,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from toolkit.results import LogHead
+
 GENESIS = "0" * 64
 
 
@@ -101,3 +103,32 @@ class ChainedLog:
             if entries and line_hash(self._last_line()) != self.head:
                 raise ChainError(f"{self.path}: the last entry was replaced")
             return entries
+
+
+def chain_head(path: Path) -> tuple[int, str]:
+    """(entries, hash of the last line) of a verified chained log; (0, GENESIS) if absent."""
+    entries = read_chain(path)
+    if not entries:
+        return 0, GENESIS
+    return len(entries), line_hash(path.read_bytes().splitlines(keepends=True)[-1])
+
+
+CHAINED_ARTIFACTS = ("audit", "history")
+"""Keys of `RunResult.artifacts` that are chained logs."""
+
+
+def log_heads(folder: Path, artifacts: dict[str, str]) -> dict[str, LogHead]:
+    """The head of each chained log among `artifacts` (paths relative to `folder`).
+
+    A log whose chain is already broken gets no head: the run that has one is invalid for it.
+    """
+    heads: dict[str, LogHead] = {}
+    for key in CHAINED_ARTIFACTS:
+        if key not in artifacts:
+            continue
+        try:
+            entries, head = chain_head(folder / artifacts[key])
+        except ChainError:
+            continue
+        heads[key] = LogHead(entries=entries, sha256=head)
+    return heads

@@ -7,12 +7,14 @@ Order of events (DESIGN §5):
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
    marker in the harness folder, so a crash of this process is recorded later, not lost;
 4. the runner sandbox + runner service, then the agent in the controller sandbox; the clock
-   starts when the agent does;
+   starts when the agent does (`--backend docker`: each is a container of an image the CLI
+   checked against the pins, and every container and network carries the run id as a label);
 5. the agent exits, or the deadline comes: everything is killed (whatever it does with
    signals), the service stops; the history is checked against what the harness wrote;
 6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
    `failed` with 0; a harness or sandbox failure => `invalid` with its reason;
-7. the result is written atomically, the marker removed.
+7. the result is written atomically, with the final head of the audit log and of the history
+   (so that a log rewritten afterwards is caught), and the marker removed.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from toolkit.agents import Agent, AgentContext
 from toolkit.data import load_prepared
 from toolkit.results import EffectiveConfig, FamilyScore, RunResult, Score, Timings, save_run
 from toolkit.run import recovery, roles
-from toolkit.run.chain import ChainedLog, ChainError
+from toolkit.run.chain import ChainedLog, ChainError, log_heads
 from toolkit.run.clock import Clock
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
@@ -77,6 +79,7 @@ class RunSpec:
     secrets: list[str] = field(default_factory=list)  # values that must never reach the agent
     bank_dirs: list[Path] = field(default_factory=list)  # banks to hide (public ones always)
     starter: Path = STARTER_DIR  # the starter folder handed to the agent (with its TASK.md)
+    image_digests: dict[str, str] | None = None  # docker: the digest of each role's image
 
     @property
     def budget(self) -> tuple[float, float, float]:
@@ -236,7 +239,9 @@ class Run:
             config=EffectiveConfig(
                 toolkit_version=__version__,
                 git_commit=git_commit(),
-                image_digests={"controller": None, "runner": None, "grader": None},
+                image_digests=dict(spec.image_digests)
+                if spec.image_digests
+                else {"controller": None, "runner": None, "grader": None},
                 task_brief_sha256=ws.task_brief_sha256 if ws else "0" * 64,
                 scaffold_version=spec.agent.version,
                 scaffold_config_sha256=spec.agent.config_sha256(),
@@ -278,6 +283,14 @@ class Run:
     # -- the run ------------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
+        if self.spec.backend != "docker":
+            return self._execute()
+        from toolkit.sandbox.docker_engine import owner_run
+
+        with owner_run(self.run_id):  # every container and network is labelled with the run
+            return self._execute()
+
+    def _execute(self) -> RunResult:
         recovery.recover_runs()  # runs whose harness died are recorded before a new one starts
         self.artifacts.mkdir(parents=True, exist_ok=False)
         try:
@@ -358,6 +371,7 @@ class Run:
             *spec.bank_dirs,
             recovery.runs_root().parent / "exams",
         ]
+        self.grader.hide = tuple(hidden)  # public scoring hides the real exam too
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
             spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
@@ -375,7 +389,9 @@ class Run:
         self.boxes.append(controller)
         # The sandbox's own protections, plus what the harness adds on top for the controller.
         extra = {"controller:path-restricted"}
-        if "hidden-paths" in controller.isolation:
+        if spec.backend == "docker":  # the controller image has no Python and gets no GPU
+            extra |= {"controller:no-python-image", "controller:no-gpu"}
+        elif "hidden-paths" in controller.isolation:
             extra.add("controller:python-hidden")
             extra |= {"controller:gpu-hidden"} if roles.gpu_device_paths() else set()
         self.isolation = sorted(
@@ -506,6 +522,8 @@ class Run:
         result.usage = outcome.usage
         if outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
+        # Where the chained logs end now: a log rewritten later, even with fresh hashes, won't.
+        result.logs = log_heads(self.artifacts.parent, result.artifacts)
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)

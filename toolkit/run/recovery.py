@@ -120,8 +120,17 @@ def recover_runs(root: Path | None = None) -> list[Path]:
     return written
 
 
+def _remove_containers(run_id: str) -> int:
+    """A docker run's containers and networks (labelled with its id): removed."""
+    from toolkit.sandbox.docker_engine import remove_leftovers
+
+    return len(remove_leftovers(run_id))
+
+
 def _recover(harness: Path, marker: Marker) -> Path:
     killed = _kill_leftovers(harness)
+    if marker.skeleton.config.backend == "docker":
+        killed += _remove_containers(marker.skeleton.run_id)
     result = marker.skeleton.model_copy(deep=True)
     artifacts = Path(marker.artifacts)
     now = datetime.now(UTC)

@@ -21,6 +21,43 @@ from pathlib import Path
 
 from toolkit.sandbox import Limits, Sandbox, create_sandbox
 
+# The docker runner's caps (a container has no host limits to inherit): most of the memory,
+# room for many data-loader workers and their threads.
+DOCKER_RUNNER_MEMORY_SHARE = 0.8
+DOCKER_RUNNER_PIDS = 8192
+
+
+def docker_runner_limits() -> Limits:
+    import os
+
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return Limits(
+        memory_bytes=int(ram * DOCKER_RUNNER_MEMORY_SHARE), max_processes=DOCKER_RUNNER_PIDS
+    )
+
+
+def host_gpu_ids() -> list[str]:
+    """The NVIDIA GPU ids of this host, from its device nodes (/dev/nvidia0, ...)."""
+    found = [p.name.removeprefix("nvidia") for p in Path("/dev").glob("nvidia[0-9]*")]
+    return sorted((g for g in found if g.isdigit()), key=int)
+
+
+def docker_runner_gpus(pinned: str | None = None) -> list[str]:
+    """The docker runner's GPU: the pinned id, else the host's first GPU, else none (CPU)."""
+    if pinned is not None:
+        return [pinned]
+    return host_gpu_ids()[:1]
+
+
+def docker_image(backend: str, role: str) -> str | None:
+    """The image of `role` for the docker backend (pinned or default); None for local."""
+    if backend != "docker":
+        return None
+    from toolkit.images import current
+
+    return current().ref(role)
+
+
 # What an agent's shell needs; missing ones are skipped (the list is a courtesy, not a promise).
 SHELL_TOOLS = (
     "sh", "bash", "dash", "cat", "ls", "cp", "mv", "rm", "mkdir", "rmdir", "ln", "touch",
@@ -95,6 +132,7 @@ def make_controller(
         hide=visible_hide([*hide, *python_paths(), *gpu_device_paths()], workspace),
         env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
         readonly=readonly,
+        image=docker_image(backend, "controller"),
     )
 
 
@@ -105,7 +143,9 @@ def make_runner(
     hide: Sequence[Path],
     readonly: Sequence[Path],
     limits: Limits | None = None,
+    gpu: str | None = None,
 ) -> Sandbox:
+    """The runner; with docker, one GPU by id (`gpu`, else the host's first; none: CPU)."""
     return create_sandbox(
         backend,
         root=workspace,
@@ -114,5 +154,7 @@ def make_runner(
         # Unbuffered Python, so that training logs stream back as they are printed.
         env={"PYTHONUNBUFFERED": "1", "HOME": str(workspace)},
         readonly=readonly,
-        limits=limits or Limits(),
+        limits=limits or (docker_runner_limits() if backend == "docker" else Limits()),
+        image=docker_image(backend, "runner"),
+        gpus=docker_runner_gpus(gpu) if backend == "docker" else None,
     )

@@ -35,6 +35,9 @@ class Grader:
     size_limit_bytes: int
     backend: str
     device: str
+    # What the run hides beyond the grader's own list: its real exam (also while a candidate
+    # is scored on the public set), banks, results.
+    hide: tuple[Path, ...] = ()
 
     def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach)."""
@@ -46,6 +49,7 @@ class Grader:
             backend=self.backend,
             device=self.device,
             phases=phases,
+            hide=self.hide,
         )
 
 

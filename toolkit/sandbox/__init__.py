@@ -4,8 +4,9 @@
     with create_sandbox("local", root=workdir, hide=[exam_dir]) as box:
         result = box.exec(["python", "-c", "print(1)"], timeout=10)
 
-`local` is the only backend so far; `docker` will implement the same `Sandbox` class and pass
-the same conformance tests (`tests/sandbox/`).
+Two backends implement the same `Sandbox` class and pass the same conformance tests
+(`tests/sandbox/`): `local` (processes on this host, in namespaces) and `docker` (one container
+per sandbox, a `docker exec` per command; `docker_sandbox.py`).
 
 The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
 
@@ -46,6 +47,19 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     host-filesystem-writable, mounts, ipc, uts, disk: (in not_isolated, hosts without
                         namespaces) writable wherever the caller may write, no private
                         places, shared IPC and hostname, no disk cap beyond each file
+
+Words of the docker backend (besides pidns, mountns, netns, ipcns, utsns, pgroup, ...):
+
+    container           every command runs in the sandbox's container (image: below)
+    image:ID            the first 12 hex digits of the image id the container runs
+    caps-dropped        all capabilities dropped from the sandbox's processes
+    readonly-rootfs     the image's filesystem is read-only; only the root, /tmp and /var/tmp
+                        (private tmpfs) are writable
+    egress-allowlist    no network but TCP to the `egress` (host, port) pairs, through a
+                        forwarder container on an internal network; every attempt is logged
+    disk-cap / root-disk  as above: `disk_bytes` caps /tmp, /var/tmp and /dev/shm together;
+                        the root is a bind mount of a host folder, not capped
+    no-gpu / gpus:IDS   no GPU device in the container / exactly these GPU ids
 """
 
 from __future__ import annotations
@@ -55,6 +69,7 @@ from pathlib import Path
 
 from toolkit.sandbox.base import (
     NO_LIMITS,
+    Egress,
     ExecResult,
     Limits,
     Sandbox,
@@ -63,10 +78,11 @@ from toolkit.sandbox.base import (
 )
 from toolkit.sandbox.streams import LineReader
 
-BACKENDS = ("local",)
+BACKENDS = ("local", "docker")
 
 __all__ = [
     "BACKENDS",
+    "Egress",
     "ExecResult",
     "Limits",
     "LineReader",
@@ -86,6 +102,9 @@ def create_sandbox(
     limits: Limits = NO_LIMITS,
     env: Mapping[str, str] | None = None,
     readonly: Sequence[Path] = (),
+    egress: Sequence[Egress] = (),
+    gpus: Sequence[str] | None = None,
+    image: str | None = None,
     ephemeral_root: bool = False,
 ) -> Sandbox:
     """A sandbox of `backend` working in `root` (an existing directory; commands start there).
@@ -109,6 +128,10 @@ def create_sandbox(
 
     The sandbox may run commands as another user (`nobody` for the local backend as root): it
     is handed the files already in `root` when created; put later files in with `write_file`.
+    `egress` (network must be False): the only (host, port) pairs TCP may reach, logged in
+    `egress_log`. `gpus`: None = the backend's default (local: the host's GPUs as they are;
+    docker: none), a list = exactly those GPU ids, [] = none. `image` (docker only): the image
+    to run, default the runner image of `toolkit.images`.
     Read `isolation` / `not_isolated` for what is in force on this host, and record them.
     Raises ValueError for an unknown backend or contradictory paths, SandboxError when the
     sandbox cannot be set up.
@@ -125,5 +148,22 @@ def create_sandbox(
             readonly=readonly,
             ephemeral_root=ephemeral_root,
         )
+    if backend == "docker":
+        from toolkit.sandbox.docker_sandbox import DockerSandbox
+
+        box = DockerSandbox(
+            root,
+            network=network,
+            hide=hide,
+            limits=limits,
+            env=env,
+            readonly=readonly,
+            egress=egress,
+            gpus=gpus,
+            image=image,
+        )
+        if ephemeral_root:  # not offered by the docker backend yet: commands write to the root
+            box.not_isolated = sorted({*box.not_isolated, "ephemeral-root", "root-disk"})
+        return box
     known = ", ".join(repr(b) for b in BACKENDS)
     raise ValueError(f"unknown sandbox backend {backend!r}; known backends: {known}")

@@ -58,6 +58,18 @@ class Limits:
 NO_LIMITS = Limits()
 
 
+@dataclass(frozen=True)
+class Egress:
+    """One destination a sandbox without network may still open TCP connections to.
+
+    Programs inside connect to `host:port` as usual (the name resolves inside); every attempt
+    is logged by the backend (`Sandbox.egress_log`). How a controller reaches its provider.
+    """
+
+    host: str
+    port: int
+
+
 class SandboxError(RuntimeError):
     """The sandbox itself broke (could not be set up, lost a process): not the command's fault."""
 
@@ -95,6 +107,8 @@ class Sandbox(abc.ABC):
     """What this backend, on this host, does not isolate (recorded with every run)."""
     root: Path
     """The sandbox's working directory (a host path for the local backend)."""
+    egress_log: list[dict[str, object]]
+    """Every connection attempt to an `Egress` destination: time, host, port, allowed, error."""
 
     @abc.abstractmethod
     def exec(

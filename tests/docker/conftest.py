@@ -1,0 +1,208 @@
+"""Fixtures for the docker backend's attack tests: a real engine (never a mock), small runs.
+
+Every test here needs the engine (`docker_engine`, tests/conftest.py): outside CI a machine
+without one skips them with the reason; with CI=true they fail.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.run.conftest import ShellAgent
+from toolkit.agents import Agent
+from toolkit.agents.scripted import BASELINE_MODEL
+from toolkit.images import current, pin
+from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
+from toolkit.run.orchestrate import RunSpec
+from toolkit.sandbox import docker_engine
+from toolkit.sandbox.docker_egress import UPSTREAM_ENV, internal_network
+from toolkit.tracks import Track, get_track
+
+REPO = Path(__file__).resolve().parents[2]
+__all__ = ["ShellAgent"]
+
+
+@pytest.fixture(autouse=True)
+def engine(docker_engine: object) -> Iterator[object]:
+    yield docker_engine
+    pin(None)  # a command run in-process pinned its images: the next test starts afresh
+
+
+@pytest.fixture(autouse=True)
+def ari_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("ARI_HOME", str(home))
+    return home
+
+
+@pytest.fixture
+def client(engine: object) -> Any:
+    return docker_engine.connect()
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    path = tmp_path / "root"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A TCP server on the host (all addresses) that answers b"host" to anyone connecting."""
+    server = socket.socket()
+    server.bind(("0.0.0.0", 0))
+    server.listen()
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.sendall(b"host")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+# An HTTP server for the fake provider and the "other host": answers its own name and keeps a
+# count of the requests it had (GET /count), so a test can prove a server was never reached.
+SERVER = """
+import http.server, sys
+name, hits = sys.argv[1], [0]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path != "/count":
+            hits[0] += 1
+        body = (name + " " + str(hits[0]) + "\\n").encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body)))
+        self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("0.0.0.0", 8080), H).serve_forever()
+"""
+
+
+@dataclass
+class Upstream:
+    """The network beyond the forwarder: a fake provider and another host, both on it."""
+
+    network: str
+    provider: str  # host name of the fake provider (allowed)
+    other: str  # host name of another server (never allowed)
+    provider_ip: str
+    other_ip: str
+    client: Any
+
+    def hits(self, container_ip: str) -> str:
+        """Ask a server for its request count from a helper container on the network."""
+        return run_on_network(self.client, self.network, f"http://{container_ip}:8080/count")
+
+
+def run_on_network(client: Any, network: str, url: str) -> str:
+    script = f"import urllib.request; print(urllib.request.urlopen({url!r}, timeout=5).read())"
+    out = client.containers.run(
+        current().proxy,
+        ["python3", "-c", script],
+        network=network,
+        remove=True,
+        labels=docker_engine.labels(),
+    )
+    return str(out.decode().strip())
+
+
+@pytest.fixture
+def upstream(client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
+    """An internal network holding a fake provider and another server (no outside access)."""
+    tag = secrets.token_hex(3)
+    network = f"ari-test-upstream-{tag}"
+    internal_network(client, network)
+    provider, other = f"provider-{tag}.test", f"other-{tag}.test"
+    started = []
+    try:
+        ips = []
+        for name in (provider, other):
+            container = client.api.create_container(
+                current().proxy,
+                command=["python3", "-c", SERVER, name],
+                user="65534:65534",
+                labels=docker_engine.labels(),
+                host_config=client.api.create_host_config(network_mode=network),
+                networking_config=client.api.create_networking_config(
+                    {network: client.api.create_endpoint_config(aliases=[name])}
+                ),
+            )
+            started.append(container["Id"])
+            client.api.start(container["Id"])
+            info = client.api.inspect_container(container["Id"])
+            ips.append(info["NetworkSettings"]["Networks"][network]["IPAddress"])
+        time.sleep(0.5)  # the servers bind
+        monkeypatch.setenv(UPSTREAM_ENV, network)
+        yield Upstream(network, provider, other, ips[0], ips[1], client)
+    finally:
+        for container in started:
+            client.api.remove_container(container, force=True)
+        client.api.remove_network(network)
+
+
+@pytest.fixture
+def demo_track() -> Track:
+    return get_track(REPO / "results", "demo-cpu")
+
+
+@pytest.fixture
+def small_text(tmp_path: Path) -> Path:
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while"]
+    lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) for i in range(3000)]
+    path = tmp_path / "text.txt"
+    path.write_text("\n".join(lines))
+    return path
+
+
+SpecFactory = Callable[..., RunSpec]
+
+
+@pytest.fixture
+def make_spec(tmp_path: Path, demo_track: Track, small_text: Path) -> SpecFactory:
+    """A docker RunSpec on the demo track with scaled-down times and small training data."""
+
+    def make(agent: Agent, *, budget: float, per_call: float, reserved: float) -> RunSpec:
+        data = prepare_data(small_text, tmp_path / "data")
+        return RunSpec(
+            track=demo_track,
+            model=BASELINE_MODEL,
+            seed=0,
+            agent=agent,
+            exam=built_exam(DEMO_BANK, "demo"),
+            public_set=public_set(),
+            data_dir=data,
+            results_dir=tmp_path / "results",
+            backend="docker",
+            budget_s=budget,
+            per_call_limit_s=per_call,
+            reserved_s=reserved,
+        )
+
+    return make
+
+
+def containers_of(client: Any, **label: str) -> list[dict[str, Any]]:
+    filters = [f"{k}={v}" for k, v in label.items()] or ["ari.bench"]
+    found: list[dict[str, Any]] = client.api.containers(all=True, filters={"label": filters})
+    return found

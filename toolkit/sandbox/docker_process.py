@@ -1,0 +1,234 @@
+"""One command in a Docker sandbox: the exec's raw stream turned into ordinary pipes.
+
+Callers get real pipe fds (they `select`, `os.read` and `os.write` on them, as with the local
+backend). Two threads per process: one demultiplexes the engine's stream into the stdout and
+stderr pipes, one copies the stdin pipe into the stream (and sends EOF when the caller closes
+it). The exit status comes from `ari-init run` (a status file: "exit N" or "signal N"), or, if
+the wrapper itself was killed, from the engine (128+N means signal N).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import selectors
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from toolkit.sandbox.base import SandboxError, SandboxProcess
+from toolkit.sandbox.docker_engine import Hijacked
+from toolkit.sandbox.files import read_under
+
+MAX_OUTPUT_BYTES = 64 * 2**20  # what `exec` keeps of each stream
+KILL_TIMEOUT_S = 10.0
+
+
+class DockerProcess(SandboxProcess):
+    """A command started with `docker exec` through `ari-init run` (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: Any,
+        exec_id: str,
+        stream: Hijacked,
+        streams: list[bool],
+        status_file: Path,
+        kill_request: Callable[[str], None],
+    ) -> None:
+        self._client = client
+        self.exec_id = exec_id
+        self.call_id = status_file.name
+        self._stream = stream
+        self._status_file = status_file
+        self._kill_request = kill_request
+        self._code: int | None = None
+        self._done = threading.Event()
+        self._discard = False
+        self._pid: int | None = None
+        self._ours: list[int] = []  # our pipe ends, closed when the stream ends
+        self.stdin: IO[bytes] | None = None
+        self.stdout: IO[bytes] | None = None
+        self.stderr: IO[bytes] | None = None
+        self._sinks: dict[int, int] = {}
+        for index, name in ((1, "stdout"), (2, "stderr")):
+            if streams[index]:
+                read_end, write_end = os.pipe2(os.O_CLOEXEC)
+                os.set_blocking(write_end, False)
+                self._sinks[index] = write_end
+                setattr(self, name, os.fdopen(read_end, "rb"))
+        self._feeder: threading.Thread | None = None
+        if streams[0]:
+            read_end, write_end = os.pipe2(os.O_CLOEXEC)
+            self.stdin = os.fdopen(write_end, "wb")
+            self._feeder = threading.Thread(target=self._feed, args=(read_end,), daemon=True)
+            self._feeder.start()
+        else:
+            stream.close_input()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    # -- the threads ---------------------------------------------------------------------
+    def _feed(self, fd: int) -> None:
+        """Copy what the caller writes to stdin into the stream; EOF when they close it."""
+        try:
+            while not self._done.is_set():
+                ready, _, _ = select.select([fd], [], [], 0.2)
+                if not ready:
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                self._stream.send(data)
+        except OSError:
+            pass
+        finally:
+            self._stream.close_input()
+            os.close(fd)
+
+    def _write(self, fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view and not self._discard:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                select.select([], [fd], [], 0.1)
+            except OSError:  # the caller closed its end: nobody reads any more
+                self._discard = True
+
+    def _read(self) -> None:
+        try:
+            for kind, data in self._stream.frames():
+                sink = self._sinks.get(kind)
+                if sink is not None and not self._discard:
+                    self._write(sink, data)
+        finally:
+            for fd in self._sinks.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._stream.close()
+            self._code = self._exit_code()
+            self._done.set()
+
+    def _exit_code(self) -> int:
+        """The wrapper's word for it (it wrote the file before it exited, so before the stream
+        ended); only if it was killed itself, the engine's (polled until it has the code)."""
+        try:  # the sandbox can write there too: no link is followed, no FIFO blocks us
+            text = read_under(self._status_file.parent, self._status_file.name).decode()
+            word, _, number = text.partition(" ")
+            with contextlib.suppress(OSError):
+                self._status_file.unlink()
+            return -int(number) if word == "signal" else int(number)
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass
+        end = time.monotonic() + KILL_TIMEOUT_S
+        info: dict[str, Any] = {}
+        while time.monotonic() < end:
+            try:
+                info = self._client.api.exec_inspect(self.exec_id)
+            except Exception:
+                break
+            if not info.get("Running"):
+                break
+            time.sleep(0.005)
+        code = info.get("ExitCode")
+        if not isinstance(code, int):
+            return -9
+        return -(code - 128) if code > 128 else code
+
+    # -- the interface -------------------------------------------------------------------
+    @property
+    def pid(self) -> int:
+        """Host pid of the command's wrapper if the engine has started it yet, else 0 (asked
+        once; crash recovery of the docker backend goes by container labels, not pids)."""
+        if self._pid is None:
+            self._pid = 0
+            with contextlib.suppress(Exception):
+                self._pid = int(self._client.api.exec_inspect(self.exec_id).get("Pid") or 0)
+        return self._pid
+
+    @pid.setter
+    def pid(self, value: int) -> None:
+        self._pid = value
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        self._done.wait(timeout)
+        return self._code if self._done.is_set() else None
+
+    def poll(self) -> int | None:
+        return self.wait(0)
+
+    def kill(self) -> None:
+        """Kill the command's whole tree (PID 1 does it) and wait until its stream has ended."""
+        if self._done.is_set():
+            return
+        self._discard = True
+        self._kill_request(self.call_id)
+        if not self._done.wait(KILL_TIMEOUT_S):
+            raise SandboxError(f"docker command {self.call_id} survived its kill")
+
+    def settle(self, timeout: float) -> None:
+        """Wait for the reader to finish (the container is gone: its stream ends)."""
+        self._discard = True
+        self._done.wait(timeout)
+
+
+def communicate(
+    process: DockerProcess, data: bytes | None, timeout: float | None
+) -> tuple[bytes, bytes, bool]:
+    """Feed `data`, collect stdout/stderr until both close; kill the tree at `timeout`."""
+    assert process.stdout is not None and process.stderr is not None
+    chunks: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
+    sizes = dict.fromkeys(chunks, 0)
+    pending = memoryview(data or b"")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
+    with selectors.DefaultSelector() as selector:
+        for fd in chunks:
+            selector.register(fd, selectors.EVENT_READ)
+        if process.stdin is not None:
+            os.set_blocking(process.stdin.fileno(), False)
+            if pending:
+                selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                process.stdin.close()
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                if timed_out:
+                    break
+                timed_out = True
+                process.kill()
+                deadline = time.monotonic() + 5
+                continue
+            for key, _ in selector.select(left):
+                fd = int(key.fd)
+                if fd in chunks:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        selector.unregister(fd)
+                    elif sizes[fd] < MAX_OUTPUT_BYTES:
+                        chunks[fd].append(chunk[: MAX_OUTPUT_BYTES - sizes[fd]])
+                        sizes[fd] += len(chunk)
+                    continue
+                try:
+                    written = os.write(fd, pending[: 1 << 16])
+                except BlockingIOError:
+                    continue
+                except BrokenPipeError:
+                    written = len(pending)
+                pending = pending[written:]
+                if not pending:
+                    selector.unregister(fd)
+                    assert process.stdin is not None
+                    process.stdin.close()
+    if process.stdin is not None and not process.stdin.closed:
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+    process.stdout.close()
+    process.stderr.close()
+    out, err = (b"".join(chunks[fd]) for fd in chunks)
+    return out, err, timed_out

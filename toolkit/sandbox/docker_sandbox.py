@@ -1,0 +1,440 @@
+"""The docker backend: a sandbox is one container; every command is a `docker exec` in it.
+
+The container (created when the sandbox is): the image's `ari-init` as PID 1 (root with only
+CAP_KILL, so the sandbox's own processes can neither signal nor trace it), the sandbox's root
+bind-mounted read-write at the same path as on the host, read-only paths bind-mounted read-only
+(also at their host paths, so every path a caller passes means the same inside), hidden paths
+that fall inside those mounts covered by an empty read-only tmpfs (a file: /dev/null), a
+read-only root filesystem with private tmpfs /tmp and /var/tmp, `network_mode="none"` (or an
+internal network whose only way out is the egress forwarder, see `docker_egress`), all
+capabilities dropped, `no-new-privileges`, memory/pids caps and rlimits from `Limits`, GPUs
+only by device id, and labels that say who made it (`docker_engine`).
+
+Commands run as uid/gid 65534 (the caller's own uid when the host side is not root), through
+`ari-init run`, which keeps a command's whole tree together and reports its exact status; a
+kill goes to PID 1 over its stdin (which only the harness holds), and PID 1 also kills any
+process that escapes its command. PID 1 exits when that stdin closes, so a harness that dies
+takes its containers with it; `remove_leftovers` deletes what remains.
+
+What the docker backend does NOT isolate (recorded in `not_isolated`): the kernel (shared with
+the host; the engine's default seccomp profile applies), the CPU share (no quota: `cpu_seconds`
+caps CPU time only), the root's disk use (a bind mount of a host folder; `disk_bytes` caps the
+tmpfs mounts), and the sandbox's processes from each other (one uid for all its commands).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from toolkit.images import INIT_PATH, ImageError, current
+from toolkit.images.resolve import Resolved, resolve
+from toolkit.sandbox.base import (
+    NO_LIMITS,
+    Egress,
+    ExecResult,
+    Limits,
+    Sandbox,
+    SandboxError,
+    SandboxProcess,
+)
+from toolkit.sandbox.docker_egress import EgressGate, internal_network
+from toolkit.sandbox.docker_engine import Hijacked, connect, labels
+from toolkit.sandbox.docker_process import DockerProcess, communicate
+from toolkit.sandbox.files import read_under, write_under
+
+STATUS_MOUNT = "/run/ari-status"
+SANDBOX_UID = 65534
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+SHM_BYTES = 64 * 2**20  # the engine's default /dev/shm
+VAR_TMP_BYTES = 16 * 2**20
+START_TIMEOUT_S = 60.0
+
+
+def _is_within(path: Path, other: Path) -> bool:
+    return path == other or other in path.parents
+
+
+def _ram_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def gpu_requests(gpus: Sequence[str] | None) -> list[Any]:
+    """The engine's device requests for `gpus`: by id, never by count (count=1 always means
+    GPU 0, which would stack parallel runs on one card). None or [] = no GPU."""
+    if not gpus:
+        return []
+    import docker.types
+
+    return [
+        docker.types.DeviceRequest(driver="nvidia", device_ids=list(gpus), capabilities=[["gpu"]])
+    ]
+
+
+class DockerSandbox(Sandbox):
+    """A container that commands are exec'd into (see the module docstring)."""
+
+    name = "docker"
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        network: bool = False,
+        hide: Sequence[Path] = (),
+        limits: Limits = NO_LIMITS,
+        env: Mapping[str, str] | None = None,
+        readonly: Sequence[Path] = (),
+        egress: Sequence[Egress] = (),
+        gpus: Sequence[str] | None = None,
+        image: str | None = None,
+    ) -> None:
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise SandboxError(f"sandbox root {self.root} is not a directory; create it first")
+        if egress and network:
+            raise ValueError("egress is for a sandbox without network: pass network=False")
+        self.network = network
+        self.limits = limits
+        self.egress = list(egress)
+        self.gpus = list(gpus) if gpus is not None else None
+        self.hide = [Path(p).absolute() for p in hide]
+        self.readonly = [Path(p).resolve() for p in readonly]
+        for path in self.readonly:
+            if not path.exists():
+                raise ValueError(f"read-only path {path} does not exist")
+        self.root_readonly = self.root in self.readonly
+        if os.geteuid() == 0:
+            self.uid = self.gid = SANDBOX_UID
+        else:  # the caller's files are the caller's: run as the caller (no chown possible)
+            self.uid, self.gid = os.getuid(), os.getgid()
+        self.client = connect()
+        self.image = _resolve(self.client, image or current().runner, "sandbox")
+        self.tmpdir = "/tmp" if self.root_readonly else str(self.root / ".tmp")
+        if not self.root_readonly:
+            (self.root / ".tmp").mkdir(exist_ok=True)
+            if os.geteuid() == 0:
+                self._hand_over(self.root)
+        self.base_env = {
+            "PATH": DEFAULT_PATH,
+            "HOME": str(self.root),
+            "LANG": "C.UTF-8",
+            "TMPDIR": self.tmpdir,
+            **(env or {}),
+        }
+        self.prefix = f"ari-{secrets.token_hex(5)}"
+        self.state = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-"))
+        self.status_dir = self.state / "status"
+        self.status_dir.mkdir()
+        os.chown(self.status_dir, self.uid, self.gid)
+        self._lock = threading.Lock()
+        self._processes: list[DockerProcess] = []
+        self._closed = False
+        self._gate: EgressGate | None = None
+        self._open_network: str | None = None
+        self.container = ""
+        self._control: Hijacked | None = None
+        try:
+            self._create()
+        except BaseException:
+            self._release()
+            raise
+        self.isolation, self.not_isolated = self._describe()
+
+    # -- description -----------------------------------------------------------------------
+    def _describe(self) -> tuple[list[str], list[str]]:
+        lim = self.limits
+        on = [
+            "container", "pidns", "mountns", "ipcns", "utsns", "subreaper", "pgroup",
+            "scrubbed-env", "no-new-privs", "caps-dropped", "readonly-rootfs", "private-tmp",
+            f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
+        ]  # fmt: skip
+        off = ["kernel", "cpu-share"]
+        # Hidden paths are never mounted (those under a mount are covered): all are invisible.
+        on += ["hidden-paths"] if self.hide else []
+        on += ["readonly-paths"] if self.readonly else []
+        if self.egress:
+            on += ["netns", "egress-allowlist"]
+        elif self.network:
+            off.append("network")
+        else:
+            on.append("netns")
+        on += ["cgroup-pids"] if lim.max_processes is not None else []
+        on += ["cgroup-memory"] if lim.memory_bytes is not None else []
+        on += ["rlimits"] if lim.cpu_seconds is not None or lim.file_size_bytes else []
+        if lim.disk_bytes is not None:
+            on.append("disk-cap")
+            if not self.root_readonly:
+                off.append("root-disk")
+        on += ["gpus:" + ",".join(self.gpus)] if self.gpus else ["no-gpu"]
+        return sorted(set(on)), sorted(set(off))
+
+    # -- the container ---------------------------------------------------------------------
+    def _hand_over(self, path: Path) -> None:
+        """Give the sandbox user the root's files, so it can work in its own folder."""
+        try:
+            os.chown(path, self.uid, self.gid)
+            for dirpath, dirnames, filenames in os.walk(path):
+                for name in dirnames + filenames:
+                    os.lchown(os.path.join(dirpath, name), self.uid, self.gid)
+        except OSError as exc:
+            raise SandboxError(
+                f"cannot give {path} to the sandbox user {self.uid}: {exc.strerror}"
+            ) from exc
+
+    def _covers(self) -> list[tuple[Path, bool]]:
+        """Hidden paths that would show through a mount: (path, is_directory)."""
+        mounted = [self.root, *self.readonly]
+        found = []
+        for hidden in self.hide:
+            if not (hidden.exists() or hidden.is_symlink()):
+                continue
+            real = hidden.resolve()
+            if any(_is_within(real, m) and real != m for m in mounted):
+                found.append((real, real.is_dir()))
+        return found
+
+    def _mounts(self) -> tuple[list[Any], dict[str, str]]:
+        import docker.types
+
+        mounts = [
+            docker.types.Mount(
+                str(self.root), str(self.root), type="bind", read_only=self.root_readonly
+            ),
+            docker.types.Mount(STATUS_MOUNT, str(self.status_dir), type="bind"),
+        ]
+        mounts += [
+            docker.types.Mount(str(p), str(p), type="bind", read_only=True)
+            for p in self.readonly
+            if p != self.root
+        ]
+        tmpfs = {}
+        size = self.limits.disk_bytes
+        if size is not None:
+            shm = min(SHM_BYTES, size // 4)
+            var_tmp = min(VAR_TMP_BYTES, size // 4)
+            tmp_size = max(4096, size - shm - var_tmp)
+        else:
+            var_tmp = tmp_size = self.limits.memory_bytes or _ram_bytes() // 4
+        tmpfs["/tmp"] = f"rw,nosuid,nodev,size={tmp_size},mode=1777"
+        tmpfs["/var/tmp"] = f"rw,nosuid,nodev,size={var_tmp},mode=1777"
+        for path, is_dir in self._covers():
+            if is_dir:
+                tmpfs[str(path)] = "ro,nosuid,nodev,noexec,size=4096,mode=0"
+            else:
+                mounts.append(
+                    docker.types.Mount(str(path), "/dev/null", type="bind", read_only=True)
+                )
+        return mounts, tmpfs
+
+    def _network(self) -> tuple[str, dict[str, str]]:
+        """network_mode and extra /etc/hosts entries."""
+        if self.egress:
+            proxy = _image(self.client, current().proxy, "proxy")
+            self._gate = EgressGate(self.client, proxy, self.egress, self.prefix)
+            return self._gate.network, dict(self._gate.hosts)
+        if self.network:
+            self._open_network = f"{self.prefix}-open"
+            internal_network(self.client, self._open_network, internal=False)
+            return self._open_network, {}
+        return "none", {}
+
+    def _create(self) -> None:
+        import docker.errors
+        import docker.types
+
+        api = self.client.api
+        lim = self.limits
+        mounts, tmpfs = self._mounts()
+        network_mode, hosts = self._network()
+        ulimits = [docker.types.Ulimit(name="core", soft=0, hard=0)]
+        if lim.cpu_seconds is not None:
+            ulimits.append(
+                docker.types.Ulimit(name="cpu", soft=lim.cpu_seconds, hard=lim.cpu_seconds)
+            )
+        if lim.file_size_bytes is not None:
+            size = lim.file_size_bytes
+            ulimits.append(docker.types.Ulimit(name="fsize", soft=size, hard=size))
+        shm = min(SHM_BYTES, lim.disk_bytes // 4) if lim.disk_bytes is not None else SHM_BYTES
+        host_config = api.create_host_config(
+            mounts=mounts,
+            tmpfs=tmpfs,
+            network_mode=network_mode,
+            extra_hosts=hosts or None,
+            cap_drop=["ALL"],
+            cap_add=["KILL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            ipc_mode="private",
+            shm_size=max(shm, 4096),
+            mem_limit=lim.memory_bytes,
+            memswap_limit=lim.memory_bytes,
+            pids_limit=lim.max_processes,
+            ulimits=ulimits,
+            device_requests=gpu_requests(self.gpus) or None,
+        )
+        try:
+            created = api.create_container(
+                self.image.id,
+                command=[INIT_PATH, "init"],
+                user="0:0",
+                stdin_open=True,  # with detach=False: StdinOnce, the dead-man switch
+                tty=False,
+                environment=self.base_env,
+                working_dir=str(self.root),
+                hostname="sandbox",
+                labels=labels(**{"ari.role": "sandbox"}),
+                host_config=host_config,
+                name=f"{self.prefix}-box",
+            )
+            self.container = str(created["Id"])
+            self._control = Hijacked(f"/containers/{self.container}/attach?stream=1&stdin=1", None)
+            api.start(self.container)
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker sandbox could not start: {exc.explanation or exc}") from exc
+
+    # -- processes ---------------------------------------------------------------------------
+    def _workdir(self, cwd: str | None) -> str:
+        if cwd is None:
+            return str(self.root)
+        path = Path(cwd) if Path(cwd).is_absolute() else self.root / cwd
+        mounted = [self.root, *self.readonly]
+        if any(_is_within(path.resolve(), m) for m in mounted) and not path.is_dir():
+            raise SandboxError(f"working directory {cwd} does not exist in the sandbox")
+        return str(path)
+
+    def _spawn(
+        self, argv: list[str], cwd: str | None, env: dict[str, str] | None, streams: list[bool]
+    ) -> DockerProcess:
+        if not argv:
+            raise ValueError("argv must name a command")
+        import docker.errors
+
+        workdir = self._workdir(cwd)
+        with self._lock:
+            if self._closed:
+                raise SandboxError("sandbox was cleaned up; create a new one")
+        call = secrets.token_hex(8)
+        command = [INIT_PATH, "run", call, f"{STATUS_MOUNT}/{call}", "--", *argv]
+        try:
+            created = self.client.api.exec_create(
+                self.container,
+                command,
+                stdin=streams[0],
+                stdout=True,
+                stderr=True,
+                user=f"{self.uid}:{self.gid}",
+                environment=env or None,
+                workdir=workdir,
+            )
+            stream = Hijacked(f"/exec/{created['Id']}/start", {"Detach": False, "Tty": False})
+        except docker.errors.APIError as exc:
+            raise SandboxError(f"docker exec failed: {exc.explanation or exc}") from exc
+        process = DockerProcess(
+            self.client, str(created["Id"]), stream, streams, self.status_dir / call, self._kill
+        )
+        with self._lock:
+            self._processes = [p for p in self._processes if p.poll() is None] + [process]
+        return process
+
+    def _kill(self, call_id: str) -> None:
+        """Ask PID 1 to kill the tree of one command (no new process needed: works even when
+        a fork bomb holds every pid the container may have)."""
+        control = self._control
+        if control is None:
+            return
+        with self._lock, contextlib.suppress(OSError):
+            control.send(f"kill {call_id}\n".encode())
+
+    def exec(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        input: bytes | None = None,
+        timeout: float | None = None,
+    ) -> ExecResult:
+        started = time.monotonic()
+        process = self._spawn(argv, cwd, env, [input is not None, True, True])
+        out, err, timed_out = communicate(process, input, timeout)
+        code = process.wait()
+        assert code is not None
+        return ExecResult(code, out, err, timed_out, time.monotonic() - started)
+
+    def start(
+        self,
+        argv: list[str],
+        *,
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
+        stdin: bool = True,
+        stdout: bool = True,
+        stderr: bool = True,
+    ) -> SandboxProcess:
+        return self._spawn(argv, cwd, env, [stdin, stdout, stderr])
+
+    def read_file(self, path: str) -> bytes:
+        return read_under(self.root, path)
+
+    def write_file(self, path: str, data: bytes) -> None:
+        owner = (self.uid, self.gid) if os.geteuid() == 0 else None
+        write_under(self.root, path, data, owner)
+
+    @property
+    def egress_log(self) -> list[dict[str, object]]:
+        return list(self._gate.log()) if self._gate is not None else []
+
+    @egress_log.setter
+    def egress_log(self, _: list[dict[str, object]]) -> None:
+        raise AttributeError("the docker backend's egress log is read from its forwarders")
+
+    # -- the end ---------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Kill the container at once (every process in it), keep nothing running."""
+        if self.container:
+            with contextlib.suppress(Exception):
+                self.client.api.kill(self.container)
+
+    def cleanup(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._release()
+
+    def _release(self) -> None:
+        if self.container:
+            with contextlib.suppress(Exception):
+                self.client.api.remove_container(self.container, force=True)
+        for process in list(self._processes):
+            process.settle(timeout=5)
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+        if self._gate is not None:
+            self._gate.remove()
+        if self._open_network is not None:
+            with contextlib.suppress(Exception):
+                self.client.api.remove_network(self._open_network)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+
+def _resolve(client: Any, ref: str, role: str) -> Resolved:
+    """The image `ref`, or SandboxError with the one line that says what to build or pull."""
+    try:
+        return resolve(client, ref, role)
+    except ImageError as exc:
+        raise SandboxError(str(exc)) from exc
+
+
+def _image(client: Any, ref: str, role: str) -> str:
+    return _resolve(client, ref, role).id
