@@ -10,7 +10,9 @@ such a folder instead, for as long as the caller needs it:
 - `ext4` (preferred: needs root, `mkfs.ext4`, `mount` and loop devices): a sparse image file
   beside the folder (`.NAME.ari-cap.img`, readable by root only), formatted without a journal
   (nothing in it must survive a crash) and loop-mounted. The host's disk holds what was
-  written, never more than the cap; past it, writes fail with ENOSPC.
+  written, never more than the cap; past it, writes fail with ENOSPC, a little earlier for
+  sandboxed code than for the host (root keeps up to 16 MiB, so that a harness writing
+  there, such as a run's `runner` channel, still can when an agent has filled it).
 - `tmpfs`: memory-backed and instant, for caps that fit in memory (a quarter of it at most):
   what is written takes memory, not disk.
 
@@ -49,6 +51,9 @@ FREE_SHARE = 0.5
 the free disk would not protect it, and others share that disk."""
 MEMORY_SHARE = 0.25
 """A tmpfs cap may be at most this share of the host's memory."""
+RESERVED_BYTES = 16 * 2**20
+RESERVED_PERCENT_MAX = 5.0
+"""An ext4 cap keeps this much (at most this share) for root: the host's own writes."""
 TOOL_TIMEOUT_S = 120
 MNT_DETACH = 2
 LOOP_CLR_FD = 0x4C01
@@ -156,16 +161,18 @@ def _mount_image(folder: Path, size: int) -> None:
         os.ftruncate(fd, size)
     finally:
         os.close(fd)
-    # No journal and no reserved blocks (nothing must survive a crash, all of it is usable);
-    # inode tables are never zeroed on the image (a sparse file reads as zeros already).
-    # (Both tools were found by `unavailable`.)
+    # No journal (nothing in it must survive a crash); inode tables are never zeroed on the
+    # image (a sparse file reads as zeros already). A little room is kept for root, that is
+    # for the host: it can still answer through files there (a run's `runner` channel) when
+    # sandboxed code has filled the rest. (Both tools were found by `unavailable`.)
+    reserved = min(RESERVED_PERCENT_MAX, 100 * RESERVED_BYTES / size)
     _run(
         [
             _tool("mkfs.ext4") or "mkfs.ext4",
             "-q",
             "-F",
             "-m",
-            "0",
+            f"{reserved:.3f}",
             "-O",
             "^has_journal",
             "-E",
@@ -276,12 +283,14 @@ def release(folder: Path) -> list[str]:
                 log.warning("sandbox: cannot unmount %s: %s", mount.point, os.strerror(err))
                 continue
         done.append(f"unmounted {mount.fstype} from {mount.point}")
-    # Images: the folder's own, and any under it (the mounts are gone: only images are left).
+    # Images: the folder's own, and any under it (its mounts are gone: only images are left).
+    # Walked without following links: whatever a sandbox planted there leads nowhere else.
     images = {image_of(folder), *(image_of(m.point) for m in mounts)}
-    if folder.is_dir():
-        images.update(folder.rglob(f".*{IMAGE_SUFFIX}"))
+    for top, _dirs, files in os.walk(folder):
+        images.update(Path(top, name) for name in files if name.endswith(IMAGE_SUFFIX))
     for image in sorted(images):
-        done += _drop_image(image)
+        if image.is_file() and not image.is_symlink():
+            done += _drop_image(image)
     return done
 
 
@@ -299,9 +308,8 @@ def _drop_image(image: Path) -> list[str]:
         except OSError as exc:
             if exc.errno != errno.ENXIO:  # ENXIO: already detached
                 log.warning("sandbox: cannot detach %s: %s", device, exc.strerror)
-    if image.is_file():
-        image.unlink()
-        done.append(f"deleted {image}")
+    image.unlink()
+    done.append(f"deleted {image}")
     return done
 
 
