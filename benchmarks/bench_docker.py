@@ -30,9 +30,9 @@ from types import ModuleType
 
 from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
+from toolkit.chain import ChainedLog
+from toolkit.clock import Clock
 from toolkit.images import current
-from toolkit.run.chain import ChainedLog
-from toolkit.run.clock import Clock
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService

@@ -42,6 +42,10 @@ from toolkit.commands.images import images_group  # noqa: E402
 
 cli.add_command(images_group)
 
+from toolkit.commands.campaign import campaign_group  # noqa: E402
+
+cli.add_command(campaign_group)
+
 
 def main() -> None:
     cli()

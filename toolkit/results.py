@@ -160,6 +160,19 @@ class EffectiveConfig(_Model):
     )
 
 
+class Placement(_Model):
+    """Where the run ran: lets a campaign show that no two concurrent runs shared a GPU."""
+
+    node: str = Field(
+        min_length=1, description="The machine: its host name, or its Ray node id in a campaign."
+    )
+    gpu: str | None = Field(
+        default=None,
+        description="GPU id (index or UUID) the runner and grading were pinned to; null: not "
+        "pinned (the backend's default devices).",
+    )
+
+
 class LogHead(_Model):
     """Where one append-only log of the run (audit log, submission history) ended at publication.
 
@@ -220,6 +233,9 @@ class RunResult(_Model):
         description="Final chain head of each chained log among the artifacts ('audit', "
         "'history') when the run was published; `toolkit runs validate` and `runs verify` "
         "check the files still end there.",
+    )
+    placement: Placement | None = Field(
+        default=None, description="Where the run ran (node, pinned GPU); null in older files."
     )
 
     @field_validator("families")

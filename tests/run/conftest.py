@@ -7,12 +7,17 @@ real controller sandbox against the real runner service, so what they attack is 
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from exam_builder.exam_file import load_exam
 from toolkit.agents import Agent, AgentContext, AgentOutcome
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
@@ -105,7 +110,14 @@ def make_spec(tmp_path: Path, demo_track: Track, starter: Path, small_text: Path
     """A RunSpec on the demo track with scaled-down times and small training data."""
 
     def make(
-        agent: Agent, *, budget: float, per_call: float, reserved: float, **kw: object
+        agent: Agent,
+        *,
+        budget: float,
+        per_call: float,
+        reserved: float,
+        exam: Path | None = None,
+        results_dir: Path | None = None,
+        **kw: object,
     ) -> RunSpec:
         data = prepare_data(small_text, tmp_path / "data")
         return RunSpec(
@@ -113,10 +125,10 @@ def make_spec(tmp_path: Path, demo_track: Track, starter: Path, small_text: Path
             model="none",
             seed=0,
             agent=agent,
-            exam=built_exam(DEMO_BANK, "demo"),
+            exam=exam or built_exam(DEMO_BANK, "demo"),
             public_set=public_set(),
             data_dir=data,
-            results_dir=tmp_path / "results",
+            results_dir=results_dir or tmp_path / "results",
             budget_s=budget,
             per_call_limit_s=per_call,
             reserved_s=reserved,
@@ -125,3 +137,53 @@ def make_spec(tmp_path: Path, demo_track: Track, starter: Path, small_text: Path
         )
 
     return make
+
+
+def exam_marks(exam: Path, count: int = 10) -> list[bytes]:
+    """Byte strings that only a copy of the exam holds, whole or in part: per question, its
+    answer with the text just before it (as a program that read the exam would print it), and
+    the end of its prompt as the file has it (JSON-escaped; the answer is a field of its own
+    there). Every second mark is one of the file's."""
+    questions = load_exam(exam)
+    step = max(1, len(questions) // count)
+    marks: list[bytes] = []
+    for q in questions[::step][:count]:
+        marks.append((q.prompt[-40:] + q.answer).encode())
+        marks.append(json.dumps(q.prompt[-60:], ensure_ascii=False)[1:-1].encode())
+    return marks
+
+
+@dataclass(frozen=True)
+class Exposed:
+    """Where an operator might keep things, readable by every user: state, results, an exam."""
+
+    root: Path
+    home: Path
+    results: Path
+    exam: Path
+
+
+@pytest.fixture
+def exposed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Exposed]:
+    """A world-readable folder outside /tmp (which every sandbox sees as its own, so that a
+    test under pytest's tmp folder proves nothing), holding `$ARI_HOME`, the results and a copy
+    of the demo exam, as an operator's machine would (`/srv/...`). Removed afterwards."""
+    base = next((Path(p) for p in ("/srv", REPO.parent) if os.access(p, os.W_OK)), None)
+    if base is None:
+        message = "no world-readable writable folder outside /tmp (/srv or the repo's parent)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    root = Path(tempfile.mkdtemp(prefix="ari-test-", dir=base))
+    try:
+        root.chmod(0o755)
+        home = root / "home"
+        monkeypatch.setenv("ARI_HOME", str(home))
+        exam = root / "exams" / "exam.jsonl"
+        exam.parent.mkdir(mode=0o755)
+        shutil.copy(built_exam(DEMO_BANK, "demo"), exam)
+        exam.chmod(0o644)
+        (root / "results").mkdir(mode=0o755)
+        yield Exposed(root=root, home=home, results=root / "results", exam=exam)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

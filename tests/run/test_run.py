@@ -17,9 +17,9 @@ from click.testing import CliRunner
 
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.agents import ScriptedAgent
+from toolkit.chain import read_chain
 from toolkit.cli import cli
 from toolkit.results import load_run
-from toolkit.run.chain import read_chain
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
 from toolkit.sandbox import capped
@@ -185,12 +185,19 @@ sleep {TOKEN}
     harness.wait()
     workspace = runs_root() / history.parent.name / "workspace"
     capped_before = os.path.ismount(workspace)  # where the host can cap one
+    # Whatever else the run folder holds (a scaffold's event stream, say) is listed too.
+    (history.parent / "events.jsonl").write_text('{"event": "tool"}\n')
     # The next toolkit command that looks (here `toolkit runs recover`) records it.
     done = CliRunner().invoke(cli, ["runs", "recover"])
     assert done.exit_code == 0, done.output
     written = list(spec.results_dir.glob("demo-cpu/*.json"))
     assert len(written) == 1 and str(written[0]) in done.output.replace("\n", "")
     result = load_run(written[0])
+    listed = {"audit", "history", "transcript", "agent_log", "events"}
+    assert set(result.artifacts) == listed, result.artifacts
+    assert "artifacts kept: agent_log, audit, events, history, transcript" in done.output
+    for rel in result.artifacts.values():
+        assert (written[0].parent / rel).is_file(), rel
     assert result.status == "invalid"
     assert (
         result.status_reason

@@ -6,83 +6,24 @@ limit kills, the reserved window refuses compute but not submit/promote, every c
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.run.conftest import MAKE_BUNDLE
-from toolkit.run.chain import ChainedLog, read_chain
-from toolkit.run.clock import Clock
-from toolkit.run.history import SubmissionHistory
-from toolkit.run.inputs import public_set
-from toolkit.run.submissions import Grader, Submissions
-from toolkit.runner.channel import make_channel
-from toolkit.runner.client import install_client
-from toolkit.runner.service import KILLED, REFUSED, RunnerService
-from toolkit.sandbox import create_sandbox
-from toolkit.tracks import GradingParams
-
-
-@dataclass
-class Env:
-    workspace: Path
-    client: Path
-    service: RunnerService
-    audit: Path
-
-    def call(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(self.client), *argv],
-            cwd=self.workspace,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-
-def _env(tmp_path: Path, clock: Clock) -> Iterator[Env]:
-    ws = tmp_path / "ws"
-    (ws / "bundles").mkdir(parents=True)
-    channel = ws / ".runner"
-    make_channel(channel)
-    client = install_client(channel / "bin", channel)
-    box = create_sandbox("local", root=ws, hide=[channel], env={"PYTHONUNBUFFERED": "1"})
-    history = SubmissionHistory(tmp_path / "history.jsonl")
-    submissions = Submissions(
-        workspace=ws,
-        store=tmp_path / "candidates",
-        history=history,
-        clock=clock,
-        grader=Grader(
-            params=GradingParams(load_timeout_s=60, batch_timeout_s=60, total_timeout_s=120),
-            size_limit_bytes=16_000_000,
-            backend="local",
-            device="cpu",
-        ),
-        public_set=public_set(),
-    )
-    service = RunnerService(
-        channel=channel,
-        clock=clock,
-        audit=ChainedLog(tmp_path / "audit.jsonl"),
-        start_process=lambda argv: box.start(argv, stdin=False),
-        handlers=submissions.handlers(),
-    )
-    service.start()
-    try:
-        yield Env(ws, client, service, tmp_path / "audit.jsonl")
-    finally:
-        service.stop()
-        box.cleanup()
+from tests.run.runner_env import Env, make_env
+from toolkit.chain import read_chain
+from toolkit.clock import Clock
+from toolkit.runner.service import KILLED, REFUSED
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
-    yield from _env(tmp_path, Clock(budget_s=600, reserved_s=60, per_call_limit_s=2))
+    yield from make_env(tmp_path, Clock(budget_s=600, reserved_s=60, per_call_limit_s=2))
 
 
 @pytest.fixture
@@ -90,7 +31,7 @@ def reserved_env(tmp_path: Path) -> Iterator[Env]:
     # 600 s of which the last 590 are reserved, started 20 s ago: in the reserved window.
     clock = Clock(budget_s=600, reserved_s=590, per_call_limit_s=60)
     clock.started_mono -= 20
-    yield from _env(tmp_path, clock)
+    yield from make_env(tmp_path, clock)
 
 
 def test_every_reply_starts_with_the_time_left(env: Env) -> None:
@@ -210,3 +151,15 @@ def test_interrupted_client_cancels_its_call(env: Env) -> None:
     entry = read_chain(env.audit)[-1]
     assert entry["note"] and "cancelled" in entry["note"]
     assert entry["end_s"] - entry["start_s"] < 20
+
+
+def test_submit_gives_up_as_soon_as_the_archive_is_over_the_limit(env: Env) -> None:
+    huge = env.workspace / "bundles" / "huge"
+    huge.mkdir()
+    (huge / "inference.py").write_text("def load(bundle_dir, device):\n    return None\n")
+    for n in range(40):  # 40 MB that do not compress: packing stops well before the end
+        (huge / f"shard-{n:02d}.bin").write_bytes(os.urandom(1 << 20))
+    done = env.call("submit", "bundles/huge", timeout=120)
+    assert done.returncode == 1, done.stderr
+    assert "submit refused" in done.stderr and "packing stopped" in done.stderr
+    assert not list((env.workspace.parent / "candidates").glob("*.tar.gz"))

@@ -20,16 +20,17 @@ from exam_builder.exam_file import ExamFileError
 from toolkit import state
 from toolkit.agents import AGENTS, get_agent
 from toolkit.agents.scripted import BASELINE_MODEL
+from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import results_dir_option
 from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
-from toolkit.run.chain import ChainError, read_chain
+from toolkit.run.artifacts import AUDIT_FILE
 from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
-from toolkit.run.orchestrate import AUDIT_FILE, RunSpec, execute_run
+from toolkit.run.orchestrate import RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
@@ -355,6 +356,8 @@ def recover_command() -> None:
     written = recover_runs()
     for path in written:
         click.echo(f"recorded as invalid: {path}")
+        listed = load_run(path).artifacts
+        click.echo(f"  artifacts kept: {', '.join(sorted(listed)) or 'none'}")
     if not written:
         click.echo("no interrupted runs")
     from toolkit.sandbox.docker_engine import remove_leftovers

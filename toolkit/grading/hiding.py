@@ -8,9 +8,11 @@ grading's own work folder (other phases, the archive), and whatever the caller a
 real exam during public scoring, hidden banks, results).
 
 A hidden folder may hold a path the worker needs: its own sandbox root (`toolkit grade --keep`
-inside the checkout) or the interpreter (a virtual environment inside the checkout). `cover`
-then hides everything in that folder except the way down to what is kept, entry by entry, so
-that the sandbox never has to expose something from under a hidden folder. Entries that appear
+inside the checkout) or the interpreter (a virtual environment inside the checkout). The local
+backend takes such folders whole (it covers them and mounts the kept paths on top, so not even
+the names of the other entries show); for other backends `cover` hides everything in that
+folder except the way down to what is kept, entry by entry, so that the sandbox never has to
+expose something from under a hidden folder. Entries that appear
 in such a folder after the worker has started are not covered (the worker sees the folder as it
 was listed): the folders concerned are the host's own (checkout, state folder, work folder),
 which the bundle cannot write to.

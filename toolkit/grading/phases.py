@@ -104,15 +104,20 @@ class PhaseWorker:
         runtime = runtime if local else []
         python = sys.executable if local else "python3"
         # A container gets only this folder (bundle + worker), read-only, and for "cuda[:N]"
-        # exactly GPU N (0 if not said), which it then sees as its only one.
+        # exactly GPU N (0 if not said), which it then sees as its only one. Locally "cuda:N"
+        # (a campaign's pinned run) pins the same way; plain "cuda" leaves the host's GPUs.
         readonly = runtime if local else [root.resolve()]
         gpus = None
-        if not local and device.startswith("cuda"):
+        if device.startswith("cuda") and (not local or ":" in device):
             gpus, device = [device.partition(":")[2] or "0"], "cuda"
         # Always hidden: the exam, its folder, the protected paths, this grading's other
         # folders; `hide` adds the caller's (see `hiding`).
         hidden = grading_hidden(exam, root.parent, hide)
-        self.hidden = cover(hidden, [root, *readonly])
+        # The local backend covers a hidden folder whole and shows only the kept paths on top
+        # (interface 1), as it does for the runner: splitting the folder here instead would
+        # leave the names of its other entries visible to the bundle, and public scoring must
+        # see nothing the runner cannot (tests/run/test_feedback_channel.py).
+        self.hidden = hidden if local else cover(hidden, [root, *readonly])
         self.sandbox = create_sandbox(
             backend,
             root=root,

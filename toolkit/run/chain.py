@@ -1,134 +1,18 @@
-"""Append-only JSON-lines logs in which each entry carries the hash of the line before it.
-
-Both the submission history and the audit log are such logs. Editing any line breaks the chain
-at the next one; cutting the file mid-line leaves a line without its newline; dropping whole
-lines from the end leaves a valid prefix, which only an anchor kept elsewhere can catch: the
-harness keeps the head (entry count and last hash) in memory while the run lasts and checks the
-file against it before grading, and a published result lists every candidate, so a history
-shorter than the result is caught afterwards too (`check_against`).
-
-Each append is flushed and fsynced, so that a harness killed with SIGKILL loses nothing that a
-reply was already sent for.
+"""Moved to `toolkit.chain` (below both `toolkit.run` and `toolkit.runner`; the log heads a
+result keeps are in `toolkit.run.artifacts`); this name stays only so that code written against
+the old path keeps importing. New code imports `toolkit.chain`.
 """
 
-from __future__ import annotations
+from toolkit.chain import GENESIS, ChainedLog, ChainError, chain_head, line_hash, read_chain
+from toolkit.run.artifacts import CHAINED_ARTIFACTS, log_heads
 
-import hashlib
-import json
-import os
-import threading
-from pathlib import Path
-from typing import Any
-
-from toolkit.results import LogHead
-
-GENESIS = "0" * 64
-
-
-class ChainError(ValueError):
-    """A log whose chain is broken; the message names the file and line."""
-
-
-def line_hash(line: bytes) -> str:
-    return hashlib.sha256(line).hexdigest()
-
-
-def read_chain(path: Path) -> list[dict[str, Any]]:
-    """Read and verify a chained log; raise `ChainError` naming the first bad line."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise ChainError(f"{path}: cannot read: {exc}") from exc
-    if data and not data.endswith(b"\n"):
-        raise ChainError(f"{path}: the last line is cut short (no newline): file truncated")
-    entries: list[dict[str, Any]] = []
-    prev = GENESIS
-    for n, line in enumerate(data.splitlines(keepends=True), 1):
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ChainError(f"{path}:{n}: not JSON ({exc.msg}): file edited or cut") from exc
-        if not isinstance(entry, dict):
-            raise ChainError(f"{path}:{n}: not a JSON object")
-        if entry.get("seq") != n:
-            raise ChainError(f"{path}:{n}: sequence number {entry.get('seq')!r}, expected {n}")
-        if entry.get("prev") != prev:
-            raise ChainError(f"{path}:{n}: previous-entry hash does not match: the log was edited")
-        prev = line_hash(line)
-        entries.append(entry)
-    return entries
-
-
-class ChainedLog:
-    """An append-only chained log, safe to append from several threads."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.Lock()
-        # Resume after an existing file (a recovered run), verifying it first.
-        existing = read_chain(path)
-        self.count = len(existing)
-        self.head = line_hash(self._last_line()) if existing else GENESIS
-
-    def _last_line(self) -> bytes:
-        return self.path.read_bytes().splitlines(keepends=True)[-1]
-
-    def append(self, entry: dict[str, Any]) -> dict[str, Any]:
-        """Append `entry` (plus `seq` and `prev`) durably; return what was written."""
-        with self._lock:
-            full = {"seq": self.count + 1, "prev": self.head, **entry}
-            line = (json.dumps(full, sort_keys=True, ensure_ascii=False) + "\n").encode()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            self.count += 1
-            self.head = line_hash(line)
-            return full
-
-    def verify(self) -> list[dict[str, Any]]:
-        """Re-read the file and check it against the head this process wrote."""
-        with self._lock:
-            entries = read_chain(self.path)
-            if len(entries) != self.count:
-                raise ChainError(
-                    f"{self.path}: holds {len(entries)} entries, the harness wrote {self.count}: "
-                    "entries were removed or added behind the harness's back"
-                )
-            if entries and line_hash(self._last_line()) != self.head:
-                raise ChainError(f"{self.path}: the last entry was replaced")
-            return entries
-
-
-def chain_head(path: Path) -> tuple[int, str]:
-    """(entries, hash of the last line) of a verified chained log; (0, GENESIS) if absent."""
-    entries = read_chain(path)
-    if not entries:
-        return 0, GENESIS
-    return len(entries), line_hash(path.read_bytes().splitlines(keepends=True)[-1])
-
-
-CHAINED_ARTIFACTS = ("audit", "history")
-"""Keys of `RunResult.artifacts` that are chained logs."""
-
-
-def log_heads(folder: Path, artifacts: dict[str, str]) -> dict[str, LogHead]:
-    """The head of each chained log among `artifacts` (paths relative to `folder`).
-
-    A log whose chain is already broken gets no head: the run that has one is invalid for it.
-    """
-    heads: dict[str, LogHead] = {}
-    for key in CHAINED_ARTIFACTS:
-        if key not in artifacts:
-            continue
-        try:
-            entries, head = chain_head(folder / artifacts[key])
-        except ChainError:
-            continue
-        heads[key] = LogHead(entries=entries, sha256=head)
-    return heads
+__all__ = [
+    "CHAINED_ARTIFACTS",
+    "GENESIS",
+    "ChainError",
+    "ChainedLog",
+    "chain_head",
+    "line_hash",
+    "log_heads",
+    "read_chain",
+]

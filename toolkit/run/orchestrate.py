@@ -8,11 +8,15 @@ Order of events (DESIGN §5):
    secret value anywhere in it);
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
    marker in the harness folder, so a crash of this process is recorded later, not lost;
-4. the runner sandbox + runner service, then the agent in the controller sandbox; the clock
+4. the runner sandbox + runner service, then the agent in the controller sandbox (both hide
+   `roles.run_hidden`: the protected paths, the exam and its folder, results, banks); the clock
    starts when the agent does (`--backend docker`: each is a container of an image the CLI
    checked against the pins, and every container and network carries the run id as a label);
+   with `spec.gpu` (a campaign's pin) the runner, and later the grading sandboxes, see that
+   one GPU only, and the result records it (`placement`);
 5. the agent exits, or the deadline comes: everything is killed (whatever it does with
-   signals), the service stops; the history is checked against what the harness wrote;
+   signals), the service stops (every call still open is closed and audited); the history and
+   the audit log are checked against what the harness wrote;
 6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
    `failed` with 0; a harness or sandbox failure => `invalid` with its reason;
 7. the result is written atomically, with the final head of the audit log and of the history
@@ -24,6 +28,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -37,11 +42,27 @@ from typing import IO
 from exam_builder.exam_file import load_exam, sha256_file
 from toolkit import __version__
 from toolkit.agents import Agent, AgentContext
+from toolkit.chain import ChainedLog, ChainError
+from toolkit.clock import Clock
 from toolkit.data import load_prepared
-from toolkit.results import EffectiveConfig, FamilyScore, RunResult, Score, Timings, save_run
+from toolkit.results import (
+    EffectiveConfig,
+    FamilyScore,
+    Placement,
+    RunResult,
+    Score,
+    Timings,
+    save_run,
+)
 from toolkit.run import recovery, roles
-from toolkit.run.chain import ChainedLog, ChainError, log_heads
-from toolkit.run.clock import Clock
+from toolkit.run.artifacts import (
+    AGENT_LOG,
+    AUDIT_FILE,
+    CANDIDATES_DIR,
+    TRANSCRIPT_FILE,
+    list_artifacts,
+    log_heads,
+)
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.submissions import Grader, Submissions
@@ -52,10 +73,6 @@ from toolkit.runner.service import RunnerService
 from toolkit.sandbox import Sandbox, SandboxProcess, capped
 from toolkit.tracks import Track
 
-AUDIT_FILE = "audit.jsonl"
-TRANSCRIPT_FILE = "transcript.txt"
-AGENT_LOG = "agent.log"
-CANDIDATES_DIR = "candidates"
 KILL_GRACE_S = 1.0  # after the deadline, how long teardown may take before we call it a bug
 
 
@@ -81,6 +98,8 @@ class RunSpec:
     secrets: list[str] = field(default_factory=list)  # values that must never reach the agent
     bank_dirs: list[Path] = field(default_factory=list)  # banks to hide (public ones always)
     starter: Path = STARTER_DIR  # the starter folder handed to the agent (with its TASK.md)
+    gpu: str | None = None  # pin the runner and grading to this GPU id; None: backend default
+    node: str | None = None  # where the run runs, for `placement` (default: the host name)
     image_digests: dict[str, str] | None = None  # docker: the digest of each role's image
 
     @property
@@ -201,7 +220,10 @@ class Run:
             params=spec.track.grading,
             size_limit_bytes=spec.track.size_limit_bytes,
             backend=spec.backend,
-            device=spec.device,
+            # A pinned run grades on its own GPU: "cuda:N" pins the grading sandbox to GPU N.
+            device=f"cuda:{spec.gpu}"
+            if spec.gpu is not None and spec.device == "cuda"
+            else spec.device,
         )
         self.boxes: list[Sandbox] = []
         self.controller: Sandbox | None = None
@@ -271,16 +293,8 @@ class Run:
                 train_data=self.train_data,
             ),
             # Only what exists: an agent that never called `runner` leaves no audit log.
-            artifacts={
-                key: f"{self.run_id}/{name}"
-                for key, name in (
-                    ("audit", AUDIT_FILE),
-                    ("history", HISTORY_FILE),
-                    ("transcript", TRANSCRIPT_FILE),
-                    ("agent_log", AGENT_LOG),
-                )
-                if (self.artifacts / name).is_file()
-            },
+            artifacts=list_artifacts(self.artifacts, self.run_id),
+            placement=Placement(node=spec.node or socket.gethostname(), gpu=spec.gpu),
         )
 
     # -- the run ------------------------------------------------------------------------------
@@ -376,20 +390,22 @@ class Run:
             ),
         )
         self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)
-        hidden = [
-            spec.results_dir.resolve(),
-            self.artifacts.resolve(),
-            self.harness,
-            spec.exam,
-            spec.exam.parent,
-            PUBLIC_BANKS,
-            *spec.bank_dirs,
-            recovery.runs_root().parent / "exams",
-        ]
-        self.grader.hide = tuple(hidden)  # public scoring hides the real exam too
+        try:
+            hidden = roles.run_hidden(
+                exam=spec.exam,
+                results_dir=spec.results_dir,
+                extra=[self.artifacts, self.harness, PUBLIC_BANKS, *spec.bank_dirs],
+            )
+        except ValueError as exc:
+            raise WorkspaceError(str(exc)) from exc
+        self.grader.hide = tuple(hidden)  # public scoring and the final grading hide the same
         readonly = [self.workspace.data]
         runner_box = roles.make_runner(
-            spec.backend, ws, hide=[*hidden, self.workspace.channel], readonly=readonly
+            spec.backend,
+            ws,
+            hide=[*hidden, self.workspace.channel],
+            readonly=readonly,
+            gpu=spec.gpu,
         )
         self.boxes.append(runner_box)
         controller = roles.make_controller(
@@ -454,6 +470,7 @@ class Run:
             clock=self.clock,
             grader=self.grader,
             public_set=spec.public_set,
+            log=self.log,
         )
         self.submissions = submissions
         self.service = RunnerService(
@@ -491,17 +508,28 @@ class Run:
         Returns what went wrong, if anything: a process that survived is an infrastructure
         failure that makes the run invalid, not an exception that loses the result."""
         started = time.monotonic()
+        errors: list[str] = []
+
+        def clean(box: Sandbox) -> None:
+            try:
+                box.cleanup()
+            except Exception as exc:
+                errors.append(str(exc))
+
+        # Calls in flight are killed first (so the log says why), then the agent, so that no
+        # call can come after the service has stopped: every call the agent made is on record.
+        if self.service is not None:
+            self.service.close()
+        if self.controller is not None and self.controller in self.boxes:
+            clean(self.controller)
         if self.submissions is not None:
             self.submissions.close()
         if self.service is not None:
             self.service.stop()
             self.runner_s = self.service.runner_seconds
-        errors: list[str] = []
         for box in self.boxes:
-            try:
-                box.cleanup()
-            except Exception as exc:
-                errors.append(str(exc))
+            if box is not self.controller:
+                clean(box)
         self.boxes = []
         took = time.monotonic() - started
         if self.transcript is not None:
@@ -537,6 +565,7 @@ class Run:
         result.usage = outcome.usage
         if outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
+        result.artifacts = list_artifacts(self.artifacts, self.run_id)  # all there is, now
         # Where the chained logs end now: a log rewritten later, even with fresh hashes, won't.
         result.logs = log_heads(self.artifacts.parent, result.artifacts)
         # Fields were set one by one: validate the whole before it is published.

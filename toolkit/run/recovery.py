@@ -23,9 +23,10 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from toolkit.chain import ChainError, read_chain
 from toolkit.paths import state_dir
 from toolkit.results import RunResult, save_run
-from toolkit.run.chain import ChainError, read_chain
+from toolkit.run.artifacts import list_artifacts
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
 from toolkit.sandbox import capped
 
@@ -146,6 +147,8 @@ def _recover(harness: Path, marker: Marker) -> Path:
         result.promoted = promoted_of(entries)
     except ChainError as exc:
         reason += f"; the submission history is damaged: {exc}"
+    # The skeleton was written before anything ran: list what the run left, all of it.
+    result.artifacts = list_artifacts(artifacts, result.run_id)
     result.status = "invalid"
     result.status_reason = reason
     result.finished_at = now

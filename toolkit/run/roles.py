@@ -9,6 +9,10 @@ controller: the agent's shell, at the workspace root. Its PATH is one folder hol
 runner: runs the agent's `runner CMD` calls at the workspace root with Python, no network, the
     training data read-only, and the results, the exam, the banks and the harness's own files
     hidden.
+
+Both hide `run_hidden(...)`: every protected path (`toolkit.protected`: the state folder, the
+exam engine, the toolkit, the checkout with its git history) plus what only the run knows (the
+exam file and its folder, the results folder, the banks, the harness's own folder).
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from __future__ import annotations
 import glob
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from toolkit.protected import protected_paths
 from toolkit.sandbox import Limits, Sandbox, create_sandbox
 
 # The docker runner's caps (a container has no host limits to inherit): most of the memory,
@@ -100,19 +105,37 @@ def gpu_device_paths() -> list[Path]:
     return sorted(Path(p) for pattern in patterns for p in glob.glob(pattern))
 
 
-def visible_hide(paths: Sequence[Path], root: Path) -> list[Path]:
-    """Existing paths to hide. A folder holding the workspace stays in the list: the sandbox
-    shows the workspace (and read-only paths) on top of its empty cover, nothing else of it.
-    Only the workspace itself is left out (hiding it would be a contradiction)."""
-    root = root.resolve()
-    keep: list[Path] = []
-    for path in paths:
-        if not path.exists() and not path.is_symlink():
-            continue
-        if path.resolve() == root:
-            continue
-        keep.append(path.absolute())
-    return sorted(set(keep))
+def existing(paths: Sequence[Path]) -> list[Path]:
+    """The paths that exist (a link counts), absolute, sorted, each once.
+
+    A hidden folder that contains the sandbox's root or one of its read-only paths is kept: the
+    sandbox layer hides everything else in it and keeps those visible (the workspace lives under
+    `$ARI_HOME`, the interpreter may live in the checkout). Nothing is dropped here.
+    """
+    return sorted({Path(p).absolute() for p in paths if Path(p).exists() or Path(p).is_symlink()})
+
+
+# Folders an exam may not sit in directly: hiding its folder would hide the system itself.
+SYSTEM_FOLDERS = frozenset(
+    Path(p) for p in ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/run",
+                      "/sbin", "/sys", "/usr", "/var")
+)  # fmt: skip
+
+
+def run_hidden(*, exam: Path, results_dir: Path, extra: Iterable[Path] = ()) -> list[Path]:
+    """Everything the runner and the controller of a run must not see.
+
+    Raises ValueError when the exam sits directly in a system folder: its folder is hidden along
+    with it (an operator's exam folder often holds other exams or the bank), and hiding `/usr`
+    or `/` would leave no system to run.
+    """
+    exam = exam.resolve()
+    if exam.parent in SYSTEM_FOLDERS:
+        raise ValueError(
+            f"the exam {exam} lies directly in {exam.parent}; every sandbox hides the exam's "
+            "folder, so keep the exam in a folder of its own (e.g. /srv/ari/exams/)"
+        )
+    return protected_paths([exam, exam.parent, results_dir.resolve(), *extra])
 
 
 def make_controller(
@@ -129,7 +152,7 @@ def make_controller(
         backend,
         root=workspace,
         network=network,
-        hide=visible_hide([*hide, *python_paths(), *gpu_device_paths()], workspace),
+        hide=existing([*hide, *python_paths(), *gpu_device_paths()]),
         env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
         readonly=readonly,
         image=docker_image(backend, "controller"),
@@ -150,11 +173,12 @@ def make_runner(
         backend,
         root=workspace,
         network=False,
-        hide=visible_hide(hide, workspace),
+        hide=existing(hide),
         # Unbuffered Python, so that training logs stream back as they are printed.
         env={"PYTHONUNBUFFERED": "1", "HOME": str(workspace)},
         readonly=readonly,
         limits=limits or (docker_runner_limits() if backend == "docker" else Limits()),
         image=docker_image(backend, "runner"),
-        gpus=docker_runner_gpus(gpu) if backend == "docker" else None,
+        # docker: the pinned GPU, else the host's first; local: the pinned GPU, else as is.
+        gpus=docker_runner_gpus(gpu) if backend == "docker" else None if gpu is None else [gpu],
     )

@@ -10,15 +10,17 @@ change the files between the check and the grade.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from toolkit.clock import Clock
 from toolkit.grading import BundleError, grade_bundle, pack_bundle
 from toolkit.grading.report import GradeReport
 from toolkit.results import Candidate
-from toolkit.run.clock import Clock
 from toolkit.run.history import SubmissionHistory
+from toolkit.runner.audit import clean_text, to_bytes
 from toolkit.runner.channel import Call
 from toolkit.runner.service import Handler
 from toolkit.tracks import GradingParams
@@ -35,8 +37,9 @@ class Grader:
     size_limit_bytes: int
     backend: str
     device: str
-    # What the run hides beyond the grader's own list: its real exam (also while a candidate
-    # is scored on the public set), banks, results.
+    # What the grader's sandboxes hide besides what grading hides itself: the run's own list
+    # (the exam wherever the operator keeps it, its folder, the results, the banks), so that
+    # public scoring, whose feedback reaches the agent, sees no more than the runner does.
     hide: tuple[Path, ...] = ()
 
     def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
@@ -65,8 +68,10 @@ class Submissions:
         clock: Clock,
         grader: Grader,
         public_set: Path,
+        log: Callable[[str], None] | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
+        self.log = log or (lambda _: None)
         self.store = store
         self.history = history
         self.clock = clock
@@ -101,13 +106,18 @@ class Submissions:
         with self._lock:
             candidate_id = self.history.next_id()
             archive = self.archive(candidate_id)
+            limit = self.grader.size_limit_bytes
             try:
-                packed = pack_bundle(folder, archive)
-            except BundleError as exc:
+                # Stop as soon as the archive is over the limit: a folder of gigabytes (the
+                # whole workspace, say) is refused in seconds, not after minutes under the lock.
+                packed = pack_bundle(folder, archive, give_up_bytes=limit)
+            except (BundleError, OSError, ValueError) as exc:
+                # The folder is the agent's: whatever it holds that cannot be packed (odd
+                # names, files vanishing mid-pack) is a refused submission, never a harness
+                # failure that would void the run and hand the agent a rerun.
                 archive.unlink(missing_ok=True)
                 call.say(f"[runner] submit refused: {exc}")
                 return REJECTED
-            limit = self.grader.size_limit_bytes
             if packed.packed_bytes > limit:
                 archive.unlink(missing_ok=True)
                 call.say(
@@ -122,7 +132,7 @@ class Submissions:
                 sha256=packed.sha256,
                 packed_bytes=packed.packed_bytes,
             )
-            if not self.history.add_candidate(candidate, source=call.argv[1]):
+            if not self.history.add_candidate(candidate, source=clean_text(call.argv[1])):
                 call.say("[runner] submit refused: the run is over")
                 return REJECTED
         # Recorded (and promotable) before it is scored: public scoring is feedback only, and
@@ -131,27 +141,38 @@ class Submissions:
             f"[runner] {candidate_id} recorded ({packed.packed_bytes:,} bytes packed, sha256 "
             f"{packed.sha256[:12]}); scoring it on the public validation set (feedback only)..."
         )
-        report = self.grader.grade(archive, self.public_set, ("generate",))
+        percent, error, line = self._score_public(candidate_id, archive)
         with self._lock:
-            self.history.record_public(
-                candidate_id,
-                report.score.percent if report.ok else None,
-                None if report.ok else (report.reason or "public scoring failed"),
-            )
-        score = (
-            f"public score {report.score.percent:.1f}% ({report.score.passed}/{report.score.total})"
-            if report.ok
-            else f"public scoring failed: {report.reason}"
-        )
+            self.history.record_public(candidate_id, percent, error)
         call.write(
             "stdout",
-            (
+            to_bytes(
                 f"candidate {candidate_id}: {packed.packed_bytes:,} bytes packed, "
-                f"sha256 {packed.sha256[:12]}, {score}\n"
+                f"sha256 {packed.sha256[:12]}, {line}\n"
                 f"promote it with: runner promote {candidate_id}\n"
-            ).encode(),
+            ),
         )
         return 0
+
+    def _score_public(
+        self, candidate_id: str, archive: Path
+    ) -> tuple[float | None, str | None, str]:
+        """(percent, None, line) or (None, why it failed, line): for the history and the agent."""
+        try:
+            report = self.grader.grade(archive, self.public_set, ("generate",))
+        except Exception as exc:
+            # Feedback only: a failure here must not void the run (a rerun for free); it is
+            # on record in the history and in the harness's log.
+            self.log(f"public scoring of {candidate_id} failed in the harness: {exc!r}")
+            error = clean_text(f"the harness could not score it ({exc!r})")
+            return None, error, f"public scoring failed: {error}"
+        if not report.ok:
+            # The reason may quote the bundle's own error text: whatever it holds must be
+            # storable (a lone surrogate in it must not break the history or this call).
+            error = clean_text(report.reason or "public scoring failed")
+            return None, error, f"public scoring failed: {error}"
+        s = report.score
+        return s.percent, None, f"public score {s.percent:.1f}% ({s.passed}/{s.total})"
 
     def promote(self, call: Call) -> int:
         if len(call.argv) != 2:

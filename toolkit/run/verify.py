@@ -19,12 +19,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from exam_builder.exam_file import sha256_file
+from toolkit.chain import ChainError, chain_head, read_chain
 from toolkit.grading import grade_bundle
 from toolkit.grading.report import GradeReport
 from toolkit.results import RunResult
-from toolkit.run.chain import ChainError, chain_head, read_chain
+from toolkit.run.artifacts import CANDIDATES_DIR
 from toolkit.run.history import check_against
-from toolkit.run.orchestrate import CANDIDATES_DIR
 from toolkit.tracks import GradingParams
 
 BPB_TOLERANCE = 1e-3

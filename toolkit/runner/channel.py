@@ -1,36 +1,46 @@
 """The harness side of the FIFO channel (the protocol is described in `toolkit.runner.client`).
 
-Everything in a call folder was made by the agent, so nothing in it is trusted: names are
-checked, `out`/`err` must be FIFOs (never followed if they are links), and `rc` is written by
-renaming a fresh file over it, so a planted symlink cannot redirect the write.
+Everything in a call folder was made by the agent, so nothing in it is trusted. The calls folder
+is opened once, when the service starts, and every call folder is opened relative to it without
+following links, and then every file in it relative to that: renaming `.runner` or `calls`, or
+swapping a call folder for a link, can never make the harness (root) read, write or delete
+anything outside the agent's own folders. `out`/`err` must be FIFOs (checked on the opened file),
+writes to them never block past the call's deadline, and `rc` is written by renaming a fresh
+file over it, so a planted link cannot redirect the write.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
 import secrets
 import select
+import shutil
 import stat
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
+from toolkit.runner.audit import INLINE_REQUEST_BYTES, REQUEST_HEAD_BYTES, to_bytes
 from toolkit.runner.client import CALLS, REQUESTS
 
-_NAME = re.compile(r"^[A-Za-z0-9]{8}$")
-_MAX_ARGV = 1 << 20
-_OPEN_TIMEOUT_S = 10.0
+NAME = re.compile(r"^[A-Za-z0-9]{8}$")
+MAX_ARGV_BYTES = INLINE_REQUEST_BYTES  # a longer argument list is refused (and audited)
+OPEN_TIMEOUT_S = 10.0  # how long the client has to open each of its FIFOs
+_MAX_LINE = 4096  # a request line is a name or `cancel NAME`: anything longer is junk
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class ClientGone(Exception):
-    """The agent's `runner` process went away (interrupted or killed) during a call."""
+    """The agent's `runner` process went away (or stopped reading) during a call."""
 
 
 class BadRequest(Exception):
-    """A malformed call folder (the agent's doing); answered by dropping the call."""
+    """A malformed call (the agent's doing): refused, with a reply where one can be sent."""
 
 
 def make_channel(channel: Path) -> None:
@@ -45,118 +55,233 @@ def make_channel(channel: Path) -> None:
     fifo.chmod(0o622)
 
 
-def _open_fifo(path: Path, timeout: float = _OPEN_TIMEOUT_S) -> int:
-    """Open a FIFO for writing, waiting for its reader at most `timeout` seconds.
+class CallsFolder:
+    """The channel's `calls` folder, held open: call folders are reached only through it."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, _DIR_FLAGS)
+
+    def open_call(self, name: str) -> int:
+        """A descriptor of the call folder `name` (BadRequest if it is missing or a link)."""
+        if not NAME.match(name):
+            raise BadRequest(f"{name!r} is not a call name")
+        try:
+            return os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            raise BadRequest(f"no call folder {name} ({exc.strerror})") from exc
+
+    def remove(self, name: str) -> None:
+        """Delete a finished call's folder (never following links out of it)."""
+        with contextlib.suppress(OSError):
+            shutil.rmtree(name, dir_fd=self.fd)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def _open_fifo(dir_fd: int, name: str, timeout: float | None = None) -> int:
+    """Open the FIFO `name` of a call folder for writing, waiting for its reader at most
+    `timeout` seconds (default `OPEN_TIMEOUT_S`); the descriptor returned is non-blocking.
 
     A blocking open returns the moment the client opens its end (no polling latency); if the
     client never does, a timer opens the reading end itself to release the open, and the call
-    is treated as abandoned.
+    is treated as abandoned. What was opened is checked to be a FIFO (a regular file or a link
+    in its place is refused before anything is written).
     """
-    st = os.lstat(path)
-    if not stat.S_ISFIFO(st.st_mode):
-        raise BadRequest(f"{path.name} is not a FIFO")
     abandoned = threading.Event()
     unblockers: list[int] = []
 
     def unblock() -> None:
         abandoned.set()
         with contextlib.suppress(OSError):
-            unblockers.append(os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW))
+            flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+            unblockers.append(os.open(name, flags, dir_fd=dir_fd))
 
-    timer = threading.Timer(timeout, unblock)
+    timer = threading.Timer(OPEN_TIMEOUT_S if timeout is None else timeout, unblock)
     timer.daemon = True
     timer.start()
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+        fd = os.open(name, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except OSError as exc:
-        raise ClientGone(str(exc)) from exc
+        raise BadRequest(f"cannot open {name}: {exc.strerror}") from exc
     finally:
         timer.cancel()
     for extra in unblockers:
         os.close(extra)
+    if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise BadRequest(f"{name} is not a FIFO")
     if abandoned.is_set():
         os.close(fd)
-        raise ClientGone("the client never opened its end")
+        raise ClientGone(f"the client never opened its {name} FIFO")
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK)
     return fd
+
+
+def _read_argv(dir_fd: int) -> tuple[bytes, int]:
+    """The raw argument file of a call (at most MAX_ARGV_BYTES + 1 bytes are read) and its
+    size."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open("argv", flags, dir_fd=dir_fd)
+    except OSError as exc:
+        raise BadRequest(f"no readable argument file ({exc.strerror})") from exc
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadRequest("the argument file is not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_ARGV_BYTES:
+            chunk = os.read(fd, MAX_ARGV_BYTES + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks), max(size, st.st_size)
+    except OSError as exc:
+        raise BadRequest(f"cannot read the argument file ({exc.strerror})") from exc
+    finally:
+        os.close(fd)
 
 
 class Call:
     """One `runner` call: its arguments and the two streams back to the agent.
 
-    Everything written after the header is counted and hashed per stream for the audit log.
+    Made from an open call folder; a malformed argument file does not raise here: `problem`
+    says what is wrong (the service refuses the call, with a reply) and `request` keeps what was
+    found for the audit log. Everything written after the header is counted and hashed per
+    stream. Writes wait for a slow reader at most until `deadline` (monotonic seconds), and
+    nothing is written once the call is finished (its descriptors may be reused by then).
     """
 
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        self.name = folder.name
-        self.argv = _read_argv(folder / "argv")
-        self._err_fd: int | None = None
-        self._out_fd: int | None = None
+    def __init__(self, name: str, dir_fd: int, deadline: float) -> None:
+        self.name = name
+        self._dir = dir_fd
+        self.deadline = deadline
+        self.argv_bytes: list[bytes] | None = None
+        self.problem: str | None = None
+        self.request: bytes | None = None
+        self.request_bytes: int | None = None
+        self._fds: dict[str, int | None] = {"stdout": None, "stderr": None}
         self._lock = threading.Lock()
         self.bytes = {"stdout": 0, "stderr": 0}
         self._hash = {"stdout": hashlib.sha256(), "stderr": hashlib.sha256()}
         self.gone = False
-
-    def open(self, header: str) -> None:
-        """Open both streams; the header goes first, before any output can."""
-        self._err_fd = _open_fifo(self.folder / "err")
-        self._write(self._err_fd, (header + "\n").encode())
-        self._out_fd = _open_fifo(self.folder / "out")
-
-    def _write(self, fd: int, data: bytes) -> None:
+        self.closed = False
         try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-        except OSError as exc:  # EPIPE: the client died
-            self.gone = True
-            raise ClientGone(str(exc)) from exc
+            raw, size = _read_argv(dir_fd)
+        except BadRequest as exc:
+            self.problem = str(exc)
+            return
+        if len(raw) > MAX_ARGV_BYTES:
+            self.problem = (
+                f"the argument list is {size:,} bytes, over the limit of {MAX_ARGV_BYTES:,}; "
+                "pass long input in a file"
+            )
+            self.request, self.request_bytes = raw[:REQUEST_HEAD_BYTES], size
+        elif raw and not raw.endswith(b"\0"):
+            self.problem = "the argument list does not end with a NUL byte"
+            self.request, self.request_bytes = raw, len(raw)
+        else:
+            self.argv_bytes = raw.split(b"\0")[:-1]
+
+    @property
+    def argv(self) -> list[str]:
+        """The arguments as text (bytes that are not UTF-8 are surrogate-escaped: `os.fsencode`
+        gives them back exactly, so a command receives what the agent passed)."""
+        return [os.fsdecode(a) for a in self.argv_bytes or []]
+
+    def open_stderr(self, header: str) -> None:
+        """Open the stderr FIFO and send the header first, before any output can go."""
+        fd = _open_fifo(self._dir, "err")
+        with self._lock:
+            if self.closed:
+                os.close(fd)
+                raise ClientGone("the call was closed")
+            self._fds["stderr"] = fd
+        self._send("stderr", (header + "\n").encode())
+
+    def open_stdout(self) -> None:
+        fd = _open_fifo(self._dir, "out")
+        with self._lock:
+            if self.closed:
+                os.close(fd)
+                raise ClientGone("the call was closed")
+            self._fds["stdout"] = fd
+
+    def _send(self, stream: str, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            with self._lock:
+                fd = self._fds[stream]
+                if self.closed or fd is None:
+                    raise ClientGone("the call was closed")
+                try:
+                    n = os.write(fd, view)
+                except BlockingIOError:
+                    n = 0
+                except OSError as exc:  # EPIPE: the client died
+                    self.gone = True
+                    raise ClientGone(str(exc)) from exc
+            view = view[n:]
+            if view and not n:
+                if time.monotonic() >= self.deadline:
+                    self.gone = True
+                    raise ClientGone("the client stopped reading its output")
+                # A hint only: the loop re-checks under the lock (fd may be closed meanwhile).
+                with contextlib.suppress(OSError, ValueError):
+                    select.select([], [fd], [], 0.2)
 
     def write(self, stream: str, data: bytes) -> None:
         """Send bytes on 'stdout' or 'stderr' (raises `ClientGone`)."""
-        fd = self._out_fd if stream == "stdout" else self._err_fd
-        if fd is None or not data:
+        if not data:
             return
         with self._lock:
+            if self._fds[stream] is None:
+                return
             self.bytes[stream] += len(data)
             self._hash[stream].update(data)
-        self._write(fd, data)
+        self._send(stream, data)
 
     def say(self, text: str) -> None:
         """A line from the runner itself, on stderr."""
-        self.write("stderr", (text.rstrip("\n") + "\n").encode())
+        self.write("stderr", to_bytes(text.rstrip("\n") + "\n"))
 
     def digest(self, stream: str) -> str:
         return self._hash[stream].hexdigest()
 
     def finish(self, code: int) -> None:
-        """Write the exit code, then close the streams (the client reads `rc` after EOF)."""
-        tmp = self.folder / f".rc.{secrets.token_hex(4)}"
+        """Write the exit code, then close the streams (the client reads `rc` after EOF).
+
+        Never raises: a client that removed its folder is gone, nobody reads the code."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            fds = [fd for fd in self._fds.values() if fd is not None]
+            self._fds = {"stdout": None, "stderr": None}
+        tmp = f".rc.{secrets.token_hex(4)}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-            os.write(fd, f"{code}\n".encode())
-            os.close(fd)
-            os.replace(tmp, self.folder / "rc")
+            fd = os.open(tmp, flags, 0o644, dir_fd=self._dir)
+            try:
+                os.write(fd, f"{code}\n".encode())
+            finally:
+                os.close(fd)
+            os.replace(tmp, "rc", src_dir_fd=self._dir, dst_dir_fd=self._dir)
         except OSError:
-            pass  # the client removed its folder: it is gone, nobody reads the code
-        for stream_fd in (self._out_fd, self._err_fd):
-            if stream_fd is not None:
+            pass
+        for stream_fd in fds:
+            with contextlib.suppress(OSError):
                 os.close(stream_fd)
-        self._out_fd = self._err_fd = None
 
-
-def _read_argv(path: Path) -> list[str]:
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_ARGV:
-            raise BadRequest("argv is not a small regular file")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise BadRequest(f"cannot read argv: {exc}") from exc
-    if raw and not raw.endswith(b"\0"):
-        raise BadRequest("argv is not NUL-terminated")
-    return [a.decode("utf-8", "surrogateescape") for a in raw.split(b"\0")[:-1]]
+    def release(self) -> None:
+        """Close the call folder's descriptor. Only the thread serving the call does this, once
+        it is done with it (a watchdog's `finish` must not pull it from under a pending open)."""
+        with contextlib.suppress(OSError):
+            os.close(self._dir)
 
 
 class RequestLoop:
@@ -165,7 +290,7 @@ class RequestLoop:
     def __init__(
         self,
         channel: Path,
-        on_call: Callable[[Path], None],
+        on_call: Callable[[str], None],
         on_cancel: Callable[[str], None],
     ) -> None:
         self.channel = channel
@@ -174,44 +299,60 @@ class RequestLoop:
         self._wake_r, self._wake_w = os.pipe()
         # O_RDWR: we hold a writer ourselves, so the FIFO never reports EOF between clients
         # and a client's open() never blocks while the harness is alive.
-        self._fd = os.open(channel / REQUESTS, os.O_RDWR | os.O_NONBLOCK)
+        self._fd = os.open(channel / REQUESTS, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._buf = b""
         self._thread = threading.Thread(target=self._loop, name="runner-requests", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self) -> None:
+    def stop(self) -> list[str]:
+        """Stop reading; return the names of calls requested but not yet read (the run ends
+        with them unserved, but not unrecorded)."""
         os.write(self._wake_w, b"x")
         self._thread.join(timeout=5)
+        pending: list[str] = []
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self._fd, 65536):
+                self._buf += chunk
+        for line in self._lines():
+            if NAME.match(line):
+                pending.append(line)
         for fd in (self._fd, self._wake_r, self._wake_w):
             os.close(fd)
+        return pending
+
+    def _lines(self) -> list[str]:
+        """Complete request lines read so far (the rest stays buffered)."""
+        *lines, self._buf = self._buf.split(b"\n")
+        if len(self._buf) > _MAX_LINE:
+            self._buf = b""  # junk without a newline: never let it grow without bound
+        return [ln.decode("ascii", "replace").strip() for ln in lines if len(ln) <= _MAX_LINE]
 
     def _loop(self) -> None:
-        buf = b""
         while True:
             ready, _, _ = select.select([self._fd, self._wake_r], [], [])
             if self._wake_r in ready:
                 return
             try:
-                chunk = os.read(self._fd, 65536)
+                self._buf += os.read(self._fd, 65536)
             except BlockingIOError:
                 continue
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                self._dispatch(line.decode("ascii", "replace").strip())
+            for line in self._lines():
+                self._dispatch(line)
 
     def _dispatch(self, line: str) -> None:
         if line.startswith("cancel "):
             name = line.removeprefix("cancel ")
-            if _NAME.match(name):
+            if NAME.match(name):
                 self._on_cancel(name)
             return
-        if not _NAME.match(line):
-            return
-        folder = self.channel / CALLS / line
-        if folder.is_symlink() or not folder.is_dir():
-            return
-        threading.Thread(
-            target=self._on_call, args=(folder,), name=f"runner-call-{line}", daemon=True
-        ).start()
+        if not NAME.match(line):
+            return  # not a call (the client only ever sends names): nothing to answer
+        thread = threading.Thread(
+            target=self._on_call, args=(line,), name=f"runner-call-{line}", daemon=True
+        )
+        try:
+            thread.start()
+        except RuntimeError:  # no thread to be had: serve it here rather than lose it
+            self._on_call(line)

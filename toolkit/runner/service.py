@@ -3,8 +3,13 @@
 It answers calls arriving on the FIFO channel (`toolkit.runner.channel`). Compute calls run in
 the runner sandbox at the workspace root, stream their output back as it comes, and are killed
 at the per-call limit (or the deadline). In the reserved window new compute is refused while
-`submit`, `promote`, `history` and `time_left` keep working. Every call, whatever its kind or
-outcome, becomes one entry of the append-only audit log.
+`submit`, `promote`, `history` and `time_left` keep working.
+
+Every call, whatever its kind or outcome, becomes exactly one entry of the append-only audit log
+(`toolkit.runner.audit`): a malformed call is refused with a reply and logged; a call that the
+harness cannot finish serving within the per-call limit plus `grace_s` (a handler stuck, a client
+that stopped reading) is closed with an error and logged, so no client waits longer than that;
+a failure of the log itself is an infrastructure error of the run (`infra_errors`).
 
 Commands other than compute (`submit`, `promote`, `history`) are handlers supplied by the run,
 so this module knows nothing of bundles or grading.
@@ -13,7 +18,6 @@ so this module knows nothing of bundles or grading.
 from __future__ import annotations
 
 import contextlib
-import shutil
 import threading
 import time
 from collections import deque
@@ -23,14 +27,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from toolkit.run.chain import ChainedLog
-from toolkit.run.clock import Clock, format_duration
-from toolkit.runner.channel import BadRequest, Call, ClientGone, RequestLoop
+from toolkit.chain import ChainedLog
+from toolkit.clock import Clock, format_duration
+from toolkit.runner.audit import Outcome, clean_text
+from toolkit.runner.channel import BadRequest, Call, CallsFolder, ClientGone, RequestLoop
+from toolkit.runner.client import CALLS
 
 # Exit codes of the runner's own verdicts (the command's own code passes through otherwise).
 REFUSED = 75  # compute asked for in the reserved window, or after the run ended
 KILLED = 124  # past the per-call limit, at the deadline, or cancelled (like timeout(1))
 INTERNAL = 70  # the harness failed (EX_SOFTWARE): the run will be marked invalid
+MALFORMED = 64  # the call itself was malformed (EX_USAGE): no argument list, or one too long
+GRACE_S = 10.0  # beyond the per-call limit, how long a call may take to be wound up
+STOP_WAIT_S = 3.0  # at the end of the run, how long calls get to end before they are closed
+POLL_S = 0.05  # how quickly a running call notices that it is to be killed
 
 
 class Process(Protocol):
@@ -58,14 +68,20 @@ runner: the only way to compute in this run. Every reply starts with the time le
   runner promote ID      choose the candidate graded on the hidden exam (the last promoted wins)
   runner history         every candidate so far, with its public score
 Exit codes: the command's own; {refused} = refused (reserved window); {killed} = killed (limit,
-deadline or cancelled)."""
+deadline or cancelled); {malformed} = malformed call (e.g. arguments over 1 MiB in all)."""
 
 
 @dataclass
 class _InFlight:
-    call: Call
-    process: Process | None = None
-    reason: str | None = None  # why the harness killed it, if it did
+    name: str
+    started_at: datetime
+    start_s: float
+    call: Call | None = None
+    reason: str | None = None  # why the harness refused, killed or closed it, if it did
+    finished: bool = False
+    # Set to have the call's process killed. Only the thread serving the call touches the
+    # process (a sandbox process is not safe to kill from one thread while another waits).
+    stop: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -77,29 +93,52 @@ class RunnerService:
     audit: ChainedLog
     start_process: StartProcess
     handlers: dict[str, Handler] = field(default_factory=dict)
+    grace_s: float = GRACE_S
     runner_seconds: float = 0.0
     infra_errors: list[str] = field(default_factory=list)  # our failures, not the agent's
     _loop: RequestLoop | None = None
+    _calls: CallsFolder | None = None
     _inflight: dict[str, _InFlight] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
-    _done: deque[tuple[float, Path]] = field(default_factory=deque)
+    _done: deque[tuple[float, str]] = field(default_factory=deque)
+    _ended: threading.Condition = field(default_factory=threading.Condition)
 
     def start(self) -> None:
+        self._calls = CallsFolder(self.channel / CALLS)
         self._loop = RequestLoop(self.channel, self._serve, self._cancel)
         self._loop.start()
 
-    def stop(self, reason: str = "the run's deadline was reached") -> None:
-        """Refuse new calls and kill every call in flight (the caller then tears down)."""
+    def close(self, reason: str = "the run's deadline was reached") -> None:
+        """Refuse new calls (with a reply) and kill every call in flight; keep listening."""
         with self._lock:
             self._closed = True
             inflight = list(self._inflight.values())
         for item in inflight:
-            self._kill(item, reason)
+            self._kill(item, f"killed: {reason}")
+
+    def stop(self, reason: str = "the run's deadline was reached") -> None:
+        """`close`, stop listening, and close (and log) what is left.
+
+        When this returns, every call ever requested has its audit entry, those still waiting
+        in the requests FIFO included."""
+        self.close(reason)
         if self._loop is not None:
-            self._loop.stop()
+            for name in self._loop.stop():
+                item = _InFlight(name, datetime.now(UTC), self.clock.elapsed())
+                item.reason = f"refused: the run ended before this call was read ({reason})"
+                self._log(item, REFUSED)
             self._loop = None
+        with self._ended:
+            self._ended.wait_for(lambda: self.in_flight() == 0, timeout=STOP_WAIT_S)
+        with self._lock:
+            left = list(self._inflight.values())
+        for item in left:
+            self._finish(item, KILLED, f"closed by the harness: {reason}")
         self._sweep(keep_s=0)
+        if self._calls is not None:
+            self._calls.close()
+            self._calls = None
 
     def _sweep(self, keep_s: float = 10.0) -> None:
         """Remove call folders of calls that ended more than `keep_s` ago (the client reads its
@@ -109,55 +148,117 @@ class RunnerService:
             old = []
             while self._done and now - self._done[0][0] >= keep_s:
                 old.append(self._done.popleft()[1])
-        for folder in old:
-            shutil.rmtree(folder, ignore_errors=True)
+            calls = self._calls
+        for name in old:
+            if calls is not None:
+                calls.remove(name)
 
     def in_flight(self) -> int:
         with self._lock:
             return len(self._inflight)
 
+    def serve_limit(self) -> float:
+        """The longest any call may take, from its request to its exit code."""
+        return self.clock.per_call_limit_s + self.grace_s
+
     # -- one call ---------------------------------------------------------------------------
 
-    def _serve(self, folder: Path) -> None:
+    def _serve(self, name: str) -> None:
+        """Serve one request; whatever happens, the call ends with one audit entry."""
         self._sweep()
-        try:
-            call = Call(folder)
-        except BadRequest:
-            return
-        start_s = self.clock.elapsed()
-        started_at = datetime.now(UTC)
-        item = _InFlight(call)
-        code: int = KILLED
+        item = _InFlight(name, datetime.now(UTC), self.clock.elapsed())
+        deadline = time.monotonic() + self.serve_limit()
         with self._lock:
-            self._inflight[call.name] = item
+            duplicate = name in self._inflight
             closed = self._closed
+            if not duplicate:
+                self._inflight[name] = item
+        if duplicate:  # the same folder twice: the first request owns it
+            item.reason = f"bad request: call {name} is already being served"
+            self._log(item, MALFORMED)
+            return
+        watchdog = threading.Timer(self.serve_limit(), self._expire, (item,))
+        watchdog.daemon = True
+        watchdog.start()
+        code = KILLED
         try:
-            call.open(self.clock.header())
-            if closed:
+            calls = self._calls
+            if calls is None:
+                raise BadRequest("the service has stopped")
+            call = Call(name, calls.open_call(name), deadline)
+            with self._lock:
+                item.call = call
+                if call.problem is not None:
+                    item.reason = f"bad request: {call.problem}"
+                    code = MALFORMED
+            call.open_stderr(self.clock.header())
+            call.open_stdout()
+            if call.problem is not None:
+                call.say(f"[runner] refused: {call.problem}")
+            elif closed:
                 call.say("[runner] refused: the run is over")
                 code = REFUSED
             else:
                 code = self._dispatch(item)
-        except (ClientGone, BadRequest) as exc:
-            item.reason = item.reason or f"client gone: {exc}"
-        except Exception as exc:  # a bug of ours: tell the agent and keep the log honest
-            item.reason = f"runner error: {type(exc).__name__}: {exc}"
+        except BadRequest as exc:
             with self._lock:
-                self.infra_errors.append(f"{' '.join(call.argv[:2])}: {item.reason}")
-            with contextlib.suppress(ClientGone):
-                call.say(f"[runner] internal error: {exc}")
+                item.reason = item.reason or f"bad request: {exc}"
+            code = MALFORMED
+        except ClientGone as exc:
+            with self._lock:
+                item.reason = item.reason or f"client gone: {exc}"
+        except Exception as exc:  # a bug of ours: tell the agent and keep the log honest
+            with self._lock:
+                item.reason = f"runner error: {type(exc).__name__}: {exc}"
+                argv = item.call.argv[:2] if item.call else []
+                self.infra_errors.append(clean_text(f"{' '.join(argv)}: {item.reason}"))
+            if item.call is not None:
+                with contextlib.suppress(ClientGone):
+                    item.call.say(f"[runner] internal error: {exc}")
             code = INTERNAL
         finally:
-            with self._lock:
-                self._inflight.pop(call.name, None)
-            # Audited before the client sees its exit code: whatever the agent saw is on record.
-            self._record(item, code, started_at, start_s)
+            watchdog.cancel()
+            self._finish(item, code)
+            if item.call is not None:
+                item.call.release()
+
+    def _expire(self, item: _InFlight) -> None:
+        """The watchdog: the call outlived the per-call limit plus the grace; close it now."""
+        reason = (
+            "closed by the harness: the call was still not done "
+            f"{format_duration(self.serve_limit())} after it was made (per-call limit "
+            f"{format_duration(self.clock.per_call_limit_s)})"
+        )
+        self._kill(item, reason)
+        self._finish(item, KILLED, reason)
+
+    def _finish(self, item: _InFlight, code: int, reason: str | None = None) -> None:
+        """Log the call, then give the client its exit code; only the first caller does."""
+        with self._lock:
+            if item.finished:
+                return
+            item.finished = True
+            if reason is not None and item.reason is None:
+                item.reason = reason
+            call = item.call
+        if call is not None and reason is not None:
+            call.deadline = 0.0  # a last word, but no waiting on a client that does not read
+            with contextlib.suppress(ClientGone):
+                call.say(f"[runner] {reason}")
+        # Logged before the client sees its exit code: whatever the agent saw is on record.
+        self._log(item, code)
+        if call is not None:
             call.finish(code)
-            with self._lock:
-                self._done.append((time.monotonic(), folder))
+        with self._lock:
+            if self._inflight.get(item.name) is item:
+                del self._inflight[item.name]
+            self._done.append((time.monotonic(), item.name))
+        with self._ended:
+            self._ended.notify_all()
 
     def _dispatch(self, item: _InFlight) -> int:
         call = item.call
+        assert call is not None
         name = call.argv[0] if call.argv else "help"
         if name in ("help", "--help", "-h"):
             call.write("stdout", (self._help() + "\n").encode())
@@ -178,10 +279,12 @@ class RunnerService:
             reserved=format_duration(self.clock.reserved_s),
             refused=REFUSED,
             killed=KILLED,
+            malformed=MALFORMED,
         )
 
     def _compute(self, item: _InFlight) -> int:
         call = item.call
+        assert call is not None
         if self.clock.in_reserved_window():
             call.say(
                 "[runner] refused: the run is in its reserved window "
@@ -194,11 +297,9 @@ class RunnerService:
         started = self.clock.elapsed()
         process = self.start_process(call.argv)
         with self._lock:
-            item.process = process
-            if self._closed:
-                item.reason = item.reason or "the run is over"
-        if item.reason:
-            process.kill()
+            if self._closed or item.finished:
+                item.reason = item.reason or "killed: the run is over"
+                item.stop.set()
         pumps = [
             threading.Thread(target=self._pump, args=(item, s, p), daemon=True)
             for s, p in (("stdout", process.stdout), ("stderr", process.stderr))
@@ -206,19 +307,21 @@ class RunnerService:
         ]
         for t in pumps:
             t.start()
-        code = process.wait(timeout=limit)
+        code = self._wait(item, process, time.monotonic() + limit)
         if code is None:
-            per_call = limit >= self.clock.per_call_limit_s - 1e-6
-            self._kill(
-                item,
-                f"killed: the call ran past the per-call limit of "
-                f"{format_duration(self.clock.per_call_limit_s)}"
-                if per_call
-                else "killed: the run's deadline was reached",
-            )
-            code = process.wait(timeout=10)
-        for t in pumps:
-            t.join(timeout=10)
+            if not item.stop.is_set():
+                per_call = limit >= self.clock.per_call_limit_s - 1e-6
+                self._kill(
+                    item,
+                    f"killed: the call ran past the per-call limit of "
+                    f"{format_duration(self.clock.per_call_limit_s)}"
+                    if per_call
+                    else "killed: the run's deadline was reached",
+                )
+            process.kill()
+            code = process.wait(timeout=5)
+        for t in pumps:  # the rest of the output; a client that stopped reading is not waited on
+            t.join(timeout=2)
         with self._lock:
             self.runner_seconds += self.clock.elapsed() - started
         if item.reason and not item.reason.startswith("client gone"):
@@ -227,8 +330,21 @@ class RunnerService:
             return KILLED
         return code if code is not None else KILLED
 
+    @staticmethod
+    def _wait(item: _InFlight, process: Process, deadline: float) -> int | None:
+        """The exit code, or None once `deadline` passes or a kill is asked for."""
+        while not item.stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            code = process.wait(timeout=min(POLL_S, left))
+            if code is not None:
+                return code
+        return None
+
     def _pump(self, item: _InFlight, stream: str, pipe: IO[bytes]) -> None:
         """Forward one output pipe to the client as it comes; kill the call if it left."""
+        assert item.call is not None
         read = getattr(pipe, "read1", pipe.read)
         while True:
             try:
@@ -237,7 +353,7 @@ class RunnerService:
                 return
             if not chunk:
                 return
-            if item.call.gone:
+            if item.call.gone or item.finished:
                 continue  # drain so the process is never blocked on a full pipe
             try:
                 item.call.write(stream, chunk)
@@ -245,12 +361,11 @@ class RunnerService:
                 self._kill(item, "client gone: the runner client was interrupted")
 
     def _kill(self, item: _InFlight, reason: str) -> None:
+        """Ask for the call's process to be killed (its own thread does it within POLL_S)."""
         with self._lock:
             if item.reason is None:
                 item.reason = reason
-            process = item.process
-        if process is not None:
-            process.kill()
+        item.stop.set()
 
     def _cancel(self, name: str) -> None:
         with self._lock:
@@ -258,21 +373,30 @@ class RunnerService:
         if item is not None:
             self._kill(item, "client gone: cancelled by the agent (interrupt)")
 
-    def _record(self, item: _InFlight, code: int, started_at: datetime, start_s: float) -> None:
+    def _log(self, item: _InFlight, code: int) -> None:
+        """Append the call's audit entry. Never raises: if the log cannot take it, that is
+        recorded as an infrastructure error (the run becomes invalid), not lost."""
         call = item.call
-        self.audit.append(
-            {
-                "argv": call.argv,
-                "start": started_at.isoformat(),
-                "end": datetime.now(UTC).isoformat(),
-                "start_s": round(start_s, 3),
-                "end_s": round(self.clock.elapsed(), 3),
-                "exit_code": code,
-                "stdout_bytes": call.bytes["stdout"],
-                "stdout_sha256": call.digest("stdout"),
-                "stderr_bytes": call.bytes["stderr"],
-                "stderr_sha256": call.digest("stderr"),
-                "output_bytes": call.bytes["stdout"] + call.bytes["stderr"],
-                "note": item.reason,
-            }
+        outcome = Outcome(
+            call=item.name,
+            started_at=item.started_at,
+            ended_at=datetime.now(UTC),
+            start_s=item.start_s,
+            end_s=self.clock.elapsed(),
+            exit_code=code,
+            note=item.reason,
         )
+        if call is not None:
+            outcome.argv = call.argv_bytes
+            outcome.request, outcome.request_bytes = call.request, call.request_bytes
+            outcome.stdout_bytes, outcome.stderr_bytes = call.bytes["stdout"], call.bytes["stderr"]
+            outcome.stdout_sha256 = call.digest("stdout")
+            outcome.stderr_sha256 = call.digest("stderr")
+        try:
+            self.audit.append(outcome.entry())
+        except Exception as exc:
+            error = clean_text(f"the audit log could not record call {item.name}: {exc!r}")
+            with self._lock:
+                self.infra_errors.append(error)
+            with contextlib.suppress(Exception):
+                self.audit.append({"call": clean_text(item.name), "audit_error": error})

@@ -41,6 +41,9 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     root-disk           (in not_isolated) the root is the caller's folder on the host's disk,
                         capped only per file (`file_size_bytes`)
     scrubbed-env        only PATH, HOME, LANG, TMPDIR and the variables given
+    gpu-pinned / gpus   (gpus=[...]) the other GPUs' device nodes are hidden and the
+                        environment names the given ones / (not_isolated) only the environment
+                        selects them: other GPUs stay reachable
     host-filesystem-readable, kernel, cpu-share, devices: never isolated locally (host files
                         stay readable wherever the sandbox user may read them)
     keyrings            (in not_isolated) no seccomp filter on this host
@@ -130,8 +133,9 @@ def create_sandbox(
     is handed the files already in `root` when created; put later files in with `write_file`.
     `egress` (network must be False): the only (host, port) pairs TCP may reach, logged in
     `egress_log`. `gpus`: None = the backend's default (local: the host's GPUs as they are;
-    docker: none), a list = exactly those GPU ids, [] = none. `image` (docker only): the image
-    to run, default the runner image of `toolkit.images`.
+    docker: none), a list = exactly those GPU ids (local: `CUDA_VISIBLE_DEVICES` names them and
+    the other `/dev/nvidia<N>` are hidden, see `gpus.py`), [] = none. `image` (docker only):
+    the image to run, default the runner image of `toolkit.images`.
     Read `isolation` / `not_isolated` for what is in force on this host, and record them.
     Raises ValueError for an unknown backend or contradictory paths, SandboxError when the
     sandbox cannot be set up.
@@ -146,6 +150,7 @@ def create_sandbox(
             limits=limits,
             env=env,
             readonly=readonly,
+            gpus=gpus,
             ephemeral_root=ephemeral_root,
         )
     if backend == "docker":

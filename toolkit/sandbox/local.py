@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import IO
 
 from toolkit.sandbox import _host, _layout, capped
+from toolkit.sandbox import gpus as gpu_pinning
 from toolkit.sandbox.base import (
     NO_LIMITS,
     ExecResult,
@@ -99,9 +100,14 @@ class LocalSandbox(Sandbox):
         limits: Limits = NO_LIMITS,
         env: Mapping[str, str] | None = None,
         readonly: Sequence[Path] = (),
+        gpus: Sequence[str] | None = None,
         ephemeral_root: bool = False,
     ):
         self.support = _host.probe()
+        # GPU pinning (see gpus.py): the other GPUs' device nodes join the hidden paths.
+        self.gpus = None if gpus is None else [str(g) for g in gpus]
+        pinned = gpu_pinning.pin(self.gpus) if self.gpus is not None else gpu_pinning.GpuPin()
+        hide = [*hide, *pinned.hide]
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise SandboxError(f"sandbox root {self.root} is not a directory; create it first")
@@ -148,6 +154,7 @@ class LocalSandbox(Sandbox):
             "LANG": "C.UTF-8",
             "TMPDIR": str(self.tmpdir),
             **(env or {}),
+            **pinned.env,
         }
         self._server = ForkServer(userns=self.userns)
         self._state = threading.Condition()
@@ -224,6 +231,10 @@ class LocalSandbox(Sandbox):
         off += ["ephemeral-root"] if self.ephemeral_asked and not self.ephemeral else []
         if self.network:
             off.append("network")
+        if self.gpus is not None and self.namespaces:
+            on.append("gpu-pinned")
+        elif self.gpus is not None:
+            off.append("gpus")  # without mounts only the environment selects the GPUs
         on += ["no-keyrings"] if s.keyring_filter else []
         off += [] if s.keyring_filter else ["keyrings"]
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []

@@ -1,0 +1,158 @@
+"""The run process: one campaign run, `python -m toolkit.campaign.child JOB REPORT`.
+
+Both engines run each run in a fresh process of this module, which calls the toolkit's run API
+(`execute_run` with a `RunSpec`), rather than in the driver (local) or the Ray worker itself:
+
+- crash safety keys on the harness's pid: a `RUNNING` marker whose pid is dead is recorded as
+  `invalid` by the next `toolkit` command. Two runs in one process would share a pid (and
+  `recover_runs` treats markers of its own pid as dead), and a Ray worker is reused across
+  tasks; one process per run keeps that model exact;
+- SIGTERM ends a run cleanly (everything stopped, the result written as `invalid`) only in a
+  process's main thread;
+- a run that brings its process down (out of memory, a native crash) takes no other run and
+  not the campaign with it, and every run starts with a fresh CUDA context on its GPU.
+
+If the process that started it dies (the campaign driver killed, a Ray worker lost with its
+node), the run notices within a second, stops everything it started and records itself as
+`invalid` (an interrupted run), so no agent is left running unsupervised.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from exam_builder.exam_file import ExamFileError
+from toolkit.campaign.config import CampaignError
+from toolkit.campaign.job import (
+    Job,
+    Report,
+    build_agent,
+    check_training_data,
+    host_name,
+    secret_values,
+)
+from toolkit.data import DataError
+from toolkit.paths import state_dir
+from toolkit.results import RunResult, write_json_atomic
+from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
+from toolkit.run.orchestrate import RunSpec, execute_run, new_run_id
+from toolkit.run.workspace import WorkspaceError
+from toolkit.sandbox import SandboxError
+
+ORPHAN_CHECK_S = 0.5
+# What a run process reports as "no result" (one line) instead of dying with a traceback.
+EXPECTED_ERRORS = (
+    CampaignError,
+    InputError,
+    ExamFileError,
+    DataError,
+    WorkspaceError,
+    SandboxError,
+    RuntimeError,
+    ValueError,
+    OSError,
+)
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _watch_parent(parent: int) -> None:
+    """End this run like a SIGTERM once the process that started it is gone."""
+    while os.getppid() == parent:
+        time.sleep(ORPHAN_CHECK_S)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _device(job: Job) -> str:
+    """Grade on the GPU when the run has one that CUDA can use, else on the CPU."""
+    if job.gpu is None or not Path("/dev/nvidiactl").exists():
+        return "cpu"
+    import torch  # slow import: only on a host with an NVIDIA driver
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def run_job(job: Job) -> RunResult:
+    """Make the job's run here and return its published result."""
+    track = job.track
+    exam = resolve_exam(track, None if job.exam is None else Path(job.exam))
+    public = public_set()
+    check_public_set(track, public)
+    scratch: Path | None = None
+    if job.data_dir is not None:
+        data_dir = Path(job.data_dir)
+    else:
+        scratch = Path(tempfile.mkdtemp(prefix="prepared-data-", dir=state_dir()))
+        data_dir = prepare_data(None if job.train_data is None else Path(job.train_data), scratch)
+    check_training_data(track, data_dir, job.train_data)  # on every node, for every run
+    try:
+        spec = RunSpec(
+            track=track,
+            model=job.model,
+            seed=job.seed,
+            agent=build_agent(job),
+            exam=exam,
+            public_set=public,
+            data_dir=data_dir,
+            results_dir=Path(job.results_dir),
+            backend=job.backend,
+            device=_device(job),
+            effort=job.effort,
+            budget_s=job.budget_s,
+            per_call_limit_s=job.per_call_limit_s,
+            reserved_s=job.reserved_s,
+            run_id=job.run_id,
+            secrets=secret_values(job),
+            gpu=job.gpu,
+            node=job.node or host_name(),
+        )
+        return execute_run(spec)
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m toolkit.campaign.child JOB.json REPORT.json", file=sys.stderr)
+        return 2
+    job_file, report_file = Path(argv[0]), Path(argv[1])
+    signal.signal(signal.SIGTERM, _terminate)
+    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    started = time.time()
+    job = Job.model_validate_json(job_file.read_text(encoding="utf-8"))
+    if job.run_id is None:
+        job.run_id = new_run_id(job.model, job.seed)
+    report = Report(
+        run_id=job.run_id, started=started, finished=started, node=job.node, gpu=job.gpu
+    )
+    code = 0
+    try:
+        result = run_job(job)
+        report.status = result.status
+        report.result = str(Path(job.results_dir) / result.track / f"{result.run_id}.json")
+    except EXPECTED_ERRORS as exc:
+        traceback.print_exc()  # into the run's log; the report keeps one line
+        report.error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        code = 1
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # The run recorded itself as invalid (interrupted) on its way out, if it had begun.
+        report.error = f"the run process was stopped ({type(exc).__name__})"
+        code = 143
+    report.finished = time.time()
+    write_json_atomic(report_file, report.model_dump_json() + "\n")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

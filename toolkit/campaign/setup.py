@@ -1,0 +1,85 @@
+"""Turning a campaign file and the command line into a campaign, its inputs and an engine."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from exam_builder.exam_file import ExamFileError
+from toolkit.campaign.config import (
+    CampaignError,
+    check_against_track,
+    load_campaign_file,
+)
+from toolkit.campaign.driver import Campaign
+from toolkit.campaign.job import check_training_data
+from toolkit.campaign.local_engine import LocalEngine, Slot, cpu_slots, gpu_slots
+from toolkit.data import DataError
+from toolkit.paths import state_dir
+from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
+from toolkit.sandbox.gpus import host_gpu_ids
+from toolkit.tracks import RegistryError, get_track
+
+CHECKOUT_RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+
+def open_campaign(path: Path, budget_s: float | None = None) -> Campaign:
+    """Load the file, find its track (registry: `registry`, the results folder, ./results, the
+    checkout's), apply a command-line budget override. Raises CampaignError (one line)."""
+    file = load_campaign_file(path)
+    if budget_s is not None:
+        file = file.model_copy(update={"budget_s": budget_s})
+    candidates = [file.registry] if file.registry else []
+    candidates += [file.results, Path("results"), CHECKOUT_RESULTS]
+    registry = next((c for c in candidates if (c / "tracks.json").is_file()), file.results)
+    try:
+        track = get_track(registry, file.track)
+    except RegistryError as exc:
+        raise CampaignError(f"{path}: field 'track': {exc}") from None
+    check_against_track(path, file, track)
+    return Campaign(file=file, track=track)
+
+
+def exam_of(campaign: Campaign) -> Path:
+    """The track's exam on this machine (demo tracks build theirs), hash checked."""
+    try:
+        return resolve_exam(campaign.track, campaign.file.exam)
+    except (InputError, ExamFileError) as exc:
+        raise CampaignError(f"field 'exam': {exc}") from None
+
+
+def local_inputs(campaign: Campaign) -> tuple[dict[str, str], Path]:
+    """Exam and training data prepared once for every run of this box: (job settings, the
+    prepared data folder to remove at the end)."""
+    exam = exam_of(campaign)
+    data = Path(tempfile.mkdtemp(prefix="prepared-data-", dir=state_dir()))
+    try:
+        check_public_set(campaign.track, public_set())
+        prepare_data(campaign.file.train_data, data)
+        source = None if campaign.file.train_data is None else str(campaign.file.train_data)
+        check_training_data(campaign.track, data, source)
+    except (InputError, DataError, CampaignError) as exc:
+        shutil.rmtree(data, ignore_errors=True)
+        raise CampaignError(str(exc)) from None
+    return {"exam": str(exam), "data_dir": str(data)}, data
+
+
+def local_slots(gpus: str | None, slots: int | None) -> list[Slot]:
+    """`--gpus 0,1` (GPU slots), `--slots N` (CPU slots), or every GPU of the box, else one
+    CPU slot."""
+    if gpus is not None and slots is not None:
+        raise CampaignError("give --gpus or --slots, not both")
+    if gpus is not None:
+        ids = [g.strip() for g in gpus.split(",") if g.strip()]
+        if not ids or len(set(ids)) != len(ids):
+            raise CampaignError(f"--gpus {gpus!r}: give distinct GPU ids, e.g. --gpus 0,1")
+        return gpu_slots(ids)
+    if slots is not None:
+        return cpu_slots(slots)
+    found = host_gpu_ids()
+    return gpu_slots(found) if found else cpu_slots(1)
+
+
+def local_engine(campaign: Campaign, slots: list[Slot]) -> LocalEngine:
+    return LocalEngine(slots, campaign.results_dir)

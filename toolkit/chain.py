@@ -1,0 +1,111 @@
+"""Append-only JSON-lines logs in which each entry carries the hash of the line before it.
+
+Both the submission history and the audit log are such logs. Editing any line breaks the chain
+at the next one; cutting the file mid-line leaves a line without its newline; dropping whole
+lines from the end leaves a valid prefix, which only an anchor kept elsewhere can catch: the
+harness keeps the head (entry count and last hash) in memory while the run lasts and checks the
+file against it before grading, and a published result lists every candidate, so a history
+shorter than the result is caught afterwards too (`check_against`).
+
+Each append is flushed and fsynced, so that a harness killed with SIGKILL loses nothing that a
+reply was already sent for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+GENESIS = "0" * 64
+
+
+class ChainError(ValueError):
+    """A log whose chain is broken; the message names the file and line."""
+
+
+def line_hash(line: bytes) -> str:
+    return hashlib.sha256(line).hexdigest()
+
+
+def read_chain(path: Path) -> list[dict[str, Any]]:
+    """Read and verify a chained log; raise `ChainError` naming the first bad line."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise ChainError(f"{path}: cannot read: {exc}") from exc
+    if data and not data.endswith(b"\n"):
+        raise ChainError(f"{path}: the last line is cut short (no newline): file truncated")
+    entries: list[dict[str, Any]] = []
+    prev = GENESIS
+    for n, line in enumerate(data.splitlines(keepends=True), 1):
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ChainError(f"{path}:{n}: not JSON ({exc.msg}): file edited or cut") from exc
+        if not isinstance(entry, dict):
+            raise ChainError(f"{path}:{n}: not a JSON object")
+        if entry.get("seq") != n:
+            raise ChainError(f"{path}:{n}: sequence number {entry.get('seq')!r}, expected {n}")
+        if entry.get("prev") != prev:
+            raise ChainError(f"{path}:{n}: previous-entry hash does not match: the log was edited")
+        prev = line_hash(line)
+        entries.append(entry)
+    return entries
+
+
+class ChainedLog:
+    """An append-only chained log, safe to append from several threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        # Resume after an existing file (a recovered run), verifying it first.
+        existing = read_chain(path)
+        self.count = len(existing)
+        self.head = line_hash(self._last_line()) if existing else GENESIS
+
+    def _last_line(self) -> bytes:
+        return self.path.read_bytes().splitlines(keepends=True)[-1]
+
+    def append(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Append `entry` (plus `seq` and `prev`) durably; return what was written."""
+        with self._lock:
+            full = {"seq": self.count + 1, "prev": self.head, **entry}
+            line = (json.dumps(full, sort_keys=True, ensure_ascii=False) + "\n").encode()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, line)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            self.count += 1
+            self.head = line_hash(line)
+            return full
+
+    def verify(self) -> list[dict[str, Any]]:
+        """Re-read the file and check it against the head this process wrote."""
+        with self._lock:
+            entries = read_chain(self.path)
+            if len(entries) != self.count:
+                raise ChainError(
+                    f"{self.path}: holds {len(entries)} entries, the harness wrote {self.count}: "
+                    "entries were removed or added behind the harness's back"
+                )
+            if entries and line_hash(self._last_line()) != self.head:
+                raise ChainError(f"{self.path}: the last entry was replaced")
+            return entries
+
+
+def chain_head(path: Path) -> tuple[int, str]:
+    """(entries, hash of the last line) of a verified chained log; (0, GENESIS) if absent."""
+    entries = read_chain(path)
+    if not entries:
+        return 0, GENESIS
+    return len(entries), line_hash(path.read_bytes().splitlines(keepends=True)[-1])

@@ -1,0 +1,247 @@
+"""`toolkit campaign plan|run`: every (model, effort, seed) run of a board, from one file.
+
+Exit status of `run`: 0 when every run of the campaign has a final result (`valid` or
+`failed`); 1 when the campaign gave up on some (every attempt ended `invalid`); 2 for usage
+errors. Runs another campaign holds are waited for, not skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from toolkit.campaign.config import CampaignError
+from toolkit.campaign.driver import Campaign, Driver, Progress
+from toolkit.campaign.engine import Engine
+from toolkit.campaign.plan import KeyPlan
+from toolkit.campaign.view import LiveView, PlainView, summary
+from toolkit.commands.leaderboard import leaderboard_command
+from toolkit.results import ResultsError
+from toolkit.run.recovery import recover_runs
+
+FILE = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+BUDGET = click.option(
+    "--budget",
+    type=click.FloatRange(min=10),
+    default=None,
+    help="Override the budget in seconds (demo tracks only; same as budget_s in the file).",
+)
+
+
+def _open(file: Path, budget: float | None) -> Campaign:
+    from toolkit.campaign.setup import open_campaign
+
+    try:
+        return open_campaign(file, budget)
+    except CampaignError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _plan(campaign: Campaign) -> list[KeyPlan]:
+    try:
+        return campaign.plan()
+    except ResultsError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+@click.group("campaign")
+def campaign_group() -> None:
+    """Run every (model, effort, seed) of a leaderboard from one campaign file.
+
+    A campaign file (campaign.toml) names the track, the agent and backend, the models with
+    their efforts, the seeds and the results folder. `plan` shows what is done and what is
+    missing; `run` does what is missing, on this box's GPUs or on a Ray cluster, and can be
+    killed and started again at any time.
+
+    \b
+    Example:
+      toolkit campaign plan campaign.toml
+      toolkit campaign run campaign.toml --gpus 0,1,2,3
+    """
+
+
+@campaign_group.command("plan")
+@FILE
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="table: for people; json: one object per run key.",
+)
+@BUDGET
+def plan_command(file: Path, fmt: str, budget: float | None) -> None:
+    """Show the runs the campaign implies and which are done, to rerun, or missing.
+
+    A run (track, model, effort, seed) is done when it has a `valid` or `failed` result made
+    the way this campaign makes it (agent, budget, current protocol revision); `rerun` when it
+    has only `invalid` results, fewer than the file's attempts; `exhausted` when it has used
+    them all.
+
+    \b
+    Example:
+      toolkit campaign plan campaign.toml --format json
+    """
+    campaign = _open(file, budget)
+    plans = sorted(_plan(campaign), key=lambda p: p.key.sort_key())
+    if fmt == "json":
+        click.echo(json.dumps([_plan_record(p) for p in plans], indent=2))
+        return
+    console = Console()
+    table = Table(
+        title=f"campaign {file} · track {campaign.track.id} · results {campaign.results_dir}",
+        title_justify="left",
+        header_style="bold",
+    )
+    for column in ("model", "effort", "seed", "state", "results", "last result"):
+        table.add_column(column)
+    colours = {"valid": "green", "failed": "yellow", "rerun": "red", "exhausted": "bold red"}
+    for plan in plans:
+        counts: dict[str, int] = {}
+        for _, result in plan.results:
+            counts[result.status] = counts.get(result.status, 0) + 1
+        colour = colours.get(plan.state, "")
+        table.add_row(
+            plan.key.model,
+            plan.key.effort or "",
+            str(plan.key.seed),
+            f"[{colour}]{plan.state}[/{colour}]" if colour else plan.state,
+            ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "—",
+            plan.results[-1][0].name if plan.results else "",
+        )
+    states = [p.state for p in plans]
+    table.caption = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
+    console.print(table)
+
+
+def _plan_record(plan: KeyPlan) -> dict[str, object]:
+    return {
+        "track": plan.key.track,
+        "model": plan.key.model,
+        "effort": plan.key.effort,
+        "seed": plan.key.seed,
+        "state": plan.state,
+        "invalid": plan.invalid_count,
+        "results": [{"path": str(p), "status": r.status} for p, r in plan.results],
+    }
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+@campaign_group.command("run")
+@FILE
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: this box's GPUs (or --slots); ray: one Ray task per run on a cluster.",
+)
+@click.option("--address", default=None, help="Ray cluster address (default: RAY_ADDRESS).")
+@click.option("--gpus", default=None, help="local: the GPU ids to use, e.g. 0,1 (default: all).")
+@click.option(
+    "--slots",
+    type=click.IntRange(min=1),
+    default=None,
+    help="local: CPU runs at a time on a box without GPUs (demo tracks).",
+)
+@click.option(
+    "--ray-resource",
+    default=None,
+    metavar="NAME",
+    help="ray: ask each task for one unit of this custom resource instead of a GPU.",
+)
+@BUDGET
+@click.pass_context
+def run_command(
+    ctx: click.Context,
+    file: Path,
+    engine: str,
+    address: str | None,
+    gpus: str | None,
+    slots: int | None,
+    ray_resource: str | None,
+    budget: float | None,
+) -> None:
+    """Do every run of the campaign that has no final result yet; safe to start again.
+
+    Runs with a `valid` or `failed` result are skipped; `invalid` ones (infrastructure
+    failures) are rerun up to the file's attempts. Each run key is claimed while it runs, so
+    two campaigns on one results folder never do the same run. Killed half way, a campaign
+    started again does only what is still missing. At the end: the track's leaderboard.
+
+    \b
+    Example:
+      toolkit campaign run campaign.toml                      # every GPU of this box
+      toolkit campaign run demo.toml --slots 2                # a box without GPUs
+      toolkit campaign run campaign.toml --engine ray --address ray://head:10001
+    """
+    from toolkit.campaign import setup
+
+    campaign = _open(file, budget)
+    if engine == "local" and (ray_resource is not None or address is not None):
+        raise click.UsageError("--ray-resource and --address are for --engine ray")
+    if engine == "ray" and (gpus is not None or slots is not None):
+        raise click.UsageError("--gpus and --slots are for --engine local; Ray assigns GPUs")
+    console = Console(stderr=True)
+    _plan(campaign)  # a bad result file stops us here, with its name
+    for path in recover_runs():
+        console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
+    prepared: Path | None = None
+    runner: Engine
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        if engine == "local":
+            the_slots = setup.local_slots(gpus, slots)
+            console.print("preparing the exam and the training data...")
+            settings, prepared = setup.local_inputs(campaign)
+            runner = setup.local_engine(campaign, the_slots)
+            where = ", ".join(s.name for s in the_slots)
+        else:
+            from toolkit.campaign.ray_engine import RayEngine
+
+            exam = setup.exam_of(campaign).read_bytes()
+            settings = {}
+            runner = RayEngine(
+                address=address,
+                results_dir=campaign.results_dir,
+                exam=exam,
+                resource=ray_resource,
+            )
+            where = f"Ray cluster ({ray_resource or 'GPU'} slots)"
+        console.print(f"campaign {file}: track {campaign.track.id}, engine {engine}: {where}")
+        view = LiveView(console) if console.is_terminal else PlainView(console)
+        with view:
+            progress = Driver(campaign, runner, view, settings).run()
+    except CampaignError as exc:
+        raise click.UsageError(str(exc)) from None
+    except ResultsError as exc:
+        raise click.ClickException(str(exc)) from None
+    finally:
+        if prepared is not None:
+            shutil.rmtree(prepared, ignore_errors=True)
+    _report(progress, console)
+    if (campaign.results_dir / "tracks.json").is_file():
+        ctx.invoke(
+            leaderboard_command,
+            track_id=campaign.track.id,
+            results_dir=campaign.results_dir,
+            fmt="table",
+        )
+    if progress.gave_up:
+        raise SystemExit(1)
+
+
+def _report(progress: Progress, console: Console) -> None:
+    console.print(summary(progress))
+    for key, reason in progress.gave_up:
+        console.print(f"[red]gave up[/red] {key.label()}: {reason}")
