@@ -206,7 +206,7 @@ def test_ephemeral_root_shows_the_root_and_keeps_writes_to_the_command(
     with create_sandbox(backend, root=root, ephemeral_root=True) as box:
         if "ephemeral-root" not in box.isolation:
             assert "ephemeral-root" in box.not_isolated  # said so, and recorded
-            pytest.skip(f"this host cannot overlay the root (not_isolated: {box.not_isolated})")
+            pytest.skip(f"no ephemeral root here (not_isolated: {box.not_isolated})")
         box.write_file("from-host.txt", b"host")
         first = box.exec(
             ["sh", "-c", "cat given.txt from-host.txt; echo x > new; echo y >> given.txt; cat new"]
