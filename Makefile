@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 # State of demo runs (prepared data, built exams, results) stays out of git.
 DEMO_DIR ?= .ari/demo
 
-.PHONY: help venv demo test check lint format site clean bench
+.PHONY: help venv demo test check lint format site clean bench opencode
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -27,6 +27,9 @@ demo: $(STAMP)  ## the main job end to end on the embedded defaults (no GPU, no 
 test: $(STAMP)  ## the whole test suite
 	bash scripts/test-setup.sh
 	$(BIN)/python -m pytest -q
+
+opencode: $(STAMP)  ## install the pinned opencode scaffold into .tools/opencode (npm), and ripgrep
+	BIN=$(BIN) bash scripts/install-opencode.sh
 
 check: $(STAMP)  ## ruff (lint + format check) and mypy (strict on the library)
 	$(BIN)/ruff check .

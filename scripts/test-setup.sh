@@ -39,4 +39,10 @@ if ! have dockerd || ! have debootstrap; then
     fi
 fi
 
+# The opencode scaffold (tests/agents/): Node.js + npm once, to install the pinned binary into
+# .tools/opencode, and ripgrep for its grep and glob tools.
+if ! bash scripts/install-opencode.sh --quiet >/dev/null; then
+    echo "test-setup: could not install opencode; tests/agents will fail under CI=true" >&2
+fi
+
 exit 0

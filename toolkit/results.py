@@ -117,11 +117,25 @@ class Timings(_Model):
 
 
 class Usage(_Model):
-    """Model usage, as reported by the agent scaffold."""
+    """Model usage, summed over the run's model calls as the agent scaffold reports them.
 
-    input_tokens: int | None = Field(default=None, ge=0, description="Prompt tokens.")
-    output_tokens: int | None = Field(default=None, ge=0, description="Completion tokens.")
+    The parts do not overlap (opencode's convention): the prompt a provider bills is
+    input + cache_read + cache_write tokens, its completion output + reasoning tokens.
+    """
+
+    input_tokens: int | None = Field(
+        default=None, ge=0, description="Prompt tokens, not counting cache reads or writes."
+    )
+    output_tokens: int | None = Field(
+        default=None, ge=0, description="Completion tokens, not counting reasoning."
+    )
     reasoning_tokens: int | None = Field(default=None, ge=0, description="Reasoning tokens.")
+    cache_read_tokens: int | None = Field(
+        default=None, ge=0, description="Prompt tokens read from the provider's cache."
+    )
+    cache_write_tokens: int | None = Field(
+        default=None, ge=0, description="Prompt tokens written to the provider's cache."
+    )
     cost_usd: float | None = Field(default=None, ge=0, description="Cost in USD, when known.")
 
 

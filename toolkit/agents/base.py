@@ -3,7 +3,14 @@
 An adapter prepares the scaffold's files for one run, says what to launch in the controller (a
 shell with no Python and no GPU, at the workspace root), and afterwards turns what the scaffold
 left behind into a transcript and token usage. The harness does everything else (clock, runner,
-grading), so a new scaffold (opencode, next) plugs in here and touches nothing else.
+grading), so a new scaffold plugs in here and touches nothing else.
+
+Hooks with defaults, for scaffolds that talk to a model provider (opencode): `egress` (the
+destinations the controller may reach), `secrets` (values that must never reach the workspace
+or a published file), `console` / `observe` (where the console goes, what of it to echo, and a
+look at each line as it comes), `problem` (an infrastructure failure seen while it runs: the run
+then ends `invalid`), `finish` (a last command in the controller after the agent stopped, e.g.
+exporting its session; files it writes into the run folder are listed with the run).
 """
 
 from __future__ import annotations
@@ -13,6 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolkit.results import Usage
+from toolkit.sandbox import Egress, Sandbox
+
+TRANSCRIPT_FILE = "transcript.txt"
 
 
 @dataclass(frozen=True)
@@ -27,13 +37,17 @@ class AgentContext:
     per_call_limit_s: float
     bin_dir: Path
     """Folder on the controller's PATH (the `runner` client lives there); adapters may add to it."""
+    home_dir: Path | None = None
+    """A fresh folder only the controller sees (hidden from the runner), for the scaffold's
+    HOME, configuration and state; None where the harness gives none."""
 
 
 @dataclass
 class AgentOutcome:
     """What the adapter collected after the run."""
 
-    transcript: str
+    transcript: str | None
+    """The transcript text to keep as `transcript.txt`; None: the adapter wrote its own."""
     usage: Usage = field(default_factory=Usage)
 
 
@@ -43,6 +57,13 @@ class Agent(abc.ABC):
     name: str
     version: str | None = None
     provider: str | None = None
+
+    @classmethod
+    def for_run(cls, **options: object) -> Agent:
+        """An adapter for one run, from the run's options (model, effort, provider, ...); an
+        agent that needs none of them ignores them. Raises `AgentSetupError`-like errors
+        (RuntimeError / ValueError) with one line for the operator."""
+        return cls()
 
     @abc.abstractmethod
     def prepare(self, workspace: Path, ctx: AgentContext) -> None:
@@ -59,6 +80,34 @@ class Agent(abc.ABC):
     def needs_network(self) -> bool:
         """Whether the controller needs network (a model API); the runner never has it."""
         return False
+
+    def egress(self) -> list[Egress]:
+        """Destinations the controller may reach without network (its model provider)."""
+        return []
+
+    def secrets(self) -> list[str]:
+        """Values (a credential) checked out of the workspace and redacted from run files."""
+        return []
+
+    def console(self) -> tuple[str, str]:
+        """Run-folder files that get the agent's stdout and stderr as they come."""
+        return TRANSCRIPT_FILE, TRANSCRIPT_FILE
+
+    def observe(self, stream: str, line: str) -> str | None:
+        """Look at one console line ("stdout" or "stderr") as it comes; return what to echo to
+        the operator (None: nothing). Called from the harness's reader threads."""
+        return line
+
+    def problem(self) -> str | None:
+        """An infrastructure failure seen so far (provider down, rate limit stalling the run):
+        polled while the agent runs and once after; the run then ends `invalid` with it."""
+        return None
+
+    def finish(self, controller: Sandbox, artifacts: Path) -> None:
+        """After the agent stopped (exited or killed), before the sandboxes go: last commands
+        in the controller, files into the run folder `artifacts`. Failures are the adapter's
+        to log; they must not lose the run."""
+        return None
 
     @abc.abstractmethod
     def config_sha256(self) -> str:

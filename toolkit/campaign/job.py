@@ -106,8 +106,9 @@ def make_job(
 def build_agent(job: Job) -> Agent:
     """The job's agent adapter, given the model entry's provider settings it accepts.
 
-    An adapter takes them as keyword arguments of its constructor (`provider`, `base_url`,
-    `key_env`); a setting the adapter does not take is a campaign error, never ignored.
+    An adapter takes them as keyword arguments of its `for_run` (`provider`, `base_url`,
+    `key_env`); a setting the adapter does not take is a campaign error, never ignored, and so
+    is an adapter that cannot be set up (no key, scaffold missing: its one line).
     """
     cls = AGENTS[job.agent]
     settings = {
@@ -119,13 +120,22 @@ def build_agent(job: Job) -> Agent:
         )
         if value is not None
     }
-    accepted = inspect.signature(cls).parameters
-    unknown = [name for name in settings if name not in accepted]
+    # Adapters are built for a run by `for_run` (what `toolkit run` does), which checks the
+    # scaffold, the provider and its key; its named parameters are the settings it takes.
+    accepted = inspect.signature(cls.for_run).parameters
+    unknown = [
+        name
+        for name in settings
+        if name not in accepted or accepted[name].kind is inspect.Parameter.VAR_KEYWORD
+    ]
     if unknown:
         raise CampaignError(
             f"agent '{job.agent}' takes no {', '.join(unknown)} setting (model '{job.model}')"
         )
-    return cls(**settings)
+    try:
+        return cls.for_run(model=job.model, effort=job.effort, **settings)
+    except (RuntimeError, ValueError) as exc:
+        raise CampaignError(f"model '{job.model}': {exc}") from exc
 
 
 def secret_values(job: Job) -> list[str]:

@@ -18,7 +18,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from exam_builder.exam_file import ExamFileError
 from toolkit import state
-from toolkit.agents import AGENTS, get_agent
+from toolkit.agents import AGENTS, AgentSetupError, get_agent
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
@@ -142,7 +142,24 @@ def _model_for(agent: str, model: str | None) -> str:
     type=click.Choice(sorted(AGENTS)),
     default="scripted",
     show_default=True,
-    help="Agent scaffold. 'scripted' trains the starter as-is; 'opencode' comes next.",
+    help="Agent scaffold. 'scripted' trains the starter as-is; 'opencode' is a real model.",
+)
+@click.option(
+    "--provider",
+    default=None,
+    help="Model provider, for --agent opencode: an entry of providers.toml (e.g. openai).",
+)
+@click.option(
+    "--providers",
+    "providers_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Providers file (default: $ARI_PROVIDERS, else the toolkit's providers.toml).",
+)
+@click.option(
+    "--any-scaffold-version",
+    is_flag=True,
+    help="Run with the installed opencode even if it is not the pinned version (recorded).",
 )
 @click.option(
     "--backend",
@@ -195,6 +212,9 @@ def run_command(
     effort: str | None,
     seed: int,
     agent: str,
+    provider: str | None,
+    providers_path: Path | None,
+    any_scaffold_version: bool,
     backend: str,
     track: str,
     budget: float | None,
@@ -214,9 +234,11 @@ def run_command(
     <results>/<track>/<run_id>.json with the audit log, history and transcript beside it.
 
     \b
-    Example:
+    Examples:
       toolkit run --agent scripted --backend local --track demo-cpu --seed 0 \\
           --results /tmp/ari-results
+      OPENAI_API_KEY=... toolkit run --agent opencode --provider openai --model gpt-5 \\
+          --effort high --track demo-cpu --seed 0 --results /tmp/ari-results
     """
     console = make_console(stderr=True)
     model = _model_for(agent, model)
@@ -240,6 +262,17 @@ def run_command(
         scale = budget / the_track.budget_s
         budget_s, per_call = budget, min(budget, the_track.per_call_limit_s * scale)
         reserved = the_track.reserved_s * scale
+    try:
+        the_agent = get_agent(
+            agent,
+            model=model,
+            effort=effort,
+            provider=provider,
+            providers_path=providers_path,
+            any_version=any_scaffold_version,
+        )
+    except (AgentSetupError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from exc
     image_digests = None
     if backend == "docker":
         found = use_docker_images(images_file)
@@ -282,7 +315,7 @@ def run_command(
         track=the_track,
         model=model,
         seed=seed,
-        agent=get_agent(agent),
+        agent=the_agent,
         exam=exam_path,
         public_set=public,
         data_dir=data_dir,

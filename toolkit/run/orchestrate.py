@@ -9,22 +9,27 @@ Order of events (DESIGN §5):
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
    marker in the harness folder, so a crash of this process is recorded later, not lost;
 4. the runner sandbox + runner service, then the agent in the controller sandbox (both hide
-   `roles.run_hidden`: the protected paths, the exam and its folder, results, banks); the clock
-   starts when the agent does (`--backend docker`: each is a container of an image the CLI
-   checked against the pins, and every container and network carries the run id as a label);
-   with `spec.gpu` (a campaign's pin) the runner, and later the grading sandboxes, see that
-   one GPU only, and the result records it (`placement`);
-5. the agent exits, or the deadline comes: everything is killed (whatever it does with
-   signals), the service stops (every call still open is closed and audited); the history and
-   the audit log are checked against what the harness wrote;
+   `roles.run_hidden`: the protected paths, the exam and its folder, results, banks; the
+   controller gets the egress allow-list its adapter asks for: a model provider, nothing
+   else); the clock starts when the agent does (`--backend docker`: each is a container of an
+   image the CLI checked against the pins, and every container and network carries the run id
+   as a label); with `spec.gpu` (a campaign's pin) the runner, and later the grading
+   sandboxes, see that one GPU only, and the result records it (`placement`); the agent's
+   console goes to the run folder as it comes (secrets redacted);
+5. the agent exits, the deadline comes, or its adapter reports an infrastructure problem (a
+   provider down or stalling the run): everything is killed (whatever it does with signals),
+   the service stops (every call still open is closed and audited); before the controller
+   goes, the adapter may run a last command in it (export its session) and the egress log is
+   saved; the history and the audit log are checked against what the harness wrote;
 6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
-   `failed` with 0; a harness or sandbox failure => `invalid` with its reason;
+   `failed` with 0; a harness, sandbox or provider failure => `invalid` with its reason;
 7. the result is written atomically, with the final head of the audit log and of the history
    (so that a log rewritten afterwards is caught), and the marker removed.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -73,6 +78,9 @@ from toolkit.runner.service import RunnerService
 from toolkit.sandbox import Sandbox, SandboxProcess, capped
 from toolkit.tracks import Track
 
+EGRESS_LOG = "egress.jsonl"
+AGENT_HOME = "agent"  # in the channel folder: seen by the controller only
+REDACTED = b"[redacted]"
 KILL_GRACE_S = 1.0  # after the deadline, how long teardown may take before we call it a bug
 
 
@@ -158,29 +166,38 @@ class AgentLog:
 
 
 class Transcript:
-    """The agent's console, copied to `transcript.txt` as it comes (and echoed, if asked)."""
+    """The agent's console, copied to `transcript.txt` as it comes (and echoed, if asked).
 
-    def __init__(self, path: Path, echo: Callable[[str], None] | None) -> None:
+    `redact`: values (a credential) replaced by `[redacted]` before anything is written or
+    echoed, so that an agent printing its environment publishes no key."""
+
+    def __init__(
+        self, path: Path, echo: Callable[[str], None] | None, redact: list[str] | None = None
+    ) -> None:
         self.path = path
         self._echo = echo
+        self._redact = [s.encode() for s in redact or [] if len(s) >= 8]  # as find_leaks
         self._lock = threading.Lock()
         self._file = path.open("ab")
         self._threads: list[threading.Thread] = []
 
-    def follow(self, pipe: IO[bytes] | None) -> None:
+    def follow(self, pipe: IO[bytes] | None, echo: Callable[[str], None] | None = None) -> None:
+        """Copy `pipe` in (a thread); each line also goes to `echo` (default: the one given)."""
         if pipe is None:
             return
-        thread = threading.Thread(target=self._pump, args=(pipe,), daemon=True)
+        thread = threading.Thread(target=self._pump, args=(pipe, echo or self._echo), daemon=True)
         thread.start()
         self._threads.append(thread)
 
-    def _pump(self, pipe: IO[bytes]) -> None:
+    def _pump(self, pipe: IO[bytes], echo: Callable[[str], None] | None) -> None:
         for line in iter(pipe.readline, b""):
+            for secret in self._redact:
+                line = line.replace(secret, REDACTED)
             with self._lock:
                 self._file.write(line)
                 self._file.flush()
-            if self._echo:
-                self._echo(line.decode("utf-8", "replace").rstrip("\n"))
+            if echo:
+                echo(line.decode("utf-8", "replace").rstrip("\n"))
 
     def close(self) -> str:
         for thread in self._threads:
@@ -230,7 +247,9 @@ class Run:
         self.runner_box: Sandbox | None = None
         self.service: RunnerService | None = None
         self.submissions: Submissions | None = None
-        self.transcript: Transcript | None = None
+        self.transcripts: list[Transcript] = []
+        self.agent_process: SandboxProcess | None = None
+        self.agent_problem: str | None = None
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
         self.workspace_cap: capped.CappedFolder | None = None
@@ -347,6 +366,10 @@ class Run:
         problem = self._teardown()
         if problem:
             return self._finish_invalid(problem)
+        agent_problem = self.agent_problem or self.spec.agent.problem()
+        if agent_problem:  # infrastructure (the provider), not the model: rerun, never a 0
+            self.log(f"agent infrastructure problem: {agent_problem}")
+            return self._finish_invalid(agent_problem)
         return self._grade_and_publish(stop_reason)
 
     def _setup(self) -> None:
@@ -367,7 +390,7 @@ class Run:
             starter=spec.starter,
         )
         ws = self.workspace.root
-        leaks = find_leaks(ws, exam=spec.exam, secrets=spec.secrets)
+        leaks = find_leaks(ws, exam=spec.exam, secrets=[*spec.secrets, *spec.agent.secrets()])
         if leaks:
             raise RuntimeError(
                 f"the workspace would contain the exam or a secret: {', '.join(leaks)} in {ws}; "
@@ -387,6 +410,7 @@ class Run:
                 reserved_s=reserved,
                 per_call_limit_s=per_call,
                 bin_dir=bin_dir,
+                home_dir=self._agent_home(),
             ),
         )
         self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)
@@ -416,10 +440,13 @@ class Run:
             network=spec.agent.needs_network(),
             env=spec.agent.env(),
             readonly=readonly,
+            egress=spec.agent.egress(),
         )
         self.boxes.append(controller)
         # The sandbox's own protections, plus what the harness adds on top for the controller.
         extra = {"controller:path-restricted"}
+        if "egress-allowlist" in controller.isolation:
+            extra.add("controller:provider-only")
         if spec.backend == "docker":  # the controller image has no Python and gets no GPU
             extra |= {"controller:no-python-image", "controller:no-gpu"}
         elif "hidden-paths" in controller.isolation:
@@ -448,6 +475,12 @@ class Run:
                 skeleton=self.skeleton("the harness died before the run finished"),
             ),
         )
+
+    def _agent_home(self) -> Path:
+        assert self.workspace is not None
+        home = self.workspace.channel / AGENT_HOME
+        home.mkdir()
+        return home
 
     def _start_runner_process(self, argv: list[str]) -> SandboxProcess:
         assert self.runner_box is not None
@@ -481,13 +514,11 @@ class Run:
             handlers=submissions.handlers(),
         )
         self.service.start()
-        transcript = Transcript(self.artifacts / TRANSCRIPT_FILE, self.echo)
-        self.transcript = transcript
         agent = self.controller.start(spec.agent.command(), stdin=False)
+        self.agent_process = agent
         recovery.record_pid(self.harness, agent.pid)
         self.log(f"agent '{spec.agent.name}' started: {' '.join(spec.agent.command())}")
-        transcript.follow(agent.stdout)
-        transcript.follow(agent.stderr)
+        self._follow_console(agent)
         while True:
             left = self.clock.time_left()
             if self.tick:
@@ -501,6 +532,34 @@ class Run:
                 self.used_s = self.clock.budget_s
                 self.log("deadline reached: stopping the agent and every call in flight")
                 return "deadline"
+            problem = spec.agent.problem()
+            if problem:
+                self.used_s = self.clock.elapsed()
+                self.agent_problem = problem
+                self.log(f"stopping the agent: {problem}")
+                return problem
+
+    def _follow_console(self, agent: SandboxProcess) -> None:
+        """The agent's stdout and stderr into the files its adapter names (one file when both
+        name the same), each line shown to the adapter, and echoed as it says."""
+        spec = self.spec
+        redact = [*spec.secrets, *spec.agent.secrets()]
+        files: dict[str, Transcript] = {}
+        for stream, pipe, name in zip(
+            ("stdout", "stderr"), (agent.stdout, agent.stderr), spec.agent.console(), strict=True
+        ):
+            if name not in files:
+                files[name] = Transcript(self.artifacts / name, None, redact)
+                self.transcripts.append(files[name])
+            files[name].follow(pipe, self._observer(stream))
+
+    def _observer(self, stream: str) -> Callable[[str], None]:
+        def observe(line: str) -> None:
+            shown = self.spec.agent.observe(stream, line)
+            if shown is not None:
+                self.echo(shown)
+
+        return observe
 
     def _teardown(self) -> str | None:
         """Kill everything the run started (fast: a PID namespace dies with its first process).
@@ -520,6 +579,9 @@ class Run:
         # call can come after the service has stopped: every call the agent made is on record.
         if self.service is not None:
             self.service.close()
+        if self.agent_process is not None:
+            self.agent_process.kill()
+        self._finish_agent()  # the agent is gone: its adapter's last word, in the controller
         if self.controller is not None and self.controller in self.boxes:
             clean(self.controller)
         if self.submissions is not None:
@@ -532,14 +594,32 @@ class Run:
                 clean(box)
         self.boxes = []
         took = time.monotonic() - started
-        if self.transcript is not None:
-            self.transcript.close()
-            self.transcript = None
+        for transcript in self.transcripts:
+            transcript.close()
+        self.transcripts = []
         self.log(f"stopped everything in {took:.2f}s")
         if errors:
             self.log("teardown failed: " + "; ".join(errors))
             return "teardown failed: " + "; ".join(errors)
         return None
+
+    def _finish_agent(self) -> None:
+        """The adapter's last word in the controller (its session export), then the controller's
+        egress log into the run folder. Neither may lose the run."""
+        controller = self.controller
+        if controller is None or self.agent_process is None:
+            return
+        try:
+            self.spec.agent.finish(controller, self.artifacts)
+        except Exception:
+            self.log(f"the agent adapter could not finish: {traceback.format_exc()}")
+        entries = controller.egress_log
+        if entries:
+            (self.artifacts / EGRESS_LOG).write_text(
+                "".join(json.dumps(e, sort_keys=True) + "\n" for e in entries), encoding="utf-8"
+            )
+            refused = sum(1 for e in entries if not e["allowed"])
+            self.log(f"egress: {len(entries) - refused} connections made, {refused} refused")
 
     # -- grading and the result ---------------------------------------------------------------
 
@@ -563,7 +643,7 @@ class Run:
         )
         outcome = self.spec.agent.collect(self.work / "workspace", text)
         result.usage = outcome.usage
-        if outcome.transcript != text:
+        if outcome.transcript is not None and outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
         result.artifacts = list_artifacts(self.artifacts, self.run_id)  # all there is, now
         # Where the chained logs end now: a log rewritten later, even with fresh hashes, won't.

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from toolkit.protected import protected_paths
-from toolkit.sandbox import Limits, Sandbox, create_sandbox
+from toolkit.sandbox import Egress, Limits, Sandbox, create_sandbox
 
 # The docker runner's caps (a container has no host limits to inherit): most of the memory,
 # room for many data-loader workers and their threads.
@@ -147,6 +147,7 @@ def make_controller(
     network: bool,
     env: dict[str, str],
     readonly: Sequence[Path],
+    egress: Sequence[Egress] = (),
 ) -> Sandbox:
     return create_sandbox(
         backend,
@@ -155,6 +156,7 @@ def make_controller(
         hide=existing([*hide, *python_paths(), *gpu_device_paths()]),
         env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
         readonly=readonly,
+        egress=egress,
         image=docker_image(backend, "controller"),
     )
 

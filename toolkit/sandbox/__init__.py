@@ -14,6 +14,8 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     pidns               own PID namespace: the host's processes are invisible, and the tree
                         dies with its first process
     netns / network     no network but an own loopback / network reachable
+    egress-allowlist    (with `egress`) only the listed (host, port) pairs are reachable, over
+                        TCP; every attempt is logged (`Sandbox.egress_log`)
     mountns             own mount namespace, with: host-filesystem-readonly (every host
                         mount read-only, /proc/sys too; devices still work), hidden-paths
                         (empty read-only tmpfs over them), readonly-paths (read-only bind
@@ -150,6 +152,7 @@ def create_sandbox(
             limits=limits,
             env=env,
             readonly=readonly,
+            egress=egress,
             gpus=gpus,
             ephemeral_root=ephemeral_root,
         )

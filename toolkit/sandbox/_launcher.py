@@ -82,6 +82,7 @@ RLIMITS = {
 
 _libc = ctypes.CDLL(None, use_errno=True)
 KEYRING_FILTER = _seccomp.program()
+_egress_handoff: socket.socket | None = None  # held by init while its tree lives
 _status_fd = -1  # the host reads "pid N", then "ok" (about to exec) or the failure, then "exit N"
 
 
@@ -267,6 +268,8 @@ def init(spec: dict[str, object], fds: list[int]) -> None:
         if fd > 2:
             os.close(fd)
     join_cgroups(spec["cgroups"])  # type: ignore[arg-type]
+    egress = spec.get("egress")  # an allow-list: set up in two steps around the filesystem
+    prepared = None
     if spec["filesystem"] is not None:
         # Own mounts, SysV IPC and POSIX message queues, hostname; network unless allowed.
         flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
@@ -275,6 +278,8 @@ def init(spec: dict[str, object], fds: list[int]) -> None:
             fail(f"unshare failed: {os.strerror(ctypes.get_errno())}")
         try:
             _mounts.mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates
+            if egress:  # its files are opened here: in this namespace, before /tmp is private
+                prepared = egress_prepare(egress)  # type: ignore[arg-type]
             _mounts.build(spec["filesystem"])  # type: ignore[arg-type]
         except _mounts.SetupError as e:
             fail(str(e))
@@ -283,6 +288,8 @@ def init(spec: dict[str, object], fds: list[int]) -> None:
             loopback_up()
         except OSError as e:
             fail(f"cannot bring loopback up: {e}")
+    if egress and prepared:
+        egress_start(egress, prepared, spec["filesystem"])  # type: ignore[arg-type]
     # Orphans of the command re-parent to this process, not to the host's init: so without a
     # PID namespace too, every process of the tree stays findable as our descendant.
     if _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
@@ -452,6 +459,107 @@ def find_program(name: str, path: str) -> str | None:
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
             return candidate
     return None
+
+
+# -- egress allow-list (see toolkit/sandbox/egress.py for the host side) -------------------------
+RTM_NEWROUTE = 24
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_REPLACE, NLM_F_CREATE = 0x1, 0x4, 0x100, 0x400
+NLMSG_ERROR = 2
+RT_TABLE_LOCAL, RTPROT_BOOT, RT_SCOPE_HOST, RTN_LOCAL, RTA_OIF = 255, 3, 254, 2, 4
+ETH_P_ALL = 0x0003
+EGRESS_ACK_TIMEOUT_S = 30.0
+
+
+def egress_prepare(plan: dict[str, object]) -> tuple[socket.socket, int, int]:
+    """Before the filesystem is rebuilt (the host folder is still in view): connect to the
+    host's hand-off socket and open the private hosts and resolv.conf files."""
+    handoff = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        handoff.connect(str(plan["handoff"]))
+        hosts = os.open(str(plan["hosts"]), os.O_PATH | os.O_CLOEXEC)
+        resolv = os.open(str(plan["resolv"]), os.O_PATH | os.O_CLOEXEC)
+    except OSError as e:
+        fail(f"cannot reach the egress gate: {e}")
+    return handoff, hosts, resolv
+
+
+def route_everything_locally(family: int) -> None:
+    """Make every address of `family` local to this namespace ("AnyIP" on `lo`): a connection to
+    anything but a listener is then refused at once (and seen by the host), not left to time
+    out or fail unseen with 'network unreachable'."""
+    rtmsg = struct.pack(
+        "BBBBBBBBI", family, 0, 0, 0, RT_TABLE_LOCAL, RTPROT_BOOT, RT_SCOPE_HOST, RTN_LOCAL, 0
+    )
+    oif = struct.pack("HHi", 8, RTA_OIF, socket.if_nametoindex("lo"))
+    flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE
+    body = rtmsg + oif
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0) as nl:
+        nl.send(struct.pack("IHHII", 16 + len(body), RTM_NEWROUTE, flags, 1, 0) + body)
+        reply = nl.recv(4096)
+    kind = struct.unpack_from("H", reply, 4)[0]
+    error = struct.unpack_from("i", reply, 16)[0] if kind == NLMSG_ERROR else 0
+    if error:
+        raise OSError(-error, os.strerror(-error))
+
+
+def egress_start(
+    plan: dict[str, object],
+    prepared: tuple[socket.socket, int, int],
+    filesystem: dict[str, object],
+) -> None:
+    """After loopback is up: route every address to it, put the private /etc/hosts and
+    /etc/resolv.conf in place, create the namespace's listeners (one per allowed destination),
+    its DNS socket and a packet socket on `lo`, and hand them all to the host, keeping none.
+
+    The command then finds its allowed names at their loopback addresses; the host accepts on
+    the listeners and relays, answers DNS and logs what the packet socket sees refused."""
+    handoff, hosts, resolv = prepared
+    try:
+        route_everything_locally(socket.AF_INET)
+    except OSError as e:
+        fail(f"cannot route addresses to loopback: {e}")
+    try:  # noqa: SIM105
+        route_everything_locally(socket.AF_INET6)
+    except OSError:
+        pass  # no IPv6 in this namespace: such connections fail at once anyway (unlogged)
+    for fd, target in ((hosts, "/etc/hosts"), (resolv, "/etc/resolv.conf")):
+        # The host's own file, wherever its symlinks lead (they are the host's, not the
+        # command's: nothing of the tree has run yet). Absent (e.g. under the private /run):
+        # the resolver's defaults already point at 127.0.0.1.
+        real = os.path.realpath(target)
+        try:
+            if os.path.isfile(real):
+                _mounts.bind(fd, real, readonly=True, how=str(filesystem["host_readonly"]))
+        except _mounts.SetupError as e:
+            fail(f"cannot put the private {target} in place: {e}")
+        os.close(fd)
+    made: list[socket.socket] = []
+    try:
+        for address, port in plan["listen"]:  # type: ignore[attr-defined]
+            listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            made.append(listener)
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind((address, port))
+            listener.listen(128)
+        dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        made.append(dns)
+        dns.bind((str(plan["dns"]), 53))
+        sniffer = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        made.append(sniffer)
+        sniffer.bind(("lo", 0))
+        fds = struct.pack(f"{len(made)}i", *(s.fileno() for s in made))
+        handoff.sendmsg([b"sockets"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        ready, _, _ = select.select([handoff], [], [], EGRESS_ACK_TIMEOUT_S)
+        if not ready or handoff.recv(1) != b"k":
+            fail("the egress gate did not take the sockets")
+    except OSError as e:
+        fail(f"cannot set up the egress listeners: {e}")
+    for made_socket in made:
+        made_socket.close()
+    # `handoff` stays open in this init (never in the command: it is close-on-exec) until the
+    # tree ends: its end of file tells the host to close this tree's sockets.
+    global _egress_handoff
+    _egress_handoff = handoff
 
 
 if __name__ == "__main__":

@@ -62,11 +62,13 @@ NO_LIMITS = Limits()
 class Egress:
     """One destination a sandbox without network may still open TCP connections to.
 
-    Programs inside connect to `host:port` as usual (the name resolves inside); every attempt
-    is logged by the backend (`Sandbox.egress_log`). How a controller reaches its provider.
+    Programs inside connect to `host:port` as usual (the name resolves inside); nothing else
+    outside is reachable, and every attempt is logged by the backend (`Sandbox.egress_log`).
+    This is how a controller reaches its model provider and nothing more.
     """
 
     host: str
+    """A DNS name or an IP address, as the program inside will use it."""
     port: int
 
 
@@ -107,8 +109,6 @@ class Sandbox(abc.ABC):
     """What this backend, on this host, does not isolate (recorded with every run)."""
     root: Path
     """The sandbox's working directory (a host path for the local backend)."""
-    egress_log: list[dict[str, object]]
-    """Every connection attempt to an `Egress` destination: time, host, port, allowed, error."""
 
     @abc.abstractmethod
     def exec(
@@ -146,6 +146,14 @@ class Sandbox(abc.ABC):
     @abc.abstractmethod
     def cleanup(self) -> None:
         """Kill every process ever started in the sandbox and release its resources. Idempotent."""
+
+    @property
+    def egress_log(self) -> list[dict[str, object]]:
+        """Every attempt to reach the outside, allowed or refused, oldest first ([] when the
+        sandbox has no egress allow-list). Each entry: `time` (ISO 8601, UTC), `host`, `port`
+        (None for a name lookup), `protocol` ("tcp", "udp" or "dns"), `allowed` (bool) and
+        `error` (why it failed or was refused; None when the connection was made)."""
+        return []
 
     def __enter__(self) -> Sandbox:
         return self

@@ -54,12 +54,14 @@ from toolkit.sandbox import _host, _layout, capped
 from toolkit.sandbox import gpus as gpu_pinning
 from toolkit.sandbox.base import (
     NO_LIMITS,
+    Egress,
     ExecResult,
     Limits,
     Sandbox,
     SandboxError,
     SandboxProcess,
 )
+from toolkit.sandbox.egress import EgressGate
 from toolkit.sandbox.files import read_under, write_under
 from toolkit.sandbox.forkserver import ForkServer
 from toolkit.sandbox.process import LocalProcess, communicate
@@ -100,6 +102,7 @@ class LocalSandbox(Sandbox):
         limits: Limits = NO_LIMITS,
         env: Mapping[str, str] | None = None,
         readonly: Sequence[Path] = (),
+        egress: Sequence[Egress] = (),
         gpus: Sequence[str] | None = None,
         ephemeral_root: bool = False,
     ):
@@ -156,6 +159,8 @@ class LocalSandbox(Sandbox):
             **(env or {}),
             **pinned.env,
         }
+        self.egress = list(egress)
+        self._gate = self._egress_gate()
         self._server = ForkServer(userns=self.userns)
         self._state = threading.Condition()
         self._starting = 0
@@ -237,6 +242,8 @@ class LocalSandbox(Sandbox):
             off.append("gpus")  # without mounts only the environment selects the GPUs
         on += ["no-keyrings"] if s.keyring_filter else []
         off += [] if s.keyring_filter else ["keyrings"]
+        if self.egress:
+            (on if self._gate is not None else off).append("egress-allowlist")
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
         on += ["cgroup-memory"] if s.memory_parent and lim.memory_bytes is not None else []
         if lim.memory_bytes is not None and not s.memory_parent:
@@ -270,6 +277,25 @@ class LocalSandbox(Sandbox):
             for name in dirnames + filenames:
                 os.chown(name, self.uid, self.gid, dir_fd=dir_fd, follow_symlinks=False)
 
+    # -- egress --------------------------------------------------------------------------
+    def _egress_gate(self) -> EgressGate | None:
+        """The allow-list's host side, where there are network namespaces to apply it in.
+
+        Without them the sandbox has the host's network as it is (recorded: `network` and
+        `egress-allowlist` in not_isolated)."""
+        if not self.egress:
+            return None
+        if self.network:
+            raise ValueError("egress is for sandboxes without network (network=False)")
+        if not self.namespaces:
+            log.warning("sandbox: no network namespaces here: egress allow-list not enforced")
+            return None
+        return EgressGate(self.egress)
+
+    @property
+    def egress_log(self) -> list[dict[str, object]]:
+        return self._gate.log if self._gate is not None else []
+
     # -- spawning ------------------------------------------------------------------------
     def _rlimits(self) -> dict[str, int]:
         lim, s = self.limits, self.support
@@ -301,6 +327,7 @@ class LocalSandbox(Sandbox):
             "loopback": self.namespaces and not self.network,
             "keyrings": self.support.keyring_filter,
             "rlimits": self._rlimits(),
+            "egress": self._gate.launcher_spec() if self._gate is not None else None,
             "uid": self.uid if self.drop_uid else None,
             "gid": self.gid if self.drop_uid else None,
             "cwd": str(workdir),
@@ -403,5 +430,7 @@ class LocalSandbox(Sandbox):
             except SandboxError as e:
                 errors.append(str(e))
         self._server.close()
+        if self._gate is not None:
+            self._gate.close()
         if errors:
             raise SandboxError("; ".join(errors))

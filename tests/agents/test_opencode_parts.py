@@ -1,0 +1,247 @@
+"""The opencode adapter's parts without a run: events, providers, config, version pin, effort.
+
+Event lines are verbatim from opencode 1.18.33 (its stdout with `--format json` and its log
+with `--print-logs`), so a parser change that breaks on the real format fails here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from toolkit.agents import AGENTS, AgentSetupError, OpencodeAgent, get_agent
+from toolkit.agents.opencode import ALLOWED_TOOLS, KEY_VARIABLE, SWITCHES, scaffold_config
+from toolkit.agents.opencode_events import EventTally
+from toolkit.agents.providers import (
+    DEFAULT_FILE,
+    Provider,
+    ProviderError,
+    get_provider,
+    load_providers,
+)
+from toolkit.agents.scaffold import OPENCODE_VERSION
+from toolkit.cli import cli
+
+STEP_FINISH = (
+    '{"type":"step_finish","timestamp":1795433837338,"sessionID":"ses_df7cdd70effeJoEBS032v4nZBd"'
+    ',"part":{"id":"prt_2083232f2001rcF8HDoe8PmoLl","reason":"tool-calls","messageID":"msg_2083'
+    '22de2001fSrViGD7FlQJZM","sessionID":"ses_df7cdd70effeJoEBS032v4nZBd","type":"step-finish",'
+    '"tokens":{"total":120,"input":70,"output":15,"reasoning":5,"cache":{"write":0,"read":30}},'
+    '"cost":0}}'
+)
+PROVIDER_ERROR = (
+    '{"type":"error","timestamp":1795434154909,"sessionID":"ses_df7c9f2e7ffeXWCKfvclgNJ0eQ",'
+    '"error":{"name":"APIError","data":{"message":"boom","statusCode":500,"isRetryable":true,'
+    '"metadata":{"url":"http://127.0.0.1:18556/v1/chat/completions"}}}}'
+)
+STREAM_ERROR = (
+    'timestamp=2026-11-23T11:42:48.240Z level=ERROR run=f0989157 message="stream error" '
+    "providerID=ari modelID=fake-model session.id=ses_df7c8c541ffec2cw4i12wXoIik small=false "
+    'agent=build mode=primary error.error="AI_APICallError: boom"'
+)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_usage_is_summed_over_steps_and_odd_lines_are_kept() -> None:
+    tally = EventTally()
+    for line in (STEP_FINISH, "not json at all", '{"type":"brand_new_event","x":1}', "[1,2]"):
+        tally.event(line)
+    tally.event(STEP_FINISH.replace('"cost":0', '"cost":0.25'))
+    tally.event('{"type":"step_finish","part":{"tokens":"garbled"}}')
+    usage = tally.usage()
+    assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens) == (140, 30, 10)
+    assert (usage.cache_read_tokens, usage.cache_write_tokens) == (60, 0)
+    assert usage.cost_usd == 0.25
+    assert tally.session_id == "ses_df7cdd70effeJoEBS032v4nZBd"
+    assert tally.unknown_types == {"brand_new_event"}
+    assert tally.problem() is None
+
+
+def test_no_steps_no_usage_and_no_price_no_cost() -> None:
+    assert EventTally().usage().input_tokens is None
+    tally = EventTally()
+    tally.event(STEP_FINISH)
+    assert tally.usage().cost_usd is None and tally.usage().input_tokens == 70
+
+
+def test_a_provider_error_event_is_an_infrastructure_problem() -> None:
+    tally = EventTally()
+    shown = tally.event(PROVIDER_ERROR)
+    assert shown and "HTTP 500" in shown
+    problem = tally.problem()
+    assert problem and "provider" in problem and "HTTP 500: boom" in problem
+
+
+def test_other_scaffold_errors_end_the_agent_normally() -> None:
+    tally = EventTally()
+    tally.event('{"type":"error","error":{"name":"MessageOutputLengthError","data":{}}}')
+    assert tally.problem() is None and tally.other_errors
+
+
+def test_failing_calls_past_the_stall_limit_are_a_problem_and_a_step_resets_it() -> None:
+    clock = _Clock()
+    tally = EventTally(stall_limit_s=30, clock=clock)
+    tally.log("timestamp=... level=INFO message=loop step=0")
+    tally.log(STREAM_ERROR)
+    clock.now += 20
+    tally.log(STREAM_ERROR)
+    assert tally.problem() is None
+    tally.event(STEP_FINISH)  # the provider answered: the spell is over
+    clock.now += 60
+    assert tally.problem() is None
+    tally.log(STREAM_ERROR)
+    clock.now += 31
+    problem = tally.problem()
+    assert problem and "kept failing for 31s" in problem and "AI_APICallError: boom" in problem
+
+
+def test_the_shipped_providers_file_has_the_native_clients() -> None:
+    providers = load_providers(DEFAULT_FILE)
+    assert {"openai", "anthropic", "google"} <= set(providers)
+    assert providers["anthropic"].egress.host == "api.anthropic.com"
+    assert providers["anthropic"].egress.port == 443
+    assert all(p.native == (p.kind != "openai-compatible") for p in providers.values())
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[x]\nkind = "nope"\nkey_env = "K"\n', "kind must be one of"),
+        ('[x]\nkind = "openai-compatible"\nkey_env = "K"\n', "base_url is required"),
+        ('[x]\nkind = "openai"\nkey_env = "bad name"\n', "key_env"),
+        ('[x]\nkind = "openai"\nkey_env = "K"\napi_key = "sk-1"\n', "unknown field"),
+        ('[x]\nkind = "openai"\nbase_url = "ftp://h"\nkey_env = "K"\n', r"http\(s\) URL"),
+        ('[x]\nkind = "openai"\nkey_env = "K"\n[x.cost]\ninput = -1\n', "non-negative"),
+        ("[x\n", "not valid TOML"),
+    ],
+)
+def test_a_bad_providers_file_is_one_clear_line(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "providers.toml"
+    path.write_text(text)
+    with pytest.raises(ProviderError, match=message) as info:
+        load_providers(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def test_unknown_provider_lists_the_known(tmp_path: Path) -> None:
+    with pytest.raises(ProviderError, match=r"known: anthropic, deepseek, google"):
+        get_provider("nobody", DEFAULT_FILE)
+
+
+def test_the_config_allows_the_protocols_tools_and_holds_no_key() -> None:
+    provider = Provider("fake", "openai-compatible", "http://h:1/v1", "FAKE_KEY")
+    config = scaffold_config(provider, "m1", {"reasoningEffort": "low"})
+    permission = config["permission"]
+    assert isinstance(permission, dict)
+    assert permission.pop("*") == "deny" and set(permission) == set(ALLOWED_TOOLS)
+    assert list(config["provider"]) == ["fake"]  # type: ignore[call-overload]
+    text = json.dumps(config)
+    assert "{env:" + KEY_VARIABLE + "}" in text and '"reasoningEffort": "low"' in text
+    for off in ("autoupdate", "snapshot", "lsp", "formatter"):
+        assert config[off] is False
+    assert config["share"] == "disabled" and config["plugin"] == []
+    assert {"OPENCODE_DISABLE_MODELS_FETCH", "OPENCODE_DISABLE_LSP_DOWNLOAD"} <= set(SWITCHES)
+
+
+def test_opencode_is_a_known_agent() -> None:
+    assert set(AGENTS) == {"scripted", "opencode"}
+
+
+def _fake_binary(tmp_path: Path, version: str) -> Path:
+    path = tmp_path / "opencode"
+    path.write_text(f"#!/bin/sh\necho {version}\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_another_scaffold_version_is_refused_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARI_OPENCODE_BIN", str(_fake_binary(tmp_path, "0.9.1")))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-0123456789")
+    with pytest.raises(AgentSetupError, match=f"pinned to {OPENCODE_VERSION}") as info:
+        get_agent("opencode", provider="openai", model="gpt-5")
+    assert "--any-scaffold-version" in str(info.value)
+    if not os.path.exists("/usr/bin/rg") and not any(
+        os.access(os.path.join(d, "rg"), os.X_OK) for d in os.environ["PATH"].split(":")
+    ):
+        return  # the rest needs ripgrep, which test-setup installs
+    agent = get_agent("opencode", provider="openai", model="gpt-5", any_version=True)
+    assert isinstance(agent, OpencodeAgent) and agent.version == "0.9.1"
+
+
+def test_the_cli_says_what_is_missing_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ARI_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    runner = CliRunner()
+    base = ["run", "--agent", "opencode", "--model", "gpt-5", "--seed", "0"]
+    for extra, message in (
+        ([], "needs --provider"),
+        (["--provider", "nobody"], "no provider 'nobody'"),
+        (["--provider", "openai"], "$OPENAI_API_KEY, which is not set"),
+    ):
+        done = runner.invoke(cli, [*base, *extra])
+        assert done.exit_code == 2, done.output
+        assert message in done.output and "Traceback" not in done.output
+
+
+def test_effort_of_a_native_client_must_be_one_the_scaffold_knows(
+    opencode_binary: tuple[Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Native clients get the scaffold's own variant for the effort; an unknown one would be
+    silently dropped by the scaffold, so the harness refuses it."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-0123456789")
+    with pytest.raises(AgentSetupError, match=r"known: high, max"):
+        OpencodeAgent.for_run(provider="anthropic", model="claude-sonnet-4-5", effort="medium")
+    agent = OpencodeAgent.for_run(provider="anthropic", model="claude-sonnet-4-5", effort="high")
+    model = agent.config["provider"]["anthropic"]["models"]["claude-sonnet-4-5"]  # type: ignore[index]
+    assert model["options"] == {"thinking": {"type": "enabled", "budgetTokens": 16000}}
+
+
+def test_a_campaign_builds_the_opencode_agent_with_its_provider_settings(
+    opencode_binary: tuple[Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A campaign's model entry may name a provider the file lacks, with its own URL and key
+    variable: an OpenAI-compatible provider; the scripted agent takes no such setting."""
+    from toolkit.campaign.config import CampaignError
+    from toolkit.campaign.job import Job, build_agent
+    from toolkit.tracks import get_track
+
+    monkeypatch.setenv("VLLM_API_KEY", "sk-test-0123456789")
+    track = get_track(Path(__file__).resolve().parents[2] / "results", "demo-cpu")
+    job = Job(
+        track=track,
+        model="my-model",
+        effort="high",
+        seed=0,
+        agent="opencode",
+        provider="vllm",
+        base_url="http://10.0.0.5:8000/v1",
+        key_env="VLLM_API_KEY",
+        backend="local",
+        results_dir=str(tmp_path),
+    )
+    agent = build_agent(job)
+    assert isinstance(agent, OpencodeAgent) and agent.provider == "vllm"
+    assert (agent.egress()[0].host, agent.egress()[0].port) == ("10.0.0.5", 8000)
+    assert agent.config["provider"]["vllm"]["models"]["my-model"]["options"] == {  # type: ignore[index]
+        "reasoningEffort": "high"
+    }
+    with pytest.raises(CampaignError, match="VLLM_API_KEY, which is not set"):
+        monkeypatch.delenv("VLLM_API_KEY")
+        build_agent(job)
+    with pytest.raises(CampaignError, match="takes no provider"):
+        build_agent(job.model_copy(update={"agent": "scripted", "base_url": None, "key_env": None}))

@@ -1,0 +1,385 @@
+"""The `opencode` agent: a real model drives the run through the opencode scaffold, headless.
+
+One scaffold for every row (the protocol): the same prompt, tools and configuration; only the
+model and its reasoning effort differ. Per run the adapter writes, into a fresh folder only the
+controller sees (HOME and the XDG folders):
+
+- one provider (from `providers.toml`: kind, base URL, the variable holding its key) with the
+  model, and the effort as that model's option: `reasoningEffort` for OpenAI-compatible servers
+  (sent as `reasoning_effort`, checked against a scripted provider), the scaffold's own variant
+  of that name for native clients (OpenAI, Anthropic, Google), refused if it has none;
+- permissions: shell, read, edit, write, glob and grep allowed; everything else (web fetch,
+  web search, sub-agents, skills, questions, paths outside the workspace) denied;
+- everything that would reach the network or load outside code switched off: the model
+  catalogue fetch, auto-update, sharing, default and external plug-ins, LSP and formatter
+  downloads, external skills and Claude-Code files; the start-up dependency install is
+  prevented by creating its folder already installed (`node_modules` plus a lock that lists
+  the package it would add). Each switch was checked by watching the connections it makes.
+
+It runs `opencode run --format json` at the workspace root with the task prompt. The key goes to
+the controller only, under a fixed variable name; the controller reaches the provider's host
+and port and nothing else (egress allow-list). stdout (JSON events) goes to `events.jsonl`,
+stderr (its log) to `scaffold.log`; at the end `opencode export` gives `transcript.json`, and
+usage is summed over the `step_finish` events. A provider that fails past the scaffold's
+retries, or keeps failing for more than `stall_share` of the budget, makes the run `invalid`.
+
+Not covered (the scaffold's shell runs as the scaffold's own user, so anything the scaffold can
+read, the model's commands can too): the key is readable by the model's commands (it can only
+be used towards the provider; it is redacted from every file the run publishes), and the model
+could make its own run `invalid`, by spending the provider's rate limit with that key or by
+writing a fake error event into the scaffold's output. Invalid runs are never averaged, and
+each is listed with its reason; a row whose runs keep ending `invalid` is visible as such.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from toolkit.agents.base import Agent, AgentContext, AgentOutcome
+from toolkit.agents.opencode_events import EventTally
+from toolkit.agents.providers import NPM, Provider, ProviderError, override
+from toolkit.agents.scaffold import OPENCODE_VERSION, ScaffoldError, isolated_env, require
+from toolkit.sandbox import Egress, Sandbox
+
+KEY_VARIABLE = "ARI_PROVIDER_API_KEY"  # the controller's name for the credential, whatever the
+STALL_SHARE = 0.1  # provider: provider errors for longer than this share of the budget: invalid
+EXPORT_TIMEOUT_S = 120
+EVENTS_FILE, LOG_FILE, TRANSCRIPT_JSON = "events.jsonl", "scaffold.log", "transcript.json"
+TITLE = "ARI Bench run"
+PROMPT = (
+    "You are the agent of an ARI Bench run. Your task is described in TASK.md, in the current "
+    "directory: read it first, then carry it out. You work alone: nobody will answer questions "
+    "or confirm anything, so decide for yourself and keep going until the task is done or the "
+    "budget is used up. All computing goes through the `runner` command that TASK.md explains."
+)
+ALLOWED_TOOLS = ("bash", "read", "edit", "write", "glob", "grep")
+# Off: everything that would reach the network or load code from outside the binary.
+SWITCHES = {
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",  # models.dev (the bundled catalogue is used)
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+    "OPENCODE_DISABLE_EXTERNAL_SKILLS": "1",
+    "OPENCODE_DISABLE_CLAUDE_CODE": "1",  # no ~/.claude prompts or skills
+    "OPENCODE_DISABLE_PROJECT_CONFIG": "1",  # the workspace cannot reconfigure the scaffold
+    "OPENCODE_PURE": "1",  # no external plug-ins
+}
+# The package the scaffold installs into each config folder at start-up; listing it as
+# installed (in package.json, the lock, and an existing node_modules) makes it skip the install.
+PLUGIN_PACKAGE = "@opencode-ai/plugin"
+
+
+class AgentSetupError(RuntimeError):
+    """The agent cannot be set up as asked; one line for the operator (what, where, what to do)."""
+
+
+def _provider_id(provider: Provider) -> str:
+    """Native clients keep their own id (the scaffold's catalogue, prices included, is keyed
+    by it); other providers get theirs from the providers file."""
+    if provider.native:
+        return provider.kind
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in provider.name.lower())
+
+
+def _provider_entry(
+    provider: Provider, model: str, options: dict[str, object]
+) -> dict[str, object]:
+    entry: dict[str, object] = {"name": model, "options": options}
+    if provider.cost:
+        entry["cost"] = dict(provider.cost)
+    if provider.context or provider.output:
+        limit = {"context": provider.context or 128_000, "output": provider.output or 32_000}
+        entry["limit"] = limit
+    return {
+        "npm": NPM[provider.kind],
+        "name": provider.name,
+        "options": {"baseURL": provider.base_url, "apiKey": "{env:" + KEY_VARIABLE + "}"},
+        "models": {model: entry},
+    }
+
+
+def scaffold_config(
+    provider: Provider, model: str, options: dict[str, object]
+) -> dict[str, object]:
+    """The whole opencode configuration of a run (no credential: it names the variable)."""
+    pid = _provider_id(provider)
+    permission: dict[str, str] = {"*": "deny"}
+    permission.update({tool: "allow" for tool in ALLOWED_TOOLS})
+    return {
+        "$schema": "https://opencode.ai/config.json",
+        "model": f"{pid}/{model}",
+        "small_model": f"{pid}/{model}",
+        "enabled_providers": [pid],
+        "provider": {pid: _provider_entry(provider, model, options)},
+        "permission": permission,
+        "autoupdate": False,
+        "share": "disabled",
+        "snapshot": False,  # no git copy of the workspace (and its data) at every step
+        "lsp": False,
+        "formatter": False,
+        "plugin": [],
+        "mcp": {},
+        "instructions": [],
+    }
+
+
+def native_variants(binary: Path, provider: Provider, model: str) -> dict[str, object]:
+    """The reasoning-effort variants the scaffold knows for a native provider's model (asked
+    of the binary itself, offline, with a scratch home)."""
+    pid = _provider_id(provider)
+    config = scaffold_config(provider, model, {})
+    with tempfile.TemporaryDirectory(prefix="ari-opencode-") as scratch:
+        env = isolated_env(Path(scratch))
+        env.update(SWITCHES)
+        env[KEY_VARIABLE] = "not-a-key"  # a provider without a key is not listed
+        env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
+        _prevent_dependency_install(Path(env["XDG_CONFIG_HOME"]) / "opencode")
+        try:
+            done = subprocess.run(
+                [str(binary), "models", pid, "--verbose"],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                env=env,
+                cwd=scratch,
+            )
+        except (OSError, subprocess.TimeoutExpired) as e:
+            raise AgentSetupError(f"{binary}: cannot list the models of '{pid}': {e}") from e
+    lines = done.stdout.splitlines()
+    key = f"{pid}/{model}"
+    if key not in lines:
+        raise AgentSetupError(f"opencode does not know model '{model}' of '{pid}': check --model")
+    start = lines.index(key) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i][:1] not in " {}"), len(lines))
+    try:
+        entry = json.loads("\n".join(lines[start:end]))
+    except ValueError as e:
+        raise AgentSetupError(f"cannot read opencode's description of {key}") from e
+    variants = entry.get("variants") if isinstance(entry, dict) else None
+    return variants if isinstance(variants, dict) else {}
+
+
+def _prevent_dependency_install(config_dir: Path) -> None:
+    """The scaffold installs its plug-in package into every config folder it starts with,
+    unless the folder already looks installed: so make it look installed."""
+    (config_dir / "node_modules").mkdir(parents=True, exist_ok=True)
+    dependencies = {PLUGIN_PACKAGE: OPENCODE_VERSION}
+    (config_dir / "package.json").write_text(json.dumps({"dependencies": dependencies}) + "\n")
+    lock = {"lockfileVersion": 3, "packages": {"": {"dependencies": dependencies}}}
+    (config_dir / "package-lock.json").write_text(json.dumps(lock) + "\n")
+
+
+def _ripgrep() -> Path:
+    found = shutil.which("rg")
+    if found is None:
+        raise AgentSetupError(
+            "ripgrep (rg) is not installed: opencode's grep and glob tools need it, and would "
+            "otherwise try to download it; install it (Debian: apt-get install ripgrep)"
+        )
+    return Path(found).resolve()
+
+
+def _ripgrep_version(rg: Path) -> str:
+    try:
+        done = subprocess.run([str(rg), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.split("\n", 1)[0].strip() or "unknown"
+
+
+class OpencodeAgent(Agent):
+    """The opencode scaffold, configured for one run (see the module docstring)."""
+
+    name = "opencode"
+
+    def __init__(
+        self,
+        provider: Provider,
+        *,
+        model: str,
+        effort: str | None,
+        api_key: str,
+        binary: Path,
+        version: str,
+        ripgrep: Path,
+        effort_options: dict[str, object] | None = None,
+        stall_share: float = STALL_SHARE,
+    ) -> None:
+        if not 0 < stall_share <= 1:
+            raise ValueError(f"stall_share must be in (0, 1], got {stall_share}")
+        self.provider_entry = provider
+        self.provider = provider.name
+        self.model = model
+        self.effort = effort
+        self.binary = binary
+        self.version = version
+        self.ripgrep = ripgrep
+        self.stall_share = stall_share
+        self._key = api_key
+        if effort_options is None:
+            effort_options = {"reasoningEffort": effort} if effort else {}
+        self.config = scaffold_config(provider, model, effort_options)
+        self.tally = EventTally()
+        self._home: Path | None = None
+        self._material = ""
+
+    @classmethod
+    def for_run(  # type: ignore[override]
+        cls,
+        *,
+        provider: str | None = None,
+        model: str = "",
+        effort: str | None = None,
+        providers_path: Path | None = None,
+        any_version: bool = False,
+        base_url: str | None = None,
+        key_env: str | None = None,
+        environ: dict[str, str] | None = None,
+        **_: object,
+    ) -> OpencodeAgent:
+        """Everything checked before a run starts: provider, key, binary and version, ripgrep,
+        and (native clients) the effort. `AgentSetupError` says what to fix.
+
+        `base_url` / `key_env` (a campaign's per-model settings) override the provider entry's;
+        with a name the providers file lacks, they define an OpenAI-compatible provider."""
+        environ = dict(os.environ) if environ is None else environ
+        if not provider:
+            raise AgentSetupError(
+                "--agent opencode needs --provider NAME (an entry of providers.toml)"
+            )
+        try:
+            entry = override(provider, providers_path, base_url=base_url, key_env=key_env)
+        except ProviderError as e:
+            raise AgentSetupError(str(e)) from e
+        key = environ.get(entry.key_env, "")
+        if not key:
+            raise AgentSetupError(
+                f"provider '{provider}' reads its key from ${entry.key_env}, which is not set: "
+                f"export {entry.key_env}=... and run again"
+            )
+        try:
+            binary, version = require(any_version)
+        except ScaffoldError as e:
+            raise AgentSetupError(str(e)) from e
+        options: dict[str, object] | None = None
+        if entry.native and effort:
+            variants = native_variants(binary, entry, model)
+            if effort not in variants:
+                known = ", ".join(variants) or "none"
+                raise AgentSetupError(
+                    f"--effort {effort} is not a reasoning-effort setting opencode {version} "
+                    f"knows for {entry.kind}/{model} (known: {known})"
+                )
+            chosen = variants[effort]
+            options = dict(chosen) if isinstance(chosen, dict) else {}
+        return cls(
+            entry,
+            model=model,
+            effort=effort,
+            api_key=key,
+            binary=binary,
+            version=version,
+            ripgrep=_ripgrep(),
+            effort_options=options,
+        )
+
+    # -- before the run -----------------------------------------------------------------------
+
+    def _folders(self) -> dict[str, Path]:
+        assert self._home is not None
+        return {
+            "HOME": self._home / "home",
+            "XDG_CONFIG_HOME": self._home / "config",
+            "XDG_DATA_HOME": self._home / "data",
+            "XDG_CACHE_HOME": self._home / "cache",
+            "XDG_STATE_HOME": self._home / "state",
+        }
+
+    def prepare(self, workspace: Path, ctx: AgentContext) -> None:
+        if ctx.home_dir is None:
+            raise AgentSetupError("the opencode agent needs a controller-only home folder")
+        self._home = ctx.home_dir
+        for folder in self._folders().values():
+            folder.mkdir(parents=True, exist_ok=True)
+        config_dir = self._folders()["XDG_CONFIG_HOME"] / "opencode"
+        _prevent_dependency_install(config_dir)
+        (config_dir / "opencode.json").write_text(json.dumps(self.config, indent=2) + "\n")
+        # The binary is copied, not linked: the sandbox hands the workspace's files to its
+        # user, which must never own the operator's installed copy.
+        target = ctx.bin_dir / "opencode"
+        shutil.copyfile(self.binary, target)
+        target.chmod(0o755)
+        rg = ctx.bin_dir / "rg"
+        if not rg.exists():
+            rg.symlink_to(self.ripgrep)
+        self.tally = EventTally(stall_limit_s=self.stall_share * ctx.budget_s)
+        self._material = json.dumps(
+            {
+                "scaffold": f"opencode {self.version}",
+                "ripgrep": _ripgrep_version(self.ripgrep),
+                "config": self.config,
+                "command": self.command(),
+                "switches": SWITCHES,
+                "stall_share": self.stall_share,
+            },
+            sort_keys=True,
+        )
+
+    def command(self) -> list[str]:
+        argv = ["opencode", "run", "--print-logs", "--log-level", "INFO", "--format", "json"]
+        argv += ["--thinking", "--title", TITLE, "--model", str(self.config["model"]), PROMPT]
+        return argv
+
+    def env(self) -> dict[str, str]:
+        folders = {name: str(path) for name, path in self._folders().items()}
+        return {**folders, **SWITCHES, KEY_VARIABLE: self._key, "SHELL": "/bin/bash"}
+
+    def egress(self) -> list[Egress]:
+        return [self.provider_entry.egress]
+
+    def secrets(self) -> list[str]:
+        return [self._key]
+
+    def config_sha256(self) -> str:
+        """Scaffold version, configuration, command line and switches (never the key)."""
+        material = self._material or json.dumps(
+            {"scaffold": f"opencode {self.version}", "config": self.config}, sort_keys=True
+        )
+        return hashlib.sha256(material.encode()).hexdigest()
+
+    # -- while it runs ------------------------------------------------------------------------
+
+    def console(self) -> tuple[str, str]:
+        return EVENTS_FILE, LOG_FILE
+
+    def observe(self, stream: str, line: str) -> str | None:
+        return self.tally.event(line) if stream == "stdout" else self.tally.log(line)
+
+    def problem(self) -> str | None:
+        return self.tally.problem()
+
+    # -- after it ------------------------------------------------------------------------------
+
+    def finish(self, controller: Sandbox, artifacts: Path) -> None:
+        """Export the session (in the controller, offline) as the transcript."""
+        session = self.tally.session_id
+        if session is None:
+            return
+        done = controller.exec(["opencode", "export", session], timeout=EXPORT_TIMEOUT_S)
+        if not done.ok or not done.stdout.strip():
+            note = done.stderr.decode(errors="replace").strip()[-500:]
+            with (artifacts / LOG_FILE).open("a", encoding="utf-8") as f:
+                f.write(f"[ari] opencode export failed ({done.returncode}): {note}\n")
+            return
+        redacted = done.stdout.replace(self._key.encode(), b"[redacted]")
+        (artifacts / TRANSCRIPT_JSON).write_bytes(redacted)
+
+    def collect(self, workspace: Path, output: str) -> AgentOutcome:
+        return AgentOutcome(transcript=None, usage=self.tally.usage())
