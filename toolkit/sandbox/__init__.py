@@ -33,9 +33,15 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     no-new-privs        setuid binaries and file capabilities grant nothing
     cgroup-pids, cgroup-memory, rlimits, memory-per-tree, process-count: how `Limits` are
                         enforced, or (in not_isolated) that they are not, per tree
-    disk-cap / root-disk  `disk_bytes` caps the private places together (tmpfs size) / the
-                        root is the caller's folder and is capped only per file
-                        (`file_size_bytes`)
+    disk-cap            `disk_bytes` caps the private places together (one tmpfs size)
+    ephemeral-root      the root is an overlay per command: its writes land in the capped
+                        private places and vanish with the command; the host's folder is
+                        never written (in not_isolated: asked for, but this host cannot)
+    root-disk-cap       the root lies on a folder with a filesystem of its own, of fixed size
+                        (`capped.cap_folder`: a loop-mounted image or a tmpfs), which writes
+                        cannot grow past; other runs' capped folders are detached from view
+    root-disk           (in not_isolated) the root is the caller's folder on the host's disk,
+                        capped only per file (`file_size_bytes`)
     scrubbed-env        only PATH, HOME, LANG, TMPDIR and the variables given
     gpu-pinned / gpus   (gpus=[...]) the other GPUs' device nodes are hidden and the
                         environment names the given ones / (not_isolated) only the environment
@@ -104,6 +110,7 @@ def create_sandbox(
     egress: Sequence[Egress] = (),
     gpus: Sequence[str] | None = None,
     image: str | None = None,
+    ephemeral_root: bool = False,
 ) -> Sandbox:
     """A sandbox of `backend` working in `root` (an existing directory; commands start there).
 
@@ -115,6 +122,14 @@ def create_sandbox(
     private to each command. `limits`: caps per process tree (`disk_bytes` included). `env`:
     variables added to the scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside
     root).
+
+    `ephemeral_root`: for one-shot sandboxes (a grading). Each command sees the root's files as
+    they are when it starts, but what it writes there (new files, changes, deletions) goes to
+    its private places, counts against `disk_bytes` with them, and vanishes when it ends: the
+    root folder on the host is never written by a command, so `read_file` sees only what the
+    host put there, and a later command does not see an earlier one's writes. Where the host
+    cannot (`ephemeral-root` in `not_isolated`), commands write to the root as usual. Nothing
+    else may change the root folder while a command runs (the overlay would not notice).
 
     The sandbox may run commands as another user (`nobody` for the local backend as root): it
     is handed the files already in `root` when created; put later files in with `write_file`.
@@ -139,11 +154,12 @@ def create_sandbox(
             readonly=readonly,
             egress=egress,
             gpus=gpus,
+            ephemeral_root=ephemeral_root,
         )
     if backend == "docker":
         from toolkit.sandbox.docker_sandbox import DockerSandbox
 
-        return DockerSandbox(
+        box = DockerSandbox(
             root,
             network=network,
             hide=hide,
@@ -154,5 +170,8 @@ def create_sandbox(
             gpus=gpus,
             image=image,
         )
+        if ephemeral_root:  # not offered by the docker backend yet: commands write to the root
+            box.not_isolated = sorted({*box.not_isolated, "ephemeral-root", "root-disk"})
+        return box
     known = ", ".join(repr(b) for b in BACKENDS)
     raise ValueError(f"unknown sandbox backend {backend!r}; known backends: {known}")
