@@ -248,6 +248,7 @@ class Run:
         self.transcripts: list[Transcript] = []
         self.agent_process: SandboxProcess | None = None
         self.agent_problem: str | None = None
+        self.agent_exited = False  # by itself (not killed at the deadline or for a problem)
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
         self.isolation: list[str] = []
@@ -324,6 +325,19 @@ class Run:
             return self._execute()
 
     def _execute(self) -> RunResult:
+        try:
+            return self._execute_run()
+        finally:
+            self._close_agent()
+
+    def _close_agent(self) -> None:
+        """The adapter's host-side helpers (a provider relay) go; never loses the run."""
+        try:
+            self.spec.agent.close()
+        except Exception:
+            self.log(f"the agent adapter could not close: {traceback.format_exc()}")
+
+    def _execute_run(self) -> RunResult:
         recovery.recover_runs()  # runs whose harness died are recorded before a new one starts
         self.artifacts.mkdir(parents=True, exist_ok=False)
         try:
@@ -353,7 +367,8 @@ class Run:
         problem = self._teardown()
         if problem:
             return self._finish_invalid(problem)
-        agent_problem = self.agent_problem or self.spec.agent.problem()
+        agent_problem = self.agent_problem or self.spec.agent.final_problem(self.agent_exited)
+        self._close_agent()
         if agent_problem:  # infrastructure (the provider), not the model: rerun, never a 0
             self.log(f"agent infrastructure problem: {agent_problem}")
             return self._finish_invalid(agent_problem)
@@ -396,6 +411,8 @@ class Run:
                 per_call_limit_s=per_call,
                 bin_dir=bin_dir,
                 home_dir=self._agent_home(),
+                artifacts=self.artifacts,
+                backend=spec.backend,
             ),
         )
         self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)
@@ -510,6 +527,7 @@ class Run:
                 self.tick(self.clock.elapsed(), self.clock.budget_s)
             code = agent.wait(timeout=min(0.5, left) if left > 0 else 0)
             if code is not None:
+                self.agent_exited = True
                 self.used_s = self.clock.elapsed()
                 self.log(f"agent exited with status {code}")
                 return f"the agent exited with status {code}"
