@@ -169,6 +169,7 @@ def _chunk(delta: dict[str, object] | None, finish: str | None = None) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     server: FakeProvider
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as a real provider: no 40 ms stalls on kept connections
 
     def log_message(self, *args: object) -> None:
         pass
