@@ -92,6 +92,11 @@ class Agent(abc.ABC):
         """Destinations the controller may reach without network (its model provider)."""
         return []
 
+    def isolation(self) -> list[str]:
+        """Words the adapter adds to the run's `isolation` (what it keeps from the controller,
+        e.g. `controller:provider-relay`); asked once the adapter is prepared."""
+        return []
+
     def secrets(self) -> list[str]:
         """Values (a credential) checked out of the workspace and redacted from run files."""
         return []

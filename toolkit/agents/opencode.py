@@ -50,6 +50,7 @@ from toolkit.agents.provider_api import Tokens
 from toolkit.agents.providers import NPM, Provider, ProviderError, override
 from toolkit.agents.relay import LOG_FILE as PROVIDER_LOG
 from toolkit.agents.relay import ProviderRelay
+from toolkit.agents.relay_endpoint import LOCAL, RelayEndpoint, RelayPlacementError, relay_endpoint
 from toolkit.agents.scaffold import OPENCODE_VERSION, ScaffoldError, isolated_env, require
 from toolkit.results import Usage
 from toolkit.sandbox import Egress, Sandbox
@@ -248,6 +249,7 @@ class OpencodeAgent(Agent):
         self.config = scaffold_config(provider, model, effort_options)
         self.tally = EventTally()
         self.relay: ProviderRelay | None = None
+        self._endpoint: RelayEndpoint = LOCAL
         self._home: Path | None = None
         self._material = ""
 
@@ -362,9 +364,11 @@ class OpencodeAgent(Agent):
 
     def _relay(self, ctx: AgentContext, stall_limit_s: float) -> ProviderRelay:
         """The run's provider relay, listening where the controller's egress can reach it."""
-        from toolkit.agents.relay_docker import relay_bind
-
         assert ctx.artifacts is not None
+        try:
+            self._endpoint = relay_endpoint(ctx.backend)
+        except (RelayPlacementError, OSError) as e:
+            raise AgentSetupError(str(e)) from e
         entry = self.provider_entry
         return ProviderRelay(
             kind=entry.kind,
@@ -374,7 +378,8 @@ class OpencodeAgent(Agent):
             credential=entry.credential,
             log_path=ctx.artifacts / PROVIDER_LOG,
             stall_limit_s=stall_limit_s,
-            bind=relay_bind(ctx.backend),
+            bind=self._endpoint.bind,
+            advertise=self._endpoint.host,
             **self.relay_options,
         )
 
@@ -391,7 +396,12 @@ class OpencodeAgent(Agent):
         """The relay, nothing else (the provider itself is the relay's to reach)."""
         if self.relay is None:
             return []
-        return [Egress(self.relay.bind, self.relay.port)]
+        return [self._endpoint.egress(self.relay.port)]
+
+    def isolation(self) -> list[str]:
+        """The key stays in the harness; the controller reaches the provider only through the
+        relay, which filters its calls and alone judges provider failures."""
+        return ["controller:provider-relay"] if self.relay is not None else []
 
     def secrets(self) -> list[str]:
         """The key: never in the controller, and checked out of the workspace and run files."""

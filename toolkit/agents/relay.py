@@ -8,9 +8,10 @@ a run failed for want of a provider (an `invalid` run is rerun: a free reroll if
 cause it).
 
 Per run the harness starts one relay, a small HTTP server in its own process on a host
-loopback port (for `--backend docker`, on the address of the network the egress forwarder
-leaves by). The scaffold's provider `baseURL` points at it with a placeholder key; the
-controller's egress allow-list holds that one (address, port). For each request the relay:
+loopback port (for `--backend docker`, on the host's address on the network the egress
+forwarder leaves by: `relay_endpoint`). The scaffold's provider `baseURL` points at it with a
+placeholder key; the controller's egress allow-list holds that one (address, port). For each
+request the relay:
 
 - takes only model calls (`provider_api.check_call`): POST to the provider's call endpoints
   under its base path, for the run's model, with no provider-side tools, and with the
@@ -222,6 +223,7 @@ class ProviderRelay:
         log_path: Path | None = None,
         stall_limit_s: float | None = None,
         bind: str = "127.0.0.1",
+        advertise: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
         probe_wait_max_s: float = 60.0,
         probe_gap_s: float = PROBE_GAP_S,
@@ -233,6 +235,7 @@ class ProviderRelay:
         self.credential = credential
         self.stall_limit_s = stall_limit_s
         self.bind = bind
+        self.advertise = advertise or bind
         self.probe_wait_max_s = probe_wait_max_s
         self.probe_gap_s = probe_gap_s
         self.clock = clock
@@ -280,7 +283,7 @@ class ProviderRelay:
     @property
     def url(self) -> str:
         """The base URL the scaffold is given: the relay, with the provider's base path."""
-        return f"http://{self.bind}:{self.port}{self.upstream.base_path}"
+        return f"http://{self.advertise}:{self.port}{self.upstream.base_path}"
 
     def close(self) -> None:
         """Stop listening (calls still held are answered 503); the counters stay."""

@@ -446,7 +446,7 @@ class Run:
         )
         self.boxes.append(controller)
         # The sandbox's own protections, plus what the harness adds on top for the controller.
-        extra = {"controller:path-restricted"}
+        extra = {"controller:path-restricted", *spec.agent.isolation()}
         if "egress-allowlist" in controller.isolation:
             extra.add("controller:provider-only")
         if spec.backend == "docker":  # the controller image has no Python and gets no GPU
