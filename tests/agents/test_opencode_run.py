@@ -346,8 +346,10 @@ def test_a_model_cannot_find_the_key_nor_void_its_own_run(
 
     def model(request: Request) -> Reply:
         last = request.messages[-1] if request.messages else {}
-        if last.get("content") == "MAKE-IT-FAIL" or POISON in json.dumps(request.messages):
-            return Reply(status=500)  # the provider fails this conversation, nothing else
+        if last.get("content") == "MAKE-IT-FAIL":
+            return Reply(status=500)  # the provider fails the model's own crafted call
+        if POISON in json.dumps(request.messages):
+            return Reply(status=401)  # ... and this conversation (the scaffold gives up at once)
         step = script[min(request.turn, len(script) - 1)]
         return step(request) if callable(step) else step
 
