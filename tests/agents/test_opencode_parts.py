@@ -245,3 +245,47 @@ def test_a_campaign_builds_the_opencode_agent_with_its_provider_settings(
         build_agent(job)
     with pytest.raises(CampaignError, match="takes no provider"):
         build_agent(job.model_copy(update={"agent": "scripted", "base_url": None, "key_env": None}))
+
+
+def test_usage_comes_from_the_provider_where_it_reported_any(tmp_path: Path) -> None:
+    """The relay's counts (the provider's own usage fields) win over the scaffold's sums; the
+    result says which it is, and the cost comes from the providers file's prices if any."""
+    from toolkit.agents.provider_api import Credential, Tokens
+
+    provider = Provider(
+        "fake", "openai-compatible", "http://h:1/v1", "K", cost={"input": 2.0, "output": 10.0}
+    )
+    agent = OpencodeAgent(
+        provider,
+        model="m",
+        effort=None,
+        api_key="sk-test-0123456789",
+        binary=tmp_path / "opencode",
+        version=OPENCODE_VERSION,
+        ripgrep=tmp_path / "rg",
+    )
+    agent.tally.event(STEP_FINISH)  # the scaffold says: 70 in, 15 out, 5 reasoning, 30 cached
+    usage = agent.usage()
+    assert (usage.source, usage.input_tokens, usage.model_calls) == ("scaffold", 70, None)
+    from toolkit.agents.relay import ProviderRelay
+
+    agent.relay = ProviderRelay(
+        kind="openai-compatible",
+        base_url=provider.base_url,
+        model="m",
+        key="sk-test-0123456789",
+        credential=Credential("Authorization", "Bearer "),
+    )
+    totals = agent.relay.totals
+    totals.calls, totals.bytes_up, totals.bytes_down = 3, 3000, 900
+    usage = agent.usage()  # calls went through, but the provider reported no usage
+    assert (usage.source, usage.input_tokens, usage.model_calls) == ("scaffold", 70, 3)
+    totals.with_usage, totals.tokens = 3, Tokens(input=1_000_000, output=100_000, reasoning=50)
+    usage = agent.usage()
+    assert (usage.source, usage.input_tokens, usage.output_tokens) == (
+        "provider",
+        1_000_000,
+        100_000,
+    )
+    assert (usage.bytes_sent, usage.bytes_received) == (3000, 900)
+    assert usage.cost_usd == 3.0005 and usage.cost_source == "providers-file"

@@ -115,15 +115,17 @@ def test_a_call_gets_the_real_key_and_none_of_the_callers_credentials(
             "api-key": "az-other",
             "Cookie": "session=1",
             "Proxy-Authorization": "Basic eDp5",
+            "OpenAI-Organization": "org-someone-else",
+            "OpenAI-Project": "proj-someone-else",
         }
         status, got = call(relay, headers=stolen)
     assert status == 200 and b"data: [DONE]" in got
     (request,) = p.requests
     headers = {k.lower(): v for k, v in request.headers.items()}
     assert headers["authorization"] == f"Bearer {KEY}"
-    assert not {"x-api-key", "x-goog-api-key", "api-key", "cookie", "proxy-authorization"} & set(
-        headers
-    )
+    dropped = {"x-api-key", "x-goog-api-key", "api-key", "cookie", "proxy-authorization"}
+    dropped |= {"openai-organization", "openai-project"}
+    assert not dropped & set(headers)
     assert request.body["reasoning_effort"] == "high"  # the body goes through untouched
     # The provider's own usage, read by the relay: what the provider reported.
     tokens = relay.totals.tokens

@@ -42,9 +42,20 @@ CREDENTIALS = {
     "anthropic": Credential("x-api-key"),
     "google": Credential("x-goog-api-key"),
 }
-# Headers that carry a credential in one API or another: never passed on from the controller.
+# Headers that carry a credential, or pick the account a key bills (an organisation, a
+# project), in one API or another: never passed on from the controller.
 CREDENTIAL_HEADERS = frozenset(
-    {"authorization", "proxy-authorization", "x-api-key", "x-goog-api-key", "api-key", "cookie"}
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "cookie",
+        "openai-organization",
+        "openai-project",
+        "x-goog-user-project",
+    }
 )
 # Model calls, relative to the base URL, all POST ({model}: the run's model).
 ENDPOINTS = {

@@ -15,12 +15,15 @@ Order of events (DESIGN §5):
    sandboxes, see that one GPU only, and the result records it (`placement`); the agent's
    console goes to the run folder as it comes (secrets redacted);
 5. the agent exits, the deadline comes, or its adapter reports an infrastructure problem (a
-   provider down or stalling the run): everything is killed (whatever it does with signals),
+   provider down or stalling the run, judged outside the controller: opencode's provider
+   relay): everything is killed (whatever it does with signals),
    the service stops (every call still open is closed and audited); before the controller
    goes, the adapter may run a last command in it (export its session) and the egress log is
    saved; the history and the audit log are checked against what the harness wrote;
-6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
-   `failed` with 0; a harness, sandbox or provider failure => `invalid` with its reason;
+6. the adapter's last word on the provider (`final_problem`: checked once the controller is
+   gone), then its host-side helpers are closed (`close`); the last promoted candidate is
+   graded on the exam from the stored archive; no promotion => `failed` with 0; a harness,
+   sandbox or provider failure => `invalid` with its reason;
 7. the result is written atomically, with the final head of the audit log and of the history
    (so that a log rewritten afterwards is caught), and the marker removed.
 """
