@@ -2,7 +2,8 @@
 
 Prints the median wall time of many `true` runs: directly with subprocess, then through
 `Sandbox.exec` with full isolation, without the network namespace, and as a host without
-namespaces or cgroups would run it; plus `start` + a JSON-lines round trip. Each line gives
+namespaces or cgroups would run it, and with an ephemeral root (the grader's: an overlay
+mounted per command); plus `start` + a JSON-lines round trip. Each line gives
 the added milliseconds and the ratio to the direct run measured in the same process.
 
     .venv/bin/python benchmarks/bench_sandbox.py [--runs 40]
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,7 +24,7 @@ from pathlib import Path
 from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
 from toolkit.protected import protected_paths
-from toolkit.sandbox import LineReader, _host, create_sandbox
+from toolkit.sandbox import Limits, LineReader, Sandbox, _host, create_sandbox
 
 ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
 
@@ -32,6 +34,18 @@ def _fork_exit_wait() -> None:
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
+
+
+def _paired(first: Sandbox, second: Sandbox, runs: int) -> tuple[float, float]:
+    """Median seconds of `true` in each sandbox, run in turns (after one warm-up each)."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for index in range(runs + 1):
+        for box, out in ((first, times[0]), (second, times[1])):
+            started = time.perf_counter()
+            box.exec(["true"])
+            if index:
+                out.append(time.perf_counter() - started)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def main() -> None:
@@ -53,15 +67,30 @@ def main() -> None:
     # As a run's roles have it: the checkout, the packages and $ARI_HOME hidden, the
     # interpreter (a venv in the hidden checkout, pyenv under /root) shown read-only again.
     hidden = {"hide": protected_paths()}
+    # A grading's sandbox: an ephemeral root (an overlay per command) with a disk cap.
+    grader = {**hidden, "ephemeral_root": True, "limits": Limits(disk_bytes=2**30)}
     for label, kwargs in (
         ("sandbox exec `true` (full isolation)", {}),
         ("sandbox exec `true` (network allowed)", {"network": True}),
         ("sandbox exec `true` (protected paths hidden)", hidden),
+        ("sandbox exec `true` (ephemeral root)", {"ephemeral_root": True}),
+        ("sandbox exec `true` (hidden + ephemeral root + disk cap)", grader),
     ):
         root = Path(tempfile.mkdtemp(dir=work))
         with create_sandbox("local", root=root, **kwargs) as box:  # type: ignore[arg-type]
             report(label, median_s(lambda box=box: box.exec(["true"]), runs))
             print(f"  isolation: {', '.join(box.isolation)}")
+
+    # The same two sandboxes taking turns, so that the host's load hits both alike: what the
+    # grader's overlay adds to a command.
+    plain_box = create_sandbox("local", root=Path(tempfile.mkdtemp(dir=work)), **hidden)
+    overlay_box = create_sandbox("local", root=Path(tempfile.mkdtemp(dir=work)), **grader)
+    with plain_box, overlay_box:
+        plain, overlay = _paired(plain_box, overlay_box, runs * 2)
+    print(
+        f"ephemeral root, paired with the same sandbox without it: {overlay * 1000:.1f} ms "
+        f"vs {plain * 1000:.1f} ms, +{(overlay - plain) * 1000:.2f} ms, x{overlay / plain:.2f}"
+    )
 
     real_probe = _host.probe
     degraded = _host.HostSupport(False, False, False, pids_parent=None, memory_parent=None)

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from toolkit.paths import state_dir
 from toolkit.run.recovery import MARKER, PIDS, Marker, is_alive, process_start, runs_root
+from toolkit.sandbox import capped
 
 DATA_PREFIX = "prepared-data-"
 OWNER_FILE = "owner"
@@ -58,6 +59,7 @@ def remove_tree(path: Path) -> None:
         return
     if not path.exists():
         return
+    capped.release(path)  # a workspace's size cap left mounted by a set-up that was killed
     rwx = stat.S_IRUSR | stat.S_IWUSR | stat.S_IXUSR
     with contextlib.suppress(OSError):
         path.chmod(path.stat().st_mode | rwx)

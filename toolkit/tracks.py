@@ -65,6 +65,13 @@ class Track(_Model):
     size_limit_bytes: int = Field(gt=0, description="Largest packed bundle (.tar.gz bytes).")
     grading: GradingParams = Field(default_factory=GradingParams, description="Grading.")
     hardware: str = Field(description="Hardware of the runner, e.g. '1x NVIDIA H100 80GB'.")
+    workspace_disk_bytes: int | None = Field(
+        default=64 * 2**30,
+        gt=0,
+        description="Cap on what the agent's workspace holds in total (the copy of the training "
+        "data, checkpoints, bundles), where the host can enforce one (else the run records "
+        "'root-disk' as not isolated); null: no cap.",
+    )
     protocol_revision: int = Field(default=1, ge=1, description="Current protocol revision.")
     seeds_required: int = Field(default=3, ge=1, description="Seeds for a non-provisional row.")
     demo: bool = Field(default=False, description="A demonstration track, not official.")

@@ -168,3 +168,20 @@ def test_a_bundle_cannot_write_more_than_the_disk_cap(
     assert report.ok, report.reason
     problems = [] if report.score.passed == 1 else ["the bundle wrote past its disk cap"]
     _expect_none(problems, report, "disk-cap")
+
+
+def test_a_bundle_cannot_fill_the_disk_under_its_own_folder(
+    make_bundle: MakeBundle, make_exam: MakeExam
+) -> None:
+    """The worker's folder (its cwd) is the one writable place on the host's disk: what the
+    bundle writes there counts against the same cap, and none of it reaches the host."""
+    cap = 32 * 2**20
+    params = GradingParams(disk_bytes=cap, batch_timeout_s=60)
+    exam = make_exam([{"id": "q1", "family": "probe", "prompt": "Wrote more? ", "answer": "N"}])
+    fill_root = FILL.replace('"/run/lock"]', '"/run/lock", os.getcwd(), "bundle"]')
+    report = grade_bundle(make_bundle(fill_root.format(cap=cap)), exam, params=params)
+    assert report.ok, report.reason
+    wrote = report.score.passed != 1
+    if wrote and "ephemeral-root" in report.not_isolated:  # this host said it cannot
+        pytest.xfail("this sandbox does not provide 'ephemeral-root': the bundle wrote past it")
+    assert not wrote, "the bundle wrote past its disk cap under its own folder"

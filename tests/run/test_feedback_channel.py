@@ -55,6 +55,8 @@ runner python bundles/probe/inference.py > loot/runner.txt 2>&1
         exam=exposed.exam,
         results_dir=exposed.results,
     )
+    # The loot is read after the run: no size cap, whose filesystem (and files) go with it.
+    spec.track = spec.track.model_copy(update={"workspace_disk_bytes": None})
     result = execute_run(spec)
     assert result.status == "failed", result.status_reason  # nothing promoted
     loot = runs_root() / result.run_id / "workspace" / "loot"

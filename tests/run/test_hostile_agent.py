@@ -260,15 +260,17 @@ for p in "$EXAM" "$EXAM_DIR" "$HOME_DIR" "$HOME_DIR/exams" "$CHECKOUT/exam_build
     ls -laR "$p" 2>&1 | head -n 300 >> loot/controller-ls.txt
 done
 cat "$EXAM" > loot/controller-exam.txt 2>&1
-find "$HOME_DIR" "$EXAM_DIR" "$RESULTS" -type f 2>/dev/null | head -n 200 | while read -r f; do
+find "$HOME_DIR" "$EXAM_DIR" "$RESULTS" -type f ! -path '*/loot/*' 2>/dev/null | head -n 200 |
+    while read -r f; do
     cat "$f"; done > loot/controller-files.txt 2>&1
 cat "$CHECKOUT"/exam_builder/banks/public/demo/* > loot/controller-bank.txt 2>&1
 git --git-dir="$CHECKOUT/.git" log -p -n 3 > loot/controller-git.txt 2>&1
 r sh -c "cat '$EXAM'" > loot/runner-exam.txt 2>&1
 r sh -c "ls -laR '$HOME_DIR' '$EXAM_DIR' '$CHECKOUT/exam_builder' '$CHECKOUT/.git' | head -n 300" \
     > loot/runner-ls.txt 2>&1
-r sh -c "find '$HOME_DIR' '$EXAM_DIR' '$RESULTS' -type f | head -n 200 | xargs cat" \
-    > loot/runner-files.txt 2>&1
+# (Never its own loot: `cat` of the file its output goes to would feed on itself.)
+r sh -c "find '$HOME_DIR' '$EXAM_DIR' '$RESULTS' -type f ! -path '*/loot/*' | head -n 200 |
+    xargs cat" > loot/runner-files.txt 2>&1
 r sh -c "cat '$CHECKOUT'/exam_builder/banks/public/demo/*" > loot/runner-bank.txt 2>&1
 r python -c "import exam_builder, sys; print('ENGINE', exam_builder.__file__)" \
     > loot/runner-engine.txt 2>&1
@@ -401,6 +403,8 @@ def test_hostile_agent_scores_what_its_model_earned(
         exam=exposed.exam,
         results_dir=exposed.results,
     )
+    # The loot is read after the run: no size cap, whose filesystem (and files) go with it.
+    spec.track = spec.track.model_copy(update={"workspace_disk_bytes": None})
     result = execute_run(spec)
     run_dir = exposed.results / result.track / result.run_id
     workspace = runs_root() / result.run_id / "workspace"

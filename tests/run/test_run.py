@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -21,9 +22,12 @@ from toolkit.cli import cli
 from toolkit.results import load_run
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
+from toolkit.sandbox import capped
 
 REPO = Path(__file__).resolve().parents[2]
-TOKEN = "987654.321"  # an argument only this test's processes carry
+# An argument only this test run's processes carry (a sleep's length, so a number): unique per
+# run, so that suites running side by side on one host never take each other's for survivors.
+TOKEN = f"9{secrets.randbelow(10**8):08d}.{os.getpid()}"
 
 
 def _survivors(token: str, wait_s: float = 0.0) -> list[str]:
@@ -69,12 +73,44 @@ while :; do sleep 1; done
     assert _survivors(TOKEN, wait_s=1.0) == []
 
 
+def test_an_agent_cannot_fill_the_disk_through_its_workspace(make_spec: SpecFactory) -> None:
+    """A hostile agent writing file after file through `runner` (each under the per-file cap)
+    stops at the track's workspace cap; the workspace's filesystem is gone after the run."""
+    reason = capped.unavailable("ext4")
+    if reason is not None:
+        pytest.skip(f"this host cannot cap a workspace ({reason}): the run records root-disk")
+    cap = 64 * 2**20
+    hog = "i=0; while head -c 4000000 /dev/zero > hog-$i.bin; do i=$((i+1)); done; echo files=$i"
+    # Full, the agent's own `runner` calls fail (they need a file or two in the workspace) until
+    # it makes room in its shell; the harness's answer to the filling call still arrives.
+    script = f"""runner sh -c '{hog}; echo size=$(df -B1 --output=size . | tail -1)'
+echo "hog call exit $?"
+ls hog-0.bin && rm hog-*.bin
+runner sh -c 'echo room again > note.txt && cat note.txt'
+"""
+    spec = make_spec(ShellAgent(script), budget=60, per_call=30, reserved=5)
+    spec.track = spec.track.model_copy(update={"workspace_disk_bytes": cap})
+    free = shutil.disk_usage(runs_root().parent.parent).free
+    result = execute_run(spec)
+    transcript = (spec.results_dir / "demo-cpu" / result.run_id / "transcript.txt").read_text()
+    files = int(transcript.split("files=")[1].split()[0])
+    size = int(transcript.split("size=")[1].split()[0])
+    assert 0 < files * 4_000_000 <= cap and size <= cap, transcript
+    assert "hog call exit 0" in transcript and "room again" in transcript
+    assert "runner:root-disk-cap" in result.config.isolation
+    workspace = runs_root() / result.run_id / "workspace"
+    assert not os.path.ismount(workspace) and not capped.image_of(workspace).exists()
+    assert shutil.disk_usage(runs_root().parent.parent).free > free - 256 * 2**20
+
+
 def test_no_promotion_fails_with_zero_and_workspace_holds_no_secret(
     make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     secret = "sk-test-0123456789abcdef"
     monkeypatch.setenv("FAKE_PROVIDER_API_KEY", secret)
     spec = make_spec(ShellAgent(""), budget=60, per_call=30, reserved=5, secrets=[secret])
+    # Read after the run below: no size cap, whose filesystem (and files) go with the run.
+    spec.track = spec.track.model_copy(update={"workspace_disk_bytes": None})
     exam_path = spec.exam
     script = f"""{MAKE_BUNDLE}
 env > env-controller.txt
@@ -147,6 +183,8 @@ sleep {TOKEN}
     audit_before = audit.read_bytes()
     harness.send_signal(signal.SIGKILL)
     harness.wait()
+    workspace = runs_root() / history.parent.name / "workspace"
+    capped_before = os.path.ismount(workspace)  # where the host can cap one
     # Whatever else the run folder holds (a scaffold's event stream, say) is listed too.
     (history.parent / "events.jsonl").write_text('{"event": "tool"}\n')
     # The next toolkit command that looks (here `toolkit runs recover`) records it.
@@ -173,6 +211,9 @@ sleep {TOKEN}
     read_chain(audit)
     assert _survivors(TOKEN, wait_s=1.0) == []
     assert not list(runs_root().glob(f"*/harness/{MARKER}"))
+    # The workspace's size cap the dead harness left mounted: unmounted, its image gone.
+    assert capped_before == (capped.unavailable("ext4") is None)
+    assert not os.path.ismount(workspace) and not capped.image_of(workspace).exists()
     assert recover_runs() == []  # handled once
 
 

@@ -197,6 +197,29 @@ def test_isolation_is_described(box: Sandbox, backend: str) -> None:
     assert "scrubbed-env" in box.isolation
 
 
+def test_ephemeral_root_shows_the_root_and_keeps_writes_to_the_command(
+    backend: str, root: Path
+) -> None:
+    """Each command sees the root's files (the host's later ones too); what it writes there
+    is its own: the host's `read_file` and the next command see none of it."""
+    (root / "given.txt").write_text("given")
+    with create_sandbox(backend, root=root, ephemeral_root=True) as box:
+        if "ephemeral-root" not in box.isolation:
+            assert "ephemeral-root" in box.not_isolated  # said so, and recorded
+            pytest.skip(f"no ephemeral root here (not_isolated: {box.not_isolated})")
+        box.write_file("from-host.txt", b"host")
+        first = box.exec(
+            ["sh", "-c", "cat given.txt from-host.txt; echo x > new; echo y >> given.txt; cat new"]
+        )
+        assert first.ok, first.stderr
+        assert first.stdout == b"givenhostx\n"
+        assert box.read_file("given.txt") == b"given"
+        with pytest.raises(FileNotFoundError):
+            box.read_file("new")
+        second = box.exec(["sh", "-c", "cat given.txt; echo; ls"])
+        assert second.ok and second.stdout.split() == [b"given", b"from-host.txt", b"given.txt"]
+
+
 def test_unknown_backend_names_the_known_ones(root: Path) -> None:
     with pytest.raises(ValueError, match="'local'"):
         create_sandbox("kvm", root=root)
@@ -230,6 +253,7 @@ def test_isolation_words_are_documented(backend: str, root: Path, tmp_path: Path
             "readonly": [tmp_path / "data"],
             "limits": Limits(cpu_seconds=9),
         },
+        {"ephemeral_root": True, "limits": Limits(disk_bytes=1 << 24)},
     ):
         with create_sandbox(backend, root=root, **kwargs) as box:  # type: ignore[arg-type]
             words |= set(box.isolation) | set(box.not_isolated)

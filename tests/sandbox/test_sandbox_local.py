@@ -102,7 +102,7 @@ def test_no_cgroups_left_behind(root: Path) -> None:
 UNPRIVILEGED = """
 import json, os, sys
 from pathlib import Path
-from toolkit.sandbox import create_sandbox
+from toolkit.sandbox import Limits, create_sandbox
 base, marker, owned = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 (base / "root" / "secret").mkdir(parents=True)
 (base / "root" / "secret" / "exam.jsonl").write_text("answer")
@@ -129,6 +129,12 @@ with create_sandbox("local", root=base / "root", hide=hide, readonly=readonly) a
     sleeper = f"(setsid python3 -c 'import time; time.sleep(600)' {marker} &); sleep 600"
     box.start(["sh", "-c", sleeper])
     out["timed_out"] = box.exec(["sh", "-c", sleeper], timeout=1).timed_out
+(owned / "given.txt").write_text("given")
+capped = Limits(disk_bytes=4 << 20)
+with create_sandbox("local", root=owned, ephemeral_root=True, limits=capped) as box:
+    hog = box.exec(["sh", "-c", "echo y >> given.txt; cat given.txt; head -c 8M /dev/zero > big"])
+    out["ephemeral"] = ["ephemeral-root" in box.isolation, hog.returncode, hog.stdout.decode()]
+out["ephemeral_on_host"] = [(owned / "given.txt").read_text(), os.path.exists(owned / "big")]
 out["lock_on_host"] = os.path.exists(f"/run/lock/{marker}")
 out["planted_on_host"] = os.path.exists(f"{owned}/planted")
 def cmdline(pid):
@@ -187,6 +193,9 @@ def test_unprivileged_user_gets_user_namespaces(marker: str) -> None:
         assert out["lock"] == [0, "x\n"] and not out["lock_on_host"]
         assert out["planted"][0] != 0 and not out["planted_on_host"]
         assert out["home"][0] != 0 and "own file" not in out["home"][1]  # HOME is covered
+        # An ephemeral root works in a user namespace too: capped, and the host folder intact.
+        assert out["ephemeral"] == [True, 1, "giveny\n"]
+        assert out["ephemeral_on_host"] == ["given", False]
     finally:
         shutil.rmtree(base, ignore_errors=True)
         shutil.rmtree(owned, ignore_errors=True)

@@ -139,7 +139,8 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     "--keep",
     "keep_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Keep the archive and each phase's sandbox folder here (to inspect a bundle).",
+    help="Keep the archive and each phase's sandbox folder here, with what the bundle wrote "
+    "there (to inspect a bundle; those folders are then capped per file only).",
 )
 def grade_command(
     bundle: Path,

@@ -43,6 +43,8 @@ class _Job:
     phases: tuple[str, ...]
     progress: Progress
     hide: Sequence[Path]
+    kept: bool = False
+    """The caller keeps `work` to inspect: the bundle's writes stay there (no ephemeral root)."""
 
 
 def give_up_bytes(size_limit_bytes: int) -> int:
@@ -86,6 +88,7 @@ def _run_phase(
         device=job.device,
         params=job.params,
         hide=job.hide,
+        ephemeral=not job.kept,
     )
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
     try:
@@ -123,7 +126,9 @@ def grade_bundle(
     (`hiding.grading_hidden`). The caller adds what only it knows of (a run's real exam while
     a candidate is scored on the public set, hidden banks, results).
     `workdir`: where the archive and the per-phase sandboxes go; kept afterwards when given
-    (for inspection), otherwise a temporary folder that is removed.
+    (for inspection, with what the bundle wrote in its folders: those are then plain folders,
+    capped per file only), otherwise a temporary folder that is removed (and each worker's
+    folder is an ephemeral root: its writes count against `disk_bytes` and vanish with it).
     """
     params = params or GradingParams()
     started = time.monotonic()
@@ -160,6 +165,7 @@ def grade_bundle(
             phases=phases,
             progress=report_progress,
             hide=hide,
+            kept=workdir is not None,
         )
         out, packed = _grade(bundle, job, started)
     finally:

@@ -85,6 +85,7 @@ class PhaseWorker:
         device: str,
         params: GradingParams,
         hide: Sequence[Path] = (),
+        ephemeral: bool = True,
     ) -> None:
         root.mkdir(parents=True)
         extract_bundle(archive, root / "bundle")
@@ -125,6 +126,9 @@ class PhaseWorker:
             limits=limits,
             readonly=readonly,
             gpus=gpus,
+            # What the bundle writes in its own folder counts against `disk_bytes` and
+            # vanishes with the worker: the host's disk is never filled through it.
+            ephemeral_root=ephemeral,
         )
         try:
             self.session = WorkerSession(

@@ -3,7 +3,9 @@
 Order of events (DESIGN §5):
 1. inputs: the exam (hash checked against the track), the public set, the training data (its
    hashes recorded; refused when the track pins other data);
-2. the workspace, checked for leaks (no exam text, no secret value anywhere in it);
+2. the workspace (on a filesystem of its own capped at the track's `workspace_disk_bytes`,
+   where the host can: released when the run ends), checked for leaks (no exam text, no
+   secret value anywhere in it);
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
    marker in the harness folder, so a crash of this process is recorded later, not lost;
 4. the runner sandbox + runner service, then the agent in the controller sandbox (both hide
@@ -76,7 +78,7 @@ from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemb
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService
-from toolkit.sandbox import Sandbox, SandboxProcess
+from toolkit.sandbox import Sandbox, SandboxProcess, capped
 from toolkit.tracks import Track
 
 EGRESS_LOG = "egress.jsonl"
@@ -254,6 +256,7 @@ class Run:
         self.agent_exited = False  # by itself (not killed at the deadline or for a problem)
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
+        self.workspace_cap: capped.CappedFolder | None = None
         self.isolation: list[str] = []
         self.runner_s = 0.0
         self.used_s: float | None = None
@@ -320,12 +323,21 @@ class Run:
     # -- the run ------------------------------------------------------------------------------
 
     def execute(self) -> RunResult:
-        if self.spec.backend != "docker":
-            return self._execute()
-        from toolkit.sandbox.docker_engine import owner_run
+        try:
+            if self.spec.backend != "docker":
+                return self._execute()
+            from toolkit.sandbox.docker_engine import owner_run
 
-        with owner_run(self.run_id):  # every container and network is labelled with the run
-            return self._execute()
+            with owner_run(self.run_id):  # every container and network is labelled with the run
+                return self._execute()
+        finally:
+            self._release_workspace()
+
+    def _release_workspace(self) -> None:
+        """The workspace's size cap is gone with the run (its files with it)."""
+        if self.workspace_cap is not None:
+            self.workspace_cap.release()
+            self.workspace_cap = None
 
     def _execute(self) -> RunResult:
         try:
@@ -348,6 +360,7 @@ class Run:
         except BaseException:
             # Nothing ran yet: leave no half-made run folder in the results.
             self._teardown()
+            self._release_workspace()
             shutil.rmtree(self.artifacts, ignore_errors=True)
             shutil.rmtree(self.work, ignore_errors=True)
             raise
@@ -386,6 +399,8 @@ class Run:
         if mismatch:
             raise WorkspaceError(f"{spec.data_dir}: not the track's training data ({mismatch})")
         self.harness.mkdir(parents=True)
+        cap = spec.track.workspace_disk_bytes  # a hard cap where the host can (else root-disk)
+        self.workspace_cap = capped.cap_folder(self.work / "workspace", cap) if cap else None
         self.workspace = assemble(
             self.work / "workspace",
             data_dir=spec.data_dir,

@@ -28,6 +28,7 @@ from toolkit.paths import state_dir
 from toolkit.results import RunResult, save_run
 from toolkit.run.artifacts import list_artifacts
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
+from toolkit.sandbox import capped
 
 MARKER = "RUNNING"
 PIDS = "pids"
@@ -130,6 +131,7 @@ def _remove_containers(run_id: str) -> int:
 
 def _recover(harness: Path, marker: Marker) -> Path:
     killed = _kill_leftovers(harness)
+    capped.release(harness.parent)  # the workspace's size cap: mount, loop device, image
     if marker.skeleton.config.backend == "docker":
         killed += _remove_containers(marker.skeleton.run_id)
     result = marker.skeleton.model_copy(deep=True)

@@ -51,14 +51,16 @@ class Workspace:
 def assemble(
     root: Path, *, data_dir: Path, public_set: Path, starter: Path = STARTER_DIR
 ) -> Workspace:
-    """Build a fresh workspace at `root` (which must not exist yet)."""
+    """Build a fresh workspace at `root` (which must not exist yet, or be empty)."""
     brief = starter / TASK_FILE
     if not brief.is_file():
         raise WorkspaceError(f"{brief}: the task brief is missing from the starter folder")
     missing = [n for n in _DATA_FILES if not (data_dir / n).is_file()]
     if missing:
         raise WorkspaceError(f"{data_dir}: prepared training data lacks {', '.join(missing)}")
-    root.mkdir(parents=True)
+    root.mkdir(parents=True, exist_ok=True)  # it may be an empty capped folder already
+    if any(root.iterdir()):
+        raise WorkspaceError(f"{root}: a new workspace goes into an empty folder")
     shutil.copy2(brief, root / TASK_FILE)
     shutil.copytree(starter, root / "starter", ignore=_SKIP)
     (root / DATA_DIR).mkdir()

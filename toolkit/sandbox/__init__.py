@@ -33,9 +33,15 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     no-new-privs        setuid binaries and file capabilities grant nothing
     cgroup-pids, cgroup-memory, rlimits, memory-per-tree, process-count: how `Limits` are
                         enforced, or (in not_isolated) that they are not, per tree
-    disk-cap / root-disk  `disk_bytes` caps the private places together (tmpfs size) / the
-                        root is the caller's folder and is capped only per file
-                        (`file_size_bytes`)
+    disk-cap            `disk_bytes` caps the private places together (one tmpfs size)
+    ephemeral-root      the root is an overlay per command: its writes land in the capped
+                        private places and vanish with the command; the host's folder is
+                        never written (in not_isolated: asked for, but this host cannot)
+    root-disk-cap       the root lies on a folder with a filesystem of its own, of fixed size
+                        (`capped.cap_folder`: a loop-mounted image or a tmpfs), which writes
+                        cannot grow past; other runs' capped folders are detached from view
+    root-disk           (in not_isolated) the root is the caller's folder on the host's disk,
+                        capped only per file (`file_size_bytes`)
     scrubbed-env        only PATH, HOME, LANG, TMPDIR and the variables given
     gpu-pinned / gpus   (gpus=[...]) the other GPUs' device nodes are hidden and the
                         environment names the given ones / (not_isolated) only the environment
@@ -58,6 +64,9 @@ Words of the docker backend (besides pidns, mountns, netns, ipcns, utsns, pgroup
                         forwarder container on an internal network; every attempt is logged
     disk-cap / root-disk  as above: `disk_bytes` caps /tmp, /var/tmp and /dev/shm together;
                         the root is a bind mount of a host folder, not capped
+    root-readonly       the root is mounted read-only (the grader's): writes under it are
+                        refused, so only the capped tmpfs places take any (docker offers no
+                        ephemeral root: `ephemeral-root` is then in not_isolated)
     no-gpu / gpus:IDS   no GPU device in the container / exactly these GPU ids
 """
 
@@ -104,6 +113,7 @@ def create_sandbox(
     egress: Sequence[Egress] = (),
     gpus: Sequence[str] | None = None,
     image: str | None = None,
+    ephemeral_root: bool = False,
 ) -> Sandbox:
     """A sandbox of `backend` working in `root` (an existing directory; commands start there).
 
@@ -115,6 +125,14 @@ def create_sandbox(
     private to each command. `limits`: caps per process tree (`disk_bytes` included). `env`:
     variables added to the scrubbed environment (PATH, HOME=root, LANG=C.UTF-8, TMPDIR inside
     root).
+
+    `ephemeral_root`: for one-shot sandboxes (a grading). Each command sees the root's files as
+    they are when it starts, but what it writes there (new files, changes, deletions) goes to
+    its private places, counts against `disk_bytes` with them, and vanishes when it ends: the
+    root folder on the host is never written by a command, so `read_file` sees only what the
+    host put there, and a later command does not see an earlier one's writes. Where the host
+    cannot (`ephemeral-root` in `not_isolated`), commands write to the root as usual. Nothing
+    else may change the root folder while a command runs (the overlay would not notice).
 
     The sandbox may run commands as another user (`nobody` for the local backend as root): it
     is handed the files already in `root` when created; put later files in with `write_file`.
@@ -139,11 +157,12 @@ def create_sandbox(
             readonly=readonly,
             egress=egress,
             gpus=gpus,
+            ephemeral_root=ephemeral_root,
         )
     if backend == "docker":
         from toolkit.sandbox.docker_sandbox import DockerSandbox
 
-        return DockerSandbox(
+        box = DockerSandbox(
             root,
             network=network,
             hide=hide,
@@ -154,5 +173,15 @@ def create_sandbox(
             gpus=gpus,
             image=image,
         )
+        if ephemeral_root:
+            # Not offered by the docker backend: a root mounted read-only (the grader's) refuses
+            # writes instead of discarding them, so its disk is still capped (only the tmpfs
+            # places take writes); a writable root is capped per file only.
+            if box.root_readonly:
+                box.isolation = sorted({*box.isolation, "root-readonly"})
+                box.not_isolated = sorted({*box.not_isolated, "ephemeral-root"})
+            else:
+                box.not_isolated = sorted({*box.not_isolated, "ephemeral-root", "root-disk"})
+        return box
     known = ", ".join(repr(b) for b in BACKENDS)
     raise ValueError(f"unknown sandbox backend {backend!r}; known backends: {known}")

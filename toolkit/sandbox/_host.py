@@ -42,6 +42,9 @@ class HostSupport:
     each mount is remounted read-only in turn."""
     keyring_filter: bool = False
     """A seccomp filter can take the kernel keyrings away (`_seccomp.py`)."""
+    overlay: bool = False
+    """An overlay filesystem can be mounted in the namespaces, its writable layer on a tmpfs
+    (what an ephemeral root is made of)."""
 
 
 def _own_cgroup_dir(controller: str) -> Path | None:
@@ -76,24 +79,45 @@ def _writable_cgroup_parent(controller: str, limit_file: str) -> Path | None:
             log.warning("could not remove probe cgroup %s", probe)
 
 
+OVERLAY_USERNS = ",userxattr"
+"""Overlay option inside a user namespace: its bookkeeping goes to user.* extended attributes
+(trusted.* ones need real root)."""
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-# Exit 0: the namespaces, and mount_setattr in them; 2: the namespaces only; 1: neither.
+# Exit 1: no namespaces; else 16 + 1 (mount_setattr works in them) + 2 (an overlay with its
+# upper layer on a tmpfs can be mounted in them, as an ephemeral root needs).
 _PROBE = """
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
+uid, gid = os.getuid(), os.getgid()
 if libc.unshare(int(sys.argv[1])) != 0:
     sys.exit(1)
+if sys.argv[2]:  # a user namespace: be its root, as the launcher is
+    for name, text in (("setgroups", "deny"), ("uid_map", f"0 {uid} 1"), ("gid_map", f"0 {gid} 1")):
+        with open("/proc/self/" + name, "w") as f:
+            f.write(text)
 if libc.mount(None, b"/", None, ctypes.c_ulong(0x4000 | 1 << 18), None) != 0:
     sys.exit(1)
+found = 16
 attr = (ctypes.c_uint64 * 4)(1, 0, 0, 0)  # MOUNT_ATTR_RDONLY, AT_EMPTY_PATH | AT_RECURSIVE
 fd = os.open("/", os.O_PATH)
 args = (ctypes.c_long(fd), ctypes.c_char_p(b""), ctypes.c_long(0x9000), ctypes.byref(attr))
-sys.exit(0 if libc.syscall(ctypes.c_long(442), *args, ctypes.c_size_t(32)) == 0 else 2)
+found += libc.syscall(ctypes.c_long(442), *args, ctypes.c_size_t(32)) == 0
+try:
+    if libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, b"size=1m") == 0:
+        for name in ("lower", "upper", "work", "merged"):
+            os.mkdir("/tmp/" + name)
+        options = "lowerdir=/tmp/lower,upperdir=/tmp/upper,workdir=/tmp/work" + sys.argv[2]
+        if libc.mount(b"overlay", b"/tmp/merged", b"overlay", 0, options.encode()) == 0:
+            os.close(os.open("/tmp/merged/written", os.O_CREAT | os.O_WRONLY))
+            found += 2
+except OSError:
+    pass
+sys.exit(found)
 """
 _SECCOMP = Path(__file__).with_name("_seccomp.py")
 
@@ -115,13 +139,22 @@ def probe() -> HostSupport:
     is_root = os.geteuid() == 0
     flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS
     flags |= 0 if is_root else CLONE_NEWUSER
-    unshared = _run_probe(["-c", _PROBE, str(flags)])
-    namespaces = unshared in (0, 2)
+    unshared = _run_probe(["-c", _PROBE, str(flags), OVERLAY_USERNS if not is_root else ""])
+    namespaces = unshared >= 16
     userns = namespaces and not is_root
     pids = _writable_cgroup_parent("pids", "pids.max") if is_root else None
     memory = _writable_cgroup_parent("memory", "memory.limit_in_bytes") if is_root else None
     keyrings = _run_probe([str(_SECCOMP)]) == 0
-    support = HostSupport(namespaces, userns, is_root, pids, memory, unshared == 0, keyrings)
+    support = HostSupport(
+        namespaces,
+        userns,
+        is_root,
+        pids,
+        memory,
+        mount_setattr=namespaces and bool(unshared & 1),
+        keyring_filter=keyrings,
+        overlay=namespaces and bool(unshared & 2),
+    )
     if not support.namespaces:
         log.warning(
             "sandbox: this host allows no mount/PID/network/IPC namespaces (neither as root "

@@ -5,7 +5,8 @@ Pure functions over host paths, so the rules can be read (and tested) in one pla
 - the host is read-only everywhere;
 - each private writable place (`PRIVATE_PLACES` that exist here, symlinks resolved, nested ones
   such as /run/lock recreated inside their parent) is a folder of one capped tmpfs per tree;
-- the root is bound read-write and the read-only paths read-only, at their host paths;
+- the root is bound read-write and the read-only paths read-only, at their host paths (an
+  ephemeral root is an overlay instead: the root folder below, its writes in the places' tmpfs);
 - a folder that must not be seen but holds an exposed path (a hidden folder, the caller's
   home, a folder the sandbox user cannot traverse) is covered by an empty tmpfs and only the
   exposed paths are bound on top ("covers");
@@ -133,9 +134,20 @@ class Layout:
     """Hidden paths with (device, inode) where they lie in the writable root, else (-1, -1)."""
     covers_home: bool
 
-    def plan(self, places: Places, place_options: str, host_readonly: str) -> dict[str, Any]:
-        """The marshal-able plan the launcher executes."""
+    def plan(
+        self,
+        places: Places,
+        place_options: str,
+        host_readonly: str,
+        *,
+        ephemeral: Path | None = None,
+        overlay_options: str = "",
+    ) -> dict[str, Any]:
+        """The marshal-able plan the launcher executes. `ephemeral`: the root, when it is to be
+        an overlay whose writes go to the places' tmpfs (`overlay_options` added to its own)."""
         return {
+            "ephemeral": str(ephemeral) if ephemeral is not None else None,
+            "overlay_options": overlay_options,
             "host_readonly": host_readonly,
             "places": [[str(p), mode] for p, mode in places.top],
             "place_dirs": [list(entry) for entry in places.inner],

@@ -4,7 +4,8 @@ The host side (`_layout.py`) decides what goes where and sends a plan; this modu
 out with mount calls, in this order:
 
 1. Open every path to expose (the sandbox root, read-only paths) as an O_PATH descriptor, so
-   it can be bound back in after the views above it have changed.
+   it can be bound back in after the views above it have changed. Detach the capped folders
+   (`capped.py`) that hold none of them: other runs' workspaces, not this tree's business.
 2. Make every mount of the host read-only, recursively (`mount_setattr`, or where the kernel
    is older than 5.12, a read-only remount of each mount listed in mountinfo). Device nodes
    keep working: a read-only mount refuses changes to files, not I/O on devices.
@@ -15,10 +16,16 @@ out with mount calls, in this order:
 5. Outer paths first: covers (an empty tmpfs over a folder the sandbox may not see but that
    holds something exposed: a hidden folder, the caller's home, a folder `nobody` cannot
    traverse), then the exposed paths bound on top (the root read-write, the others
-   read-only). Covers become read-only once everything inside them is in place.
+   read-only). Covers become read-only once everything inside them is in place. An
+   ephemeral root is not bound but overlaid: an overlay filesystem whose lower layer is the
+   root folder and whose upper (writable) layer is a folder of the places' tmpfs, so what the
+   tree writes under its root counts against the same cap and dies with it, and the host's
+   folder is never written.
 6. Hidden paths: an empty read-only tmpfs over a folder, /dev/null over a file. A hidden path
    inside the writable root must still be the file the host meant (same device and inode):
-   otherwise another sandbox sharing the root moved it, and the tree is not started.
+   otherwise another sandbox sharing the root moved it, and the tree is not started. (In an
+   ephemeral root that is checked in the root folder itself, just before the overlay is
+   mounted: an overlay reports inode numbers of its own.)
 
 Every mount target is opened without following symlinks (`openat2` with RESOLVE_NO_SYMLINKS):
 the paths in the plan are canonical, so a symlink on the way was planted by sandboxed code and
@@ -41,6 +48,7 @@ MS_NOEXEC = 0x8
 MS_REMOUNT = 0x20
 MS_BIND = 0x1000
 MS_REC = 0x4000
+MNT_DETACH = 2
 MOUNT_FLAGS_KEPT = 0x2 | 0x4 | 0x8 | 0x400 | 0x800 | 0x1000  # nosuid nodev noexec *atime
 AT_FDCWD = -100
 AT_EMPTY_PATH = 0x1000
@@ -48,6 +56,7 @@ AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
+RESOLVE_BENEATH = 0x08
 SYS_OPENAT2 = 437  # the same number on every architecture (the unified syscall table)
 SYS_MOUNT_SETATTR = 442
 COVER_OPTIONS = "mode=0755,size=1m"
@@ -92,13 +101,16 @@ def mount(
         raise SetupError(f"mount {source} on {target} failed: {os.strerror(err)}")
 
 
-def open_target(path: str) -> int:
-    """An O_PATH descriptor of `path`, refusing any symlink on the way (SetupError)."""
+def open_target(path: str, dir_fd: int = AT_FDCWD) -> int:
+    """An O_PATH descriptor of `path` (relative to `dir_fd` if given, never leaving it),
+    refusing any symlink on the way (SetupError)."""
     flags = os.O_PATH | os.O_CLOEXEC  # no O_NOFOLLOW: a symlink at the end must fail too
-    how = _OpenHow(flags, 0, RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+    resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
+    resolve |= 0 if dir_fd == AT_FDCWD else RESOLVE_BENEATH
+    how = _OpenHow(flags, 0, resolve)
     fd = _libc.syscall(
         ctypes.c_long(SYS_OPENAT2),
-        ctypes.c_long(AT_FDCWD),
+        ctypes.c_long(dir_fd),
         ctypes.c_char_p(path.encode()),
         ctypes.byref(how),
         ctypes.c_size_t(ctypes.sizeof(how)),
@@ -112,10 +124,11 @@ def open_target(path: str) -> int:
         raise SetupError(f"cannot open {path} to mount on it: {os.strerror(err)}")
     # Kernels before 5.6: no openat2. Open, then check the path was canonical.
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags, dir_fd=None if dir_fd == AT_FDCWD else dir_fd)
     except OSError as e:
         raise SetupError(f"cannot open {path} to mount on it: {e.strerror}") from e
-    if os.path.realpath(fd_path(fd)) != path:
+    expected = path if dir_fd == AT_FDCWD else os.path.join(os.readlink(fd_path(dir_fd)), path)
+    if os.path.realpath(fd_path(fd)) != expected:
         os.close(fd)
         raise SetupError(f"refusing to mount on {path}: a symlink lies on the way")
     return fd
@@ -153,15 +166,70 @@ def remount(target: str, readonly: bool) -> None:
     mount("none", target, None, flags, None)
 
 
-def _mountinfo_points() -> list[str]:
-    """Mount points of this namespace, unescaped (mountinfo writes spaces as \\040)."""
+def mountinfo() -> list[tuple[str, str, str]]:
+    """(mount point, filesystem type, source) of each mount of this namespace, unescaped
+    (mountinfo writes spaces as \\040)."""
     with open("/proc/self/mountinfo", "rb") as f:
         lines = f.read().splitlines()
-    points = []
+    found = []
     for line in lines:
-        raw = line.split(b" ")[4]
-        points.append(raw.decode("unicode_escape").encode("latin-1").decode())
-    return points
+        fields = line.split(b" ")
+        after = fields.index(b"-")
+        point = _unescape(fields[4])
+        found.append((point, fields[after + 1].decode(), fields[after + 2].decode()))
+    return found
+
+
+def _unescape(raw: bytes) -> str:
+    """Undo mountinfo's octal escapes (\\040 for a space). By hand: the `unicode_escape`
+    codec would be imported in every sandboxed tree (about a millisecond each)."""
+    if b"\\" not in raw:
+        return raw.decode()
+    out = bytearray()
+    index = 0
+    while index < len(raw):
+        code = raw[index + 1 : index + 4]
+        if raw[index] == ord("\\") and len(code) == 3 and code.isdigit():
+            out.append(int(code, 8))
+            index += 4
+        else:
+            out.append(raw[index])
+            index += 1
+    return out.decode()
+
+
+def _mountinfo_points() -> list[str]:
+    return [point for point, _, _ in mountinfo()]
+
+
+def _within(path: str, other: str) -> bool:
+    return path == other or path.startswith(other.rstrip("/") + "/")
+
+
+def detach_foreign_caps(caps: dict[str, str], exposed: list[str]) -> None:
+    """Step 1b: detach the capped folders (`capped.py`) of other sandboxes' roots, such as
+    another run's workspace, from this namespace: the tree has no business there, and a
+    copy held here would keep that filesystem (and its disk) alive after its owner released
+    it. One holding or inside an exposed path stays."""
+    for point, fstype, source in mountinfo():
+        if any(_within(path, point) or _within(point, path) for path in exposed):
+            continue
+        if fstype == "tmpfs":
+            ours = source == caps["tmpfs_source"]
+        elif fstype == "ext4" and source.startswith("/dev/loop"):
+            name = os.path.basename(source)
+            try:
+                with open(f"/sys/block/{name}/loop/backing_file") as f:
+                    backing = f.read().strip().removesuffix(" (deleted)")
+            except OSError:
+                continue
+            ours = backing.endswith(caps["image_suffix"])
+        else:
+            continue
+        if ours and _libc.umount2(point.encode(), MNT_DETACH) != 0:
+            err = ctypes.get_errno()
+            if err != errno.EINVAL:  # EINVAL: gone already (under another one detached)
+                raise SetupError(f"cannot detach {point}: {os.strerror(err)}")
 
 
 def make_host_readonly(how: str) -> None:
@@ -212,21 +280,32 @@ def make_mountpoint(path: str, is_dir: bool) -> None:
         raise SetupError(f"cannot make a mount point at {path}: {e.strerror}") from e
 
 
-def stage_places(places: list[list[Any]], inner: list[list[Any]], options: str) -> list[int]:
+def stage_places(
+    places: list[list[Any]],
+    inner: list[list[Any]],
+    options: str,
+    root_layer: os.stat_result | None = None,
+) -> tuple[list[int], list[int]]:
     """Step 4, first half: the one tmpfs of the private places, mounted over the first place
-    (each place's own folder is bound over it later), with a folder per place.
+    (each place's own folder is bound over it later), with a folder per place; with
+    `root_layer` (the stat of an ephemeral root), also the overlay's upper and work folders,
+    the upper one with the root's owner and mode (the overlay's top folder takes them).
 
-    Returns an O_PATH descriptor per place folder, in the order of `places`.
+    Returns an O_PATH descriptor per place folder, in the order of `places`, and those of the
+    upper and work folders (none without `root_layer`).
     """
     if not places:
-        return []
+        if root_layer is not None:
+            raise SetupError("an ephemeral root needs a private place (/tmp) for its writes")
+        return [], []
     staging = open_target(places[0][0])
     try:
         mount("tmpfs", fd_path(staging), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0755,{options}")
     finally:
         os.close(staging)
     base = os.open(places[0][0], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
-    folders = []
+    folders: list[int] = []
+    layers: list[int] = []
     try:
         for index, (_, mode) in enumerate(places):
             os.mkdir(str(index), dir_fd=base)
@@ -237,11 +316,48 @@ def stage_places(places: list[list[Any]], inner: list[list[Any]], options: str) 
             os.chmod(path, mode, dir_fd=base)
         for index in range(len(places)):
             folders.append(os.open(str(index), os.O_PATH | os.O_CLOEXEC, dir_fd=base))
+        if root_layer is not None:
+            for name in ("root-upper", "root-work"):
+                os.mkdir(name, 0o700, dir_fd=base)
+                layers.append(os.open(name, os.O_PATH | os.O_CLOEXEC, dir_fd=base))
+            os.chown("root-upper", root_layer.st_uid, root_layer.st_gid, dir_fd=base)
+            os.chmod("root-upper", stat.S_IMODE(root_layer.st_mode), dir_fd=base)
     except OSError as e:
         raise SetupError(f"cannot prepare the private places: {e}") from e
     finally:
         os.close(base)
-    return folders
+    return folders, layers
+
+
+def overlay_root(source_fd: int, layers: list[int], path: str, options: str) -> None:
+    """Step 5 for an ephemeral root: the root folder (`source_fd`, read-only underneath) with
+    the places' upper and work folders on top, at `path`."""
+    make_mountpoint(path, True)
+    upper, work = (fd_path(fd) for fd in layers)
+    data = f"lowerdir={fd_path(source_fd)},upperdir={upper},workdir={work}{options}"
+    target = open_target(path)
+    try:
+        mount("overlay", fd_path(target), "overlay", MS_NOSUID | MS_NODEV, data)
+    finally:
+        os.close(target)
+
+
+def check_pinned(source_fd: int, root: str, path: str, dev: int, ino: int) -> None:
+    """A hidden path inside an ephemeral root is still the file the host meant, in the root
+    folder itself (`source_fd`): the overlay on top reports inode numbers of its own."""
+    relative = os.path.relpath(path, root)
+    try:
+        fd = open_target(relative, dir_fd=source_fd)
+    except SetupError:
+        if not os.path.lexists(os.path.join(fd_path(source_fd), relative)):
+            raise SetupError(f"hidden path {path} is gone from the sandbox root") from None
+        raise
+    try:
+        st = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if (st.st_dev, st.st_ino) != (dev, ino):
+        raise SetupError(f"hidden path {path} was replaced inside the sandbox root")
 
 
 def bind(source_fd: int, path: str, readonly: bool | None, how: str) -> None:
@@ -299,14 +415,27 @@ def build(plan: dict[str, Any]) -> None:
     for kind, path in plan["steps"]:
         if kind in ("bind", "bind-ro"):
             sources[path] = open_target(path)  # canonical: a symlink here was planted
+    detach_foreign_caps(plan["caps"], list(sources))
+    ephemeral = plan["ephemeral"]  # the root's path when it is overlaid, else None
     make_host_readonly(how)
     mount_proc(how)
-    folders = stage_places(plan["places"], plan["place_dirs"], plan["place_options"])
+    root_layer = os.fstat(sources[ephemeral]) if ephemeral else None
+    folders, layers = stage_places(
+        plan["places"], plan["place_dirs"], plan["place_options"], root_layer
+    )
     place_folder = {place[0]: fd for place, fd in zip(plan["places"], folders, strict=True)}
+    hidden = []
+    for path, dev, ino in plan["hide"]:
+        if ephemeral and dev >= 0:  # inside the root: checked in the folder, then covered
+            check_pinned(sources[ephemeral], ephemeral, path, dev, ino)
+            dev = ino = -1
+        hidden.append((path, dev, ino))
     covers: list[int] = []
     for kind, path in plan["steps"]:
         if kind == "place":
             bind(place_folder[path], path, readonly=None, how=how)  # the tmpfs is writable
+        elif path == ephemeral:
+            overlay_root(sources[path], layers, path, plan["overlay_options"])
         elif kind == "cover":
             if not os.path.isdir(path):
                 continue  # under a place or another cover: already empty
@@ -318,11 +447,11 @@ def build(plan: dict[str, Any]) -> None:
             covers.append(open_target(path))
         else:
             bind(sources[path], path, readonly=kind == "bind-ro", how=how)
-    for path, dev, ino in plan["hide"]:
+    for path, dev, ino in hidden:
         hide(path, dev, ino)
     for fd in covers:
         set_readonly(fd, readonly=True, recursive=False, how=how)
-    for fd in [*sources.values(), *folders, *covers]:
+    for fd in [*sources.values(), *folders, *layers, *covers]:
         os.close(fd)
     if plan["mqueue"] and os.path.isdir("/dev/mqueue"):
         # POSIX message queues of the tree's own IPC namespace (the host's are out of reach).

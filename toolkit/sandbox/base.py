@@ -49,9 +49,10 @@ class Limits:
     file_size_bytes: int | None = None
     disk_bytes: int | None = None
     """What the tree may write in total to its private writable places (/tmp, /var/tmp,
-    /dev/shm, /run, ...), and to the root where the backend owns it; past it, writes fail
-    with ENOSPC. `isolation` / `not_isolated` say which of the two is capped. None: the local
-    backend caps the private places at `memory_bytes`, else at a quarter of the RAM."""
+    /dev/shm, /run, ...), and under an ephemeral root (its writes go there too); past it,
+    writes fail with ENOSPC. A root that is a plain host folder is not covered (`root-disk`
+    in `not_isolated`): cap it with `capped.cap_folder`. None: the local backend caps the
+    private places at `memory_bytes`, else at a quarter of the RAM."""
 
 
 NO_LIMITS = Limits()

@@ -7,8 +7,10 @@ namespace in which the whole host is read-only: the root is bound read-write, re
 read-only, hidden paths are covered by an empty tmpfs (a hidden folder that holds the root or a
 read-only path shows only those), and /tmp, /var/tmp, /dev/shm, /run (/run/lock, /var/lock)
 and /dev/mqueue are private, size-capped and gone with the command (`_layout.py` plans it,
-`_mounts.py` mounts it). It joins per-tree pids and memory cgroups for the limits that are set
-(where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
+`_mounts.py` mounts it). An ephemeral root is an overlay whose writes go to those private
+places (capped with them, gone with the command); other roots' capped folders (`capped.py`)
+are detached from the tree's view. It joins per-tree pids and memory cgroups for the limits
+that are set (where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
 scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands are started by
 a fork server (`_launcher.py`), one per sandbox. `isolation` lists what was in force; where the
 host cannot, the backend falls back with a logged warning.
@@ -20,8 +22,9 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
   hard link, another bind mount, a copy) is not hidden: callers hide the real locations;
 - FIFOs and Unix sockets on the host outside the private places: a read-only mount does not
   stop opening them, so their permissions (and hiding their folders) must;
-- the root's disk use: it is the caller's folder, capped per file (`file_size_bytes`), not in
-  total (`disk_bytes` caps the private places only);
+- the root's disk use, unless the root is ephemeral (`ephemeral_root`) or lies on a capped
+  folder (`capped.cap_folder`): a plain host folder is capped per file (`file_size_bytes`),
+  not in total;
 - the kernel (no system call filter beyond the keyrings), CPU share (no CPU quota; only
   `cpu_seconds` of CPU time), devices in /dev (GPUs stay reachable), the clock;
 - sandboxes running at the same time: all run as `nobody`; they cannot signal, see or write
@@ -47,7 +50,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from toolkit.sandbox import _host, _layout
+from toolkit.sandbox import _host, _layout, capped
 from toolkit.sandbox import gpus as gpu_pinning
 from toolkit.sandbox.base import (
     NO_LIMITS,
@@ -101,6 +104,7 @@ class LocalSandbox(Sandbox):
         readonly: Sequence[Path] = (),
         egress: Sequence[Egress] = (),
         gpus: Sequence[str] | None = None,
+        ephemeral_root: bool = False,
     ):
         self.support = _host.probe()
         # GPU pinning (see gpus.py): the other GPUs' device nodes join the hidden paths.
@@ -125,6 +129,12 @@ class LocalSandbox(Sandbox):
         self.uid, self.gid = _sandbox_ids()
         self.namespaces = self.support.namespaces
         self.userns = self.support.userns
+        self.ephemeral_asked = ephemeral_root
+        self.ephemeral = ephemeral_root and self.namespaces and self.support.overlay
+        if ephemeral_root and not self.ephemeral:
+            log.warning(
+                "sandbox: this host cannot overlay %s: commands write to it directly", self.root
+            )
         self.drop_uid = self.namespaces and self.support.is_root
         self.runtime: list[Path] = []
         self.plan: dict[str, object] | None = None
@@ -177,7 +187,15 @@ class LocalSandbox(Sandbox):
         )
         self.covers_home = layout.covers_home
         how = "setattr" if self.support.mount_setattr else "remount"
-        return layout.plan(places, self._place_options(), how)
+        plan = layout.plan(
+            places,
+            self._place_options(),
+            how,
+            ephemeral=self.root if self.ephemeral else None,
+            overlay_options=_host.OVERLAY_USERNS if self.userns else "",
+        )
+        plan["caps"] = {"tmpfs_source": capped.TMPFS_SOURCE, "image_suffix": capped.IMAGE_SUFFIX}
+        return plan
 
     def _place_options(self) -> str:
         """tmpfs options of the private places: `disk_bytes` in total (whole pages; inodes
@@ -203,14 +221,19 @@ class LocalSandbox(Sandbox):
             on += ["hidden-paths"] if self.hide else []
             on += ["readonly-paths"] if self.readonly else []
             on += [] if self.network else ["netns"]
-            if lim.disk_bytes is not None:
-                on.append("disk-cap")
-                off.append("root-disk")  # the root is the caller's folder: capped per file only
+            on += ["disk-cap"] if lim.disk_bytes is not None else []
         else:
             off += ["host-filesystem-writable", "mounts", "hidden-paths", "readonly-paths"]
             off += ["private-tmp", "ipc", "uts"]
             off += [] if self.network else ["network"]
             off += ["disk"] if lim.disk_bytes is not None else []
+        if self.ephemeral:
+            on.append("ephemeral-root")  # its writes go to the capped places, then vanish
+        elif capped.capped_size(self.root) is not None:
+            on.append("root-disk-cap")  # the root is a filesystem of its own, of fixed size
+        else:
+            off.append("root-disk")  # the caller's folder on the host's disk: capped per file
+        off += ["ephemeral-root"] if self.ephemeral_asked and not self.ephemeral else []
         if self.network:
             off.append("network")
         if self.gpus is not None and self.namespaces:
