@@ -402,3 +402,107 @@ def test_a_provider_that_keeps_rate_limiting_a_quiet_client_is_confirmed(
         verdict = wait_for(relay.problem)
     assert isinstance(verdict, str) and "HTTP 429" in verdict
     assert len(_probes(p)) == 3
+
+
+# -- the provider's own usage, in each API's shape ---------------------------------------------
+
+
+def _sse(*events: tuple[str | None, dict[str, object]]) -> bytes:
+    out = b""
+    for name, data in events:
+        out += (f"event: {name}\n" if name else "").encode()
+        out += b"data: " + json.dumps(data).encode() + b"\n\n"
+    return out
+
+
+USAGE_SHAPES = {
+    "anthropic": _sse(
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "usage": {
+                        "input_tokens": 12,
+                        "cache_creation_input_tokens": 100,
+                        "cache_read_input_tokens": 300,
+                        "output_tokens": 1,
+                    }
+                },
+            },
+        ),
+        ("content_block_delta", {"type": "content_block_delta", "delta": {"text": "hi"}}),
+        ("message_delta", {"type": "message_delta", "usage": {"output_tokens": 57}}),
+    ),
+    "openai-responses": _sse(
+        ("response.output_text.delta", {"type": "response.output_text.delta", "delta": "hi"}),
+        (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "response": {
+                    "usage": {
+                        "input_tokens": 412,
+                        "input_tokens_details": {"cached_tokens": 300},
+                        "output_tokens": 77,
+                        "output_tokens_details": {"reasoning_tokens": 20},
+                    }
+                },
+            },
+        ),
+    ),
+    "google": _sse(
+        (None, {"candidates": [], "usageMetadata": {"promptTokenCount": 412}}),
+        (
+            None,
+            {
+                "candidates": [],
+                "usageMetadata": {
+                    "promptTokenCount": 412,
+                    "cachedContentTokenCount": 300,
+                    "candidatesTokenCount": 57,
+                    "thoughtsTokenCount": 20,
+                },
+            },
+        ),
+    ),
+}
+EXPECTED = {
+    "anthropic": {"input": 12, "output": 57, "reasoning": 0, "cache_read": 300, "cache_write": 100},
+    "openai-responses": {
+        "input": 112,
+        "output": 57,
+        "reasoning": 20,
+        "cache_read": 300,
+        "cache_write": 0,
+    },
+    "google": {"input": 112, "output": 57, "reasoning": 20, "cache_read": 300, "cache_write": 0},
+}
+
+
+@pytest.mark.parametrize("shape", sorted(USAGE_SHAPES))
+def test_usage_is_read_from_each_apis_stream_in_any_chunking(shape: str) -> None:
+    from toolkit.agents.provider_api import UsageReader
+
+    data = USAGE_SHAPES[shape]
+    for size in (1, 7, len(data)):  # however the stream is cut into chunks
+        reader = UsageReader("text/event-stream; charset=utf-8")
+        for start in range(0, len(data), size):
+            reader.feed(data[start : start + size])
+        reader.finish()
+        tokens = reader.tokens()
+        assert tokens is not None and tokens.as_dict() == EXPECTED[shape], (shape, size)
+        assert reader.error is None
+
+
+def test_an_error_inside_a_stream_that_began_well_is_a_failure() -> None:
+    from toolkit.agents.provider_api import UsageReader
+
+    reader = UsageReader("text/event-stream")
+    reader.feed(_sse(("error", {"type": "error", "error": {"type": "overloaded_error"}})))
+    reader.finish()
+    assert reader.error and reader.tokens() is None
+    chat = UsageReader("text/event-stream")
+    chat.feed(b'data: {"choices":[{"delta":{"content":"the word error"}}]}\n\n')
+    chat.finish()
+    assert chat.error is None  # the model's text is not an error
