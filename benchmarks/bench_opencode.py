@@ -9,7 +9,8 @@ Four ways, in the same process:
   host        opencode started directly on the host, provider on its loopback (the reference:
               the scaffold's own overhead, no sandbox, no gate);
   sandbox     opencode alone in a sandbox like the controller's, through the egress gate;
-  run: true   a whole run (controller sandbox, egress gate, runner, clock) with `true` steps;
+  run: true   a whole run (controller sandbox, egress gate, provider relay, runner, clock)
+              with `true` steps;
   run: runner the same run's `runner time_left` steps (tool time = the runner round trip).
 Each line prints the medians in ms: round trip, tool time, overhead; and the overhead's ratio
 to the host's.
@@ -34,7 +35,6 @@ sys.path.insert(0, str(REPO))  # the scripted provider lives with the tests
 
 from tests.agents.fake_provider import FakeProvider, Reply, Request, bash  # noqa: E402
 from toolkit.agents.opencode import (  # noqa: E402
-    KEY_VARIABLE,
     SWITCHES,
     OpencodeAgent,
     _prevent_dependency_install,
@@ -96,7 +96,7 @@ def alone(binary: Path, steps: int, sandboxed: bool) -> list[tuple[float, float,
         entry = Provider("fake", "openai-compatible", fake.base_url, "UNUSED")
         (config_dir / "opencode.json").write_text(json.dumps(scaffold_config(entry, "m", {})))
         env.update(SWITCHES)
-        env.update({KEY_VARIABLE: "sk-bench", "SHELL": "/bin/bash"})
+        env["SHELL"] = "/bin/bash"
         argv = ["run", "--format", "json", "--title", "t", "--model", "fake/m", "go"]
         if not sandboxed:
             done = subprocess.run(

@@ -117,7 +117,7 @@ class Timings(_Model):
 
 
 class Usage(_Model):
-    """Model usage, summed over the run's model calls as the agent scaffold reports them.
+    """Model usage, summed over the run's model calls (`source` says who counted them).
 
     The parts do not overlap (opencode's convention): the prompt a provider bills is
     input + cache_read + cache_write tokens, its completion output + reasoning tokens.
@@ -137,6 +137,27 @@ class Usage(_Model):
         default=None, ge=0, description="Prompt tokens written to the provider's cache."
     )
     cost_usd: float | None = Field(default=None, ge=0, description="Cost in USD, when known.")
+    source: Literal["provider", "scaffold"] | None = Field(
+        default=None,
+        description="Who counted the tokens: 'provider' = the usage fields of the provider's own "
+        "answers, read by the harness's relay outside the agent's reach (trustworthy); "
+        "'scaffold' = summed from the agent scaffold's own step events (the agent's commands "
+        "could alter them); null = no count.",
+    )
+    cost_source: Literal["providers-file", "scaffold"] | None = Field(
+        default=None,
+        description="Where cost_usd comes from: the prices in the providers file times these "
+        "tokens, or the scaffold's own pricing of its steps; null = no cost.",
+    )
+    model_calls: int | None = Field(
+        default=None, ge=0, description="Model calls the harness's relay passed to the provider."
+    )
+    bytes_sent: int | None = Field(
+        default=None, ge=0, description="Request bytes the relay sent to the provider."
+    )
+    bytes_received: int | None = Field(
+        default=None, ge=0, description="Answer bytes the relay received from the provider."
+    )
 
 
 class EffectiveConfig(_Model):

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+TLS_DIR = Path(__file__).with_name("tls")
 
 
 @dataclass
@@ -32,6 +36,12 @@ class Reply:
     completion_tokens: int = 40
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    delay_s: float = 0.0
+    """Wait this long before answering (a slow provider)."""
+    chunk_delay_s: float = 0.0
+    """Anything but 0: the stream is sent chunk by chunk (chunked encoding), this far apart."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra answer headers (e.g. retry-after on a 429)."""
 
 
 @dataclass
@@ -91,15 +101,27 @@ class FakeProvider(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, script: Script, host: str = "127.0.0.1", address: str | None = None):
+    def __init__(
+        self,
+        script: Script,
+        host: str = "127.0.0.1",
+        address: str | None = None,
+        tls: bool = False,
+    ):
         self.script = script
+        self.tls = tls
         self.host_name = host
         self.requests: list[Request] = []
         self.reported = {"prompt": 0, "completion": 0, "cached": 0, "reasoning": 0}
         self.calls_sent: dict[str, float] = {}  # tool call id -> when its reply was sent
         self.results_back: dict[str, float] = {}  # tool call id -> when its result arrived
+        self.chunks_sent: list[float] = []  # when each chunk of a chunk-by-chunk stream left
         self.lock = threading.Lock()
         super().__init__((address or host, 0), _Handler)
+        if tls:  # HTTPS with the test CA's certificate for 127.0.0.1 and localhost
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(TLS_DIR / "server.pem")
+            self.socket = context.wrap_socket(self.socket, server_side=True)
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
     def __enter__(self) -> FakeProvider:
@@ -116,7 +138,7 @@ class FakeProvider(ThreadingHTTPServer):
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host_name}:{self.port}/v1"
+        return f"{'https' if self.tls else 'http'}://{self.host_name}:{self.port}/v1"
 
     def agent_requests(self) -> list[Request]:
         """The requests of the agent's own loop (with tools), not e.g. a title request."""
@@ -147,6 +169,7 @@ def _chunk(delta: dict[str, object] | None, finish: str | None = None) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     server: FakeProvider
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # as a real provider: no 40 ms stalls on kept connections
 
     def log_message(self, *args: object) -> None:
         pass
@@ -162,9 +185,11 @@ class _Handler(BaseHTTPRequestHandler):
             for call_id in request.tool_results():
                 provider.results_back.setdefault(call_id, arrived)
         reply = provider.script(request)
+        if reply.delay_s:
+            time.sleep(reply.delay_s)
         if reply.status != 200:
             error = b'{"error": {"message": "scripted failure"}}'
-            self._send(reply.status, "application/json", error)
+            self._send(reply.status, "application/json", error, reply.headers)
             return
         turn = len(provider.requests)
         chunks = [_chunk({"role": "assistant", "content": ""})]
@@ -189,7 +214,10 @@ class _Handler(BaseHTTPRequestHandler):
         last["usage"] = usage
         chunks.append(b"data: " + json.dumps(last).encode() + b"\n\n")
         chunks.append(b"data: [DONE]\n\n")
-        self._send(200, "text/event-stream", b"".join(chunks))
+        if reply.chunk_delay_s:
+            self._stream(chunks, reply.chunk_delay_s)
+        else:
+            self._send(200, "text/event-stream", b"".join(chunks), reply.headers)
         sent = time.monotonic()
         with provider.lock:
             provider.reported["prompt"] += reply.prompt_tokens
@@ -199,8 +227,28 @@ class _Handler(BaseHTTPRequestHandler):
             for call_id in ids:
                 provider.calls_sent[call_id] = sent
 
-    def _send(self, status: int, content_type: str, data: bytes) -> None:
+    def _stream(self, chunks: list[bytes], gap_s: float) -> None:
+        """One SSE event per HTTP chunk, `gap_s` apart; each chunk's send time is recorded."""
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for index, chunk in enumerate(chunks):
+            if index:
+                time.sleep(gap_s)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            self.wfile.flush()
+            with self.server.lock:
+                self.server.chunks_sent.append(time.monotonic())
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def _send(
+        self, status: int, content_type: str, data: bytes, headers: dict[str, str] | None = None
+    ) -> None:
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("content-type", content_type)
         self.send_header("content-length", str(len(data)))
         self.end_headers()

@@ -17,7 +17,6 @@ import pytest
 
 from tests.agents.fake_provider import FakeProvider, Reply, bash, steps
 from toolkit.agents.opencode import (
-    KEY_VARIABLE,
     SWITCHES,
     _prevent_dependency_install,
     scaffold_config,
@@ -59,7 +58,7 @@ def _attempts(
         _prevent_dependency_install(config_dir)
     env = {name: str(path) for name, path in folders.items()}
     env.update({k: v for k, v in SWITCHES.items() if k not in drop})
-    env.update({KEY_VARIABLE: "sk-test", "PATH": str(bin_dir), "SHELL": "/bin/bash"})
+    env.update({"PATH": str(bin_dir), "SHELL": "/bin/bash"})
     with FakeProvider(SCRIPT) as provider:
         entry = Provider("fake", "openai-compatible", provider.base_url, "UNUSED")
         config = scaffold_config(entry, "m", {})

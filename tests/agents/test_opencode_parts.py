@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolkit.agents import AGENTS, AgentSetupError, OpencodeAgent, get_agent
-from toolkit.agents.opencode import ALLOWED_TOOLS, KEY_VARIABLE, SWITCHES, scaffold_config
+from toolkit.agents.opencode import ALLOWED_TOOLS, PLACEHOLDER_KEY, SWITCHES, scaffold_config
 from toolkit.agents.opencode_events import EventTally
 from toolkit.agents.providers import (
     DEFAULT_FILE,
@@ -65,7 +65,7 @@ def test_usage_is_summed_over_steps_and_odd_lines_are_kept() -> None:
     assert usage.cost_usd == 0.25
     assert tally.session_id == "ses_df7cdd70effeJoEBS032v4nZBd"
     assert tally.unknown_types == {"brand_new_event"}
-    assert tally.problem() is None
+    assert tally.claim() is None
 
 
 def test_no_steps_no_usage_and_no_price_no_cost() -> None:
@@ -75,35 +75,31 @@ def test_no_steps_no_usage_and_no_price_no_cost() -> None:
     assert tally.usage().cost_usd is None and tally.usage().input_tokens == 70
 
 
-def test_a_provider_error_event_is_an_infrastructure_problem() -> None:
+def test_a_provider_error_event_is_only_the_scaffolds_claim() -> None:
+    """What the scaffold prints is the model's to forge: it is shown, never decides."""
     tally = EventTally()
     shown = tally.event(PROVIDER_ERROR)
     assert shown and "HTTP 500" in shown
-    problem = tally.problem()
-    assert problem and "provider" in problem and "HTTP 500: boom" in problem
+    assert tally.claim() == "APIError: HTTP 500: boom"
+    assert not hasattr(tally, "problem")
 
 
-def test_other_scaffold_errors_end_the_agent_normally() -> None:
+def test_other_scaffold_errors_are_no_provider_claim() -> None:
     tally = EventTally()
     tally.event('{"type":"error","error":{"name":"MessageOutputLengthError","data":{}}}')
-    assert tally.problem() is None and tally.other_errors
+    assert tally.claim() is None and tally.other_errors
 
 
-def test_failing_calls_past_the_stall_limit_are_a_problem_and_a_step_resets_it() -> None:
+def test_failing_calls_in_the_scaffolds_log_are_claimed_and_a_step_resets_them() -> None:
     clock = _Clock()
-    tally = EventTally(stall_limit_s=30, clock=clock)
+    tally = EventTally(clock=clock)
     tally.log("timestamp=... level=INFO message=loop step=0")
     tally.log(STREAM_ERROR)
     clock.now += 20
     tally.log(STREAM_ERROR)
-    assert tally.problem() is None
+    assert tally.claim() == "2 model call(s) failed in a row over 20s, last: AI_APICallError: boom"
     tally.event(STEP_FINISH)  # the provider answered: the spell is over
-    clock.now += 60
-    assert tally.problem() is None
-    tally.log(STREAM_ERROR)
-    clock.now += 31
-    problem = tally.problem()
-    assert problem and "kept failing for 31s" in problem and "AI_APICallError: boom" in problem
+    assert tally.claim() is None
 
 
 def test_the_shipped_providers_file_has_the_native_clients() -> None:
@@ -147,7 +143,10 @@ def test_the_config_allows_the_protocols_tools_and_holds_no_key() -> None:
     assert permission.pop("*") == "deny" and set(permission) == set(ALLOWED_TOOLS)
     assert list(config["provider"]) == ["fake"]  # type: ignore[call-overload]
     text = json.dumps(config)
-    assert "{env:" + KEY_VARIABLE + "}" in text and '"reasoningEffort": "low"' in text
+    assert PLACEHOLDER_KEY in text and '"reasoningEffort": "low"' in text
+    assert config["provider"]["fake"]["options"]["baseURL"] == "http://h:1/v1"  # type: ignore[index]
+    relayed = scaffold_config(provider, "m1", {}, base_url="http://127.0.0.1:9/v1")
+    assert relayed["provider"]["fake"]["options"]["baseURL"] == "http://127.0.0.1:9/v1"  # type: ignore[index]
     for off in ("autoupdate", "snapshot", "lsp", "formatter"):
         assert config[off] is False
     assert config["share"] == "disabled" and config["plugin"] == []
@@ -236,7 +235,8 @@ def test_a_campaign_builds_the_opencode_agent_with_its_provider_settings(
     )
     agent = build_agent(job)
     assert isinstance(agent, OpencodeAgent) and agent.provider == "vllm"
-    assert (agent.egress()[0].host, agent.egress()[0].port) == ("10.0.0.5", 8000)
+    assert agent.provider_entry.base_url == "http://10.0.0.5:8000/v1"
+    assert agent.egress() == []  # the relay's address, once the run prepared it
     assert agent.config["provider"]["vllm"]["models"]["my-model"]["options"] == {  # type: ignore[index]
         "reasoningEffort": "high"
     }
@@ -245,3 +245,47 @@ def test_a_campaign_builds_the_opencode_agent_with_its_provider_settings(
         build_agent(job)
     with pytest.raises(CampaignError, match="takes no provider"):
         build_agent(job.model_copy(update={"agent": "scripted", "base_url": None, "key_env": None}))
+
+
+def test_usage_comes_from_the_provider_where_it_reported_any(tmp_path: Path) -> None:
+    """The relay's counts (the provider's own usage fields) win over the scaffold's sums; the
+    result says which it is, and the cost comes from the providers file's prices if any."""
+    from toolkit.agents.provider_api import Credential, Tokens
+
+    provider = Provider(
+        "fake", "openai-compatible", "http://h:1/v1", "K", cost={"input": 2.0, "output": 10.0}
+    )
+    agent = OpencodeAgent(
+        provider,
+        model="m",
+        effort=None,
+        api_key="sk-test-0123456789",
+        binary=tmp_path / "opencode",
+        version=OPENCODE_VERSION,
+        ripgrep=tmp_path / "rg",
+    )
+    agent.tally.event(STEP_FINISH)  # the scaffold says: 70 in, 15 out, 5 reasoning, 30 cached
+    usage = agent.usage()
+    assert (usage.source, usage.input_tokens, usage.model_calls) == ("scaffold", 70, None)
+    from toolkit.agents.relay import ProviderRelay
+
+    agent.relay = ProviderRelay(
+        kind="openai-compatible",
+        base_url=provider.base_url,
+        model="m",
+        key="sk-test-0123456789",
+        credential=Credential("Authorization", "Bearer "),
+    )
+    totals = agent.relay.totals
+    totals.calls, totals.bytes_up, totals.bytes_down = 3, 3000, 900
+    usage = agent.usage()  # calls went through, but the provider reported no usage
+    assert (usage.source, usage.input_tokens, usage.model_calls) == ("scaffold", 70, 3)
+    totals.with_usage, totals.tokens = 3, Tokens(input=1_000_000, output=100_000, reasoning=50)
+    usage = agent.usage()
+    assert (usage.source, usage.input_tokens, usage.output_tokens) == (
+        "provider",
+        1_000_000,
+        100_000,
+    )
+    assert (usage.bytes_sent, usage.bytes_received) == (3000, 900)
+    assert usage.cost_usd == 3.0005 and usage.cost_source == "providers-file"

@@ -319,6 +319,21 @@ def test_disk_cap_bounds_the_tmpfs(root: Path) -> None:
         assert int(size) <= 32 * 2**20
 
 
+def test_grader_root_refuses_writes_so_only_the_capped_tmpfs_takes_any(root: Path) -> None:
+    """Docker offers no ephemeral root: the grader's root is read-only instead, and says so
+    (a bundle filling its own folder cannot fill the host's disk)."""
+    (root / "model.bin").write_bytes(b"weights")
+    with python_box(
+        root, readonly=[root], ephemeral_root=True, limits=Limits(disk_bytes=16 * 2**20)
+    ) as box:
+        assert "root-readonly" in box.isolation and "root-disk" not in box.not_isolated
+        assert "ephemeral-root" in box.not_isolated
+        hog = f"head -c 1M /dev/zero > {root}/fill; echo $?"
+        assert box.exec(["sh", "-c", hog], timeout=60).stdout.strip() != b"0"
+        assert box.exec(["cat", str(root / "model.bin")]).stdout == b"weights"
+    assert sorted(p.name for p in root.iterdir()) == ["model.bin"]
+
+
 def test_stopping_three_containers_takes_under_two_seconds(tmp_path: Path) -> None:
     """Whatever their processes do with signals, the deadline's teardown is fast."""
     boxes = []

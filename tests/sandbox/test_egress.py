@@ -162,6 +162,24 @@ def test_names_resolve_inside_to_their_own_loopback_address(
     assert allowed.connections == 0
 
 
+def test_a_name_given_an_address_reaches_that_address_only(
+    root: Path, servers: tuple[_Recorder, _Recorder]
+) -> None:
+    """`Egress.address`: the sandbox uses a name of the harness's choosing; the gate connects
+    to the address given for it (how a controller reaches the provider relay)."""
+    allowed, other = servers
+    rules = [Egress("relay.invalid", allowed.port, address="127.0.0.1")]
+    with create_sandbox("local", root=root, egress=rules) as box:
+        code, out = _connect(box, "relay.invalid", allowed.port)
+        assert code == 0 and "hello from the host" in out
+        assert _connect(box, "127.0.0.1", allowed.port)[0] == 3  # the address itself: no
+        assert _connect(box, "relay.invalid", other.port)[0] == 3
+        log = _settled(box, 3)
+    assert allowed.connections == 1 and other.connections == 0
+    made = [(e["host"], e["port"]) for e in log if e["allowed"]]
+    assert made == [("relay.invalid", allowed.port)]
+
+
 def test_a_server_of_the_sandboxs_own_is_not_egress(gated: Sandbox) -> None:
     script = (
         "import socket, threading\n"

@@ -8,9 +8,11 @@ grading), so a new scaffold plugs in here and touches nothing else.
 Hooks with defaults, for scaffolds that talk to a model provider (opencode): `egress` (the
 destinations the controller may reach), `secrets` (values that must never reach the workspace
 or a published file), `console` / `observe` (where the console goes, what of it to echo, and a
-look at each line as it comes), `problem` (an infrastructure failure seen while it runs: the run
-then ends `invalid`), `finish` (a last command in the controller after the agent stopped, e.g.
-exporting its session; files it writes into the run folder are listed with the run).
+look at each line as it comes), `problem` / `final_problem` (an infrastructure failure seen
+while it runs, or once it stopped: the run then ends `invalid`; only evidence from outside the
+controller may decide it), `finish` (a last command in the controller after the agent stopped,
+e.g. exporting its session; files it writes into the run folder are listed with the run),
+`close` (host-side helpers the adapter started, such as a provider relay, are stopped).
 """
 
 from __future__ import annotations
@@ -40,6 +42,11 @@ class AgentContext:
     home_dir: Path | None = None
     """A fresh folder only the controller sees (hidden from the runner), for the scaffold's
     HOME, configuration and state; None where the harness gives none."""
+    artifacts: Path | None = None
+    """The run folder (hidden from every sandbox): where host-side records of the adapter go
+    (the provider relay's log); None where the harness gives none."""
+    backend: str = "local"
+    """The sandbox backend of the run (where a host-side helper must listen depends on it)."""
 
 
 @dataclass
@@ -85,6 +92,11 @@ class Agent(abc.ABC):
         """Destinations the controller may reach without network (its model provider)."""
         return []
 
+    def isolation(self) -> list[str]:
+        """Words the adapter adds to the run's `isolation` (what it keeps from the controller,
+        e.g. `controller:provider-relay`); asked once the adapter is prepared."""
+        return []
+
     def secrets(self) -> list[str]:
         """Values (a credential) checked out of the workspace and redacted from run files."""
         return []
@@ -100,7 +112,17 @@ class Agent(abc.ABC):
 
     def problem(self) -> str | None:
         """An infrastructure failure seen so far (provider down, rate limit stalling the run):
-        polled while the agent runs and once after; the run then ends `invalid` with it."""
+        polled while the agent runs; the run then ends `invalid` with it. Never decided from
+        what the controller says (the agent could forge it: a free rerun)."""
+        return None
+
+    def final_problem(self, exited: bool) -> str | None:
+        """Once the agent stopped and the sandboxes are gone: an infrastructure failure, if any
+        (`exited`: the agent exited by itself, not killed at the deadline)."""
+        return self.problem()
+
+    def close(self) -> None:
+        """The run is over (or never started): stop what the adapter started on the host."""
         return None
 
     def finish(self, controller: Sandbox, artifacts: Path) -> None:

@@ -16,19 +16,21 @@ controller sees (HOME and the XDG folders):
   prevented by creating its folder already installed (`node_modules` plus a lock that lists
   the package it would add). Each switch was checked by watching the connections it makes.
 
-It runs `opencode run --format json` at the workspace root with the task prompt. The key goes to
-the controller only, under a fixed variable name; the controller reaches the provider's host
-and port and nothing else (egress allow-list). stdout (JSON events) goes to `events.jsonl`,
-stderr (its log) to `scaffold.log`; at the end `opencode export` gives `transcript.json`, and
-usage is summed over the `step_finish` events. A provider that fails past the scaffold's
-retries, or keeps failing for more than `stall_share` of the budget, makes the run `invalid`.
+It runs `opencode run --format json` at the workspace root with the task prompt. stdout (JSON
+events) goes to `events.jsonl`, stderr (its log) to `scaffold.log`; at the end `opencode
+export` gives `transcript.json`.
 
-Not covered (the scaffold's shell runs as the scaffold's own user, so anything the scaffold can
-read, the model's commands can too): the key is readable by the model's commands (it can only
-be used towards the provider; it is redacted from every file the run publishes), and the model
-could make its own run `invalid`, by spending the provider's rate limit with that key or by
-writing a fake error event into the scaffold's output. Invalid runs are never averaged, and
-each is listed with its reason; a row whose runs keep ending `invalid` is visible as such.
+The key never enters the controller. The scaffold's shell runs the model's commands as the
+scaffold's own user, so whatever the scaffold can read (its environment, its files) and write
+(its own output, through /proc) belongs to the model. So the harness starts a provider relay
+on the host for the run (`relay.py`): the scaffold's provider `baseURL` points at it, with a
+placeholder key; the controller's egress allow-list holds the relay's address and port and
+nothing else; the relay sets the real key on each model call it passes on, logs every call to
+`provider.jsonl`, and reads the provider's own usage counts. Whether the provider failed (the
+run is then `invalid`: rerun) is decided from the relay's record and a probe call of the
+harness's own, never from the scaffold's events: an `error` event is shown in the reason,
+nothing more. Usage: the relay's counts when the provider reported any (`source: provider`),
+else the sum over the scaffold's `step_finish` events (`source: scaffold`).
 """
 
 from __future__ import annotations
@@ -40,15 +42,21 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from toolkit.agents.base import Agent, AgentContext, AgentOutcome
 from toolkit.agents.opencode_events import EventTally
+from toolkit.agents.provider_api import Tokens
 from toolkit.agents.providers import NPM, Provider, ProviderError, override
+from toolkit.agents.relay import LOG_FILE as PROVIDER_LOG
+from toolkit.agents.relay import ProviderRelay
+from toolkit.agents.relay_endpoint import LOCAL, RelayEndpoint, RelayPlacementError, relay_endpoint
 from toolkit.agents.scaffold import OPENCODE_VERSION, ScaffoldError, isolated_env, require
+from toolkit.results import Usage
 from toolkit.sandbox import Egress, Sandbox
 
-KEY_VARIABLE = "ARI_PROVIDER_API_KEY"  # the controller's name for the credential, whatever the
-STALL_SHARE = 0.1  # provider: provider errors for longer than this share of the budget: invalid
+PLACEHOLDER_KEY = "ari-relay-sets-the-key"  # all the controller has; the relay sets the real one
+STALL_SHARE = 0.1  # provider failures for longer than this share of the budget: checked, invalid
 EXPORT_TIMEOUT_S = 120
 EVENTS_FILE, LOG_FILE, TRANSCRIPT_JSON = "events.jsonl", "scaffold.log", "transcript.json"
 TITLE = "ARI Bench run"
@@ -89,7 +97,7 @@ def _provider_id(provider: Provider) -> str:
 
 
 def _provider_entry(
-    provider: Provider, model: str, options: dict[str, object]
+    provider: Provider, model: str, options: dict[str, object], base_url: str
 ) -> dict[str, object]:
     entry: dict[str, object] = {"name": model, "options": options}
     if provider.cost:
@@ -100,15 +108,17 @@ def _provider_entry(
     return {
         "npm": NPM[provider.kind],
         "name": provider.name,
-        "options": {"baseURL": provider.base_url, "apiKey": "{env:" + KEY_VARIABLE + "}"},
+        "options": {"baseURL": base_url, "apiKey": PLACEHOLDER_KEY},
         "models": {model: entry},
     }
 
 
 def scaffold_config(
-    provider: Provider, model: str, options: dict[str, object]
+    provider: Provider, model: str, options: dict[str, object], base_url: str | None = None
 ) -> dict[str, object]:
-    """The whole opencode configuration of a run (no credential: it names the variable)."""
+    """The whole opencode configuration of a run (no credential: a placeholder). `base_url`:
+    where the scaffold sends its calls (the run's relay); the provider's own by default,
+    which is what the configuration hash covers."""
     pid = _provider_id(provider)
     permission: dict[str, str] = {"*": "deny"}
     permission.update({tool: "allow" for tool in ALLOWED_TOOLS})
@@ -117,7 +127,7 @@ def scaffold_config(
         "model": f"{pid}/{model}",
         "small_model": f"{pid}/{model}",
         "enabled_providers": [pid],
-        "provider": {pid: _provider_entry(provider, model, options)},
+        "provider": {pid: _provider_entry(provider, model, options, base_url or provider.base_url)},
         "permission": permission,
         "autoupdate": False,
         "share": "disabled",
@@ -138,7 +148,6 @@ def native_variants(binary: Path, provider: Provider, model: str) -> dict[str, o
     with tempfile.TemporaryDirectory(prefix="ari-opencode-") as scratch:
         env = isolated_env(Path(scratch))
         env.update(SWITCHES)
-        env[KEY_VARIABLE] = "not-a-key"  # a provider without a key is not listed
         env["OPENCODE_CONFIG_CONTENT"] = json.dumps(config)
         _prevent_dependency_install(Path(env["XDG_CONFIG_HOME"]) / "opencode")
         try:
@@ -194,6 +203,15 @@ def _ripgrep_version(rg: Path) -> str:
     return done.stdout.split("\n", 1)[0].strip() or "unknown"
 
 
+def _priced(cost: dict[str, float], tokens: Tokens) -> float:
+    """USD from per-million prices (reasoning is billed as output)."""
+    total = tokens.input * cost.get("input", 0.0)
+    total += (tokens.output + tokens.reasoning) * cost.get("output", 0.0)
+    total += tokens.cache_read * cost.get("cache_read", 0.0)
+    total += tokens.cache_write * cost.get("cache_write", 0.0)
+    return round(total / 1e6, 6)
+
+
 class OpencodeAgent(Agent):
     """The opencode scaffold, configured for one run (see the module docstring)."""
 
@@ -211,6 +229,7 @@ class OpencodeAgent(Agent):
         ripgrep: Path,
         effort_options: dict[str, object] | None = None,
         stall_share: float = STALL_SHARE,
+        relay_options: dict[str, Any] | None = None,
     ) -> None:
         if not 0 < stall_share <= 1:
             raise ValueError(f"stall_share must be in (0, 1], got {stall_share}")
@@ -222,11 +241,15 @@ class OpencodeAgent(Agent):
         self.version = version
         self.ripgrep = ripgrep
         self.stall_share = stall_share
+        self.relay_options: dict[str, Any] = dict(relay_options or {})
+        """Extra `ProviderRelay` settings (tests: a CA to trust, a short probe wait)."""
         self._key = api_key
         if effort_options is None:
             effort_options = {"reasoningEffort": effort} if effort else {}
         self.config = scaffold_config(provider, model, effort_options)
         self.tally = EventTally()
+        self.relay: ProviderRelay | None = None
+        self._endpoint: RelayEndpoint = LOCAL
         self._home: Path | None = None
         self._material = ""
 
@@ -303,14 +326,21 @@ class OpencodeAgent(Agent):
         }
 
     def prepare(self, workspace: Path, ctx: AgentContext) -> None:
-        if ctx.home_dir is None:
-            raise AgentSetupError("the opencode agent needs a controller-only home folder")
+        if ctx.home_dir is None or ctx.artifacts is None:
+            raise AgentSetupError(
+                "the opencode agent needs a controller-only home and a run folder"
+            )
         self._home = ctx.home_dir
         for folder in self._folders().values():
             folder.mkdir(parents=True, exist_ok=True)
+        stall_limit = self.stall_share * ctx.budget_s
+        self.relay = self._relay(ctx, stall_limit).start()
         config_dir = self._folders()["XDG_CONFIG_HOME"] / "opencode"
         _prevent_dependency_install(config_dir)
-        (config_dir / "opencode.json").write_text(json.dumps(self.config, indent=2) + "\n")
+        effective = json.loads(json.dumps(self.config))  # the same, with the relay's URL
+        pid = _provider_id(self.provider_entry)
+        effective["provider"][pid]["options"]["baseURL"] = self.relay.url
+        (config_dir / "opencode.json").write_text(json.dumps(effective, indent=2) + "\n")
         # The binary is copied, not linked: the sandbox hands the workspace's files to its
         # user, which must never own the operator's installed copy.
         target = ctx.bin_dir / "opencode"
@@ -319,7 +349,7 @@ class OpencodeAgent(Agent):
         rg = ctx.bin_dir / "rg"
         if not rg.exists():
             rg.symlink_to(self.ripgrep)
-        self.tally = EventTally(stall_limit_s=self.stall_share * ctx.budget_s)
+        self.tally = EventTally()
         self._material = json.dumps(
             {
                 "scaffold": f"opencode {self.version}",
@@ -332,6 +362,27 @@ class OpencodeAgent(Agent):
             sort_keys=True,
         )
 
+    def _relay(self, ctx: AgentContext, stall_limit_s: float) -> ProviderRelay:
+        """The run's provider relay, listening where the controller's egress can reach it."""
+        assert ctx.artifacts is not None
+        try:
+            self._endpoint = relay_endpoint(ctx.backend)
+        except (RelayPlacementError, OSError) as e:
+            raise AgentSetupError(str(e)) from e
+        entry = self.provider_entry
+        return ProviderRelay(
+            kind=entry.kind,
+            base_url=entry.base_url,
+            model=self.model,
+            key=self._key,
+            credential=entry.credential,
+            log_path=ctx.artifacts / PROVIDER_LOG,
+            stall_limit_s=stall_limit_s,
+            bind=self._endpoint.bind,
+            advertise=self._endpoint.host,
+            **self.relay_options,
+        )
+
     def command(self) -> list[str]:
         argv = ["opencode", "run", "--print-logs", "--log-level", "INFO", "--format", "json"]
         argv += ["--thinking", "--title", TITLE, "--model", str(self.config["model"]), PROMPT]
@@ -339,12 +390,21 @@ class OpencodeAgent(Agent):
 
     def env(self) -> dict[str, str]:
         folders = {name: str(path) for name, path in self._folders().items()}
-        return {**folders, **SWITCHES, KEY_VARIABLE: self._key, "SHELL": "/bin/bash"}
+        return {**folders, **SWITCHES, "SHELL": "/bin/bash"}  # no key: the relay has it
 
     def egress(self) -> list[Egress]:
-        return [self.provider_entry.egress]
+        """The relay, nothing else (the provider itself is the relay's to reach)."""
+        if self.relay is None:
+            return []
+        return [self._endpoint.egress(self.relay.port)]
+
+    def isolation(self) -> list[str]:
+        """The key stays in the harness; the controller reaches the provider only through the
+        relay, which filters its calls and alone judges provider failures."""
+        return ["controller:provider-relay"] if self.relay is not None else []
 
     def secrets(self) -> list[str]:
+        """The key: never in the controller, and checked out of the workspace and run files."""
         return [self._key]
 
     def config_sha256(self) -> str:
@@ -363,7 +423,21 @@ class OpencodeAgent(Agent):
         return self.tally.event(line) if stream == "stdout" else self.tally.log(line)
 
     def problem(self) -> str | None:
-        return self.tally.problem()
+        """The relay's confirmed provider failure; the scaffold's own word only as a note."""
+        if self.relay is None:
+            return None
+        return self._with_claim(self.relay.problem())
+
+    def final_problem(self, exited: bool) -> str | None:
+        if self.relay is None:
+            return None
+        return self._with_claim(self.relay.final_problem(exited))
+
+    def _with_claim(self, problem: str | None) -> str | None:
+        claim = self.tally.claim()
+        if problem is None or claim is None:
+            return problem
+        return f"{problem} (opencode said: {claim})"
 
     # -- after it ------------------------------------------------------------------------------
 
@@ -381,5 +455,44 @@ class OpencodeAgent(Agent):
         redacted = done.stdout.replace(self._key.encode(), b"[redacted]")
         (artifacts / TRANSCRIPT_JSON).write_bytes(redacted)
 
+    def close(self) -> None:
+        if self.relay is not None:
+            self.relay.close()
+
     def collect(self, workspace: Path, output: str) -> AgentOutcome:
-        return AgentOutcome(transcript=None, usage=self.tally.usage())
+        return AgentOutcome(transcript=None, usage=self.usage())
+
+    def usage(self) -> Usage:
+        """The provider's own counts as the relay read them where it reported any, else the
+        scaffold's sums; the relay's call and byte counts in both cases."""
+        claimed = self.tally.usage()
+        relay = self.relay.totals if self.relay is not None else None
+        if relay is None or relay.calls == 0:
+            source = "scaffold" if claimed.input_tokens is not None else None
+            return claimed.model_copy(update={"source": source})
+        counts = {
+            "model_calls": relay.calls,
+            "bytes_sent": relay.bytes_up,
+            "bytes_received": relay.bytes_down,
+        }
+        if relay.with_usage == 0:
+            source = "scaffold" if claimed.input_tokens is not None else None
+            return claimed.model_copy(update={"source": source, **counts})
+        t = relay.tokens
+        tokens = {
+            "input_tokens": t.input,
+            "output_tokens": t.output,
+            "reasoning_tokens": t.reasoning,
+            "cache_read_tokens": t.cache_read,
+            "cache_write_tokens": t.cache_write,
+        }
+        cost = _priced(self.provider_entry.cost, t) if self.provider_entry.cost else None
+        return Usage(
+            **tokens,
+            cost_usd=cost if cost is not None else claimed.cost_usd,
+            source="provider",
+            cost_source="providers-file"
+            if cost is not None
+            else ("scaffold" if claimed.cost_usd is not None else None),
+            **counts,
+        )

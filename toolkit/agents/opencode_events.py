@@ -4,9 +4,14 @@
 the step's tokens and cost), `tool_use`, `text`, `reasoning`, `error`. `--print-logs` puts its
 log on stderr, where each failed model call shows as a `stream error` line before the scaffold
 retries it. From these, `EventTally` keeps the usage (summed over `step_finish`), the session id
-(for the export at the end), and the two signs of an infrastructure failure: an `error` event
-from the provider (given up after the scaffold's retries), and provider errors going on, with
-no successful step in between, for longer than the run may lose.
+(for the export at the end), and what the scaffold says of provider failures (an `error` event,
+failed calls in its log).
+
+All of it comes from the controller, where the model's commands run as the scaffold's user and
+can write into the scaffold's own output: so it is a claim, never evidence. A provider failure
+is decided by the harness's relay (`relay.py`); `claim()` only adds the scaffold's words to the
+reason, and a forged `step_finish` only changes the scaffold-side usage, which the relay's own
+counts replace wherever the provider reports usage.
 
 Parsing is defensive: a line that is not JSON, an unknown event type or a missing field is
 kept (the raw line is in `events.jsonl` anyway) and never stops the run.
@@ -51,12 +56,8 @@ def _short(text: object, limit: int = ECHO_CHARS) -> str:
 
 @dataclass
 class EventTally:
-    """What the events and the log said so far (thread-safe: the two streams are read apart).
+    """What the events and the log said so far (thread-safe: the two streams are read apart)."""
 
-    `stall_limit_s`: how long provider errors may go on without a successful step before the
-    run is an infrastructure failure (None: never)."""
-
-    stall_limit_s: float | None = None
     clock: Callable[[], float] = time.monotonic
     session_id: str | None = None
     provider_error: str | None = None
@@ -157,25 +158,18 @@ class EventTally:
 
     # -- what the harness asks ----------------------------------------------------------------
 
-    def problem(self) -> str | None:
-        """An infrastructure failure: the provider given up on, or a spell of provider errors
-        longer than `stall_limit_s`."""
+    def claim(self) -> str | None:
+        """What the scaffold says went wrong with the provider (its give-up error, else its
+        current spell of failed calls), for the operator; None if nothing."""
         with self._lock:
             if self.provider_error:
-                return (
-                    "the model provider failed past the scaffold's retries "
-                    f"({self.provider_error}): infrastructure, rerun"
-                )
-            since = self._failing_since
-            if since is None or self.stall_limit_s is None:
+                return self.provider_error
+            if self._failing_since is None:
                 return None
-            stalled = self.clock() - since
-            if stalled <= self.stall_limit_s:
-                return None
+            lasted = self.clock() - self._failing_since
             return (
-                f"the model provider kept failing for {stalled:.0f}s ({self._failures} calls, "
-                f"more than the {self.stall_limit_s:.0f}s a run may lose; last: "
-                f"{self._last_failure}): infrastructure, rerun"
+                f"{self._failures} model call(s) failed in a row over {lasted:.0f}s, "
+                f"last: {self._last_failure}"
             )
 
     def usage(self) -> Usage:

@@ -1,19 +1,22 @@
 """Model providers an operator can name (`providers.toml`): kind, base URL, key variable, prices.
 
-The file is data, not code: which API a provider speaks, where it lives, and which environment
-variable holds its key (never the key itself). `toolkit/agents/providers.toml` ships the common
-ones; an operator passes another with `--providers FILE` or `ARI_PROVIDERS`. The base URL also
-fixes the one (host, port) the controller may reach.
+The file is data, not code: which API a provider speaks, where it lives, which environment
+variable holds its key (never the key itself) and which header carries the key (`key_header`,
+`key_prefix`: the kind's own by default). `toolkit/agents/providers.toml` ships the common
+ones; an operator passes another with `--providers FILE` or `ARI_PROVIDERS`. The key stays in
+the harness: its relay (`relay.py`) sets that header on each call it passes to the base URL.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from toolkit.agents.provider_api import CREDENTIALS, Credential
 from toolkit.sandbox import Egress
 
 DEFAULT_FILE = Path(__file__).with_name("providers.toml")
@@ -31,6 +34,7 @@ NATIVE_URLS = {
     "google": "https://generativelanguage.googleapis.com/v1beta",
 }
 COST_KEYS = ("input", "output", "cache_read", "cache_write")
+_TOKEN = re.compile(r"[A-Za-z0-9!#$%&'*+.^_`|~-]+")
 
 
 class ProviderError(ValueError):
@@ -49,6 +53,18 @@ class Provider:
     """USD per million tokens by part (input, output, cache_read, cache_write); {} = unknown."""
     context: int | None = None
     output: int | None = None
+    key_header: str | None = None
+    """The header that carries the key (None: the kind's own, e.g. `Authorization`)."""
+    key_prefix: str | None = None
+    """What comes before the key in that header (None: the kind's own, e.g. `Bearer `)."""
+
+    @property
+    def credential(self) -> Credential:
+        """How the relay sends the key to this provider."""
+        default = CREDENTIALS[self.kind]
+        if self.key_header is None:
+            return default
+        return Credential(self.key_header, self.key_prefix or "")
 
     @property
     def native(self) -> bool:
@@ -56,7 +72,8 @@ class Provider:
 
     @property
     def egress(self) -> Egress:
-        """The one destination the controller needs: the base URL's host and port."""
+        """The base URL's host and port: where the harness's relay connects (the controller
+        itself reaches only the relay)."""
         parts = urlsplit(self.base_url)
         assert parts.hostname is not None  # checked when loaded
         port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -89,7 +106,8 @@ def load_providers(path: Path) -> dict[str, Provider]:
 
 def _provider(path: Path, name: str, entry: dict[str, object]) -> Provider:
     where = f"{path}: provider '{name}'"
-    unknown = set(entry) - {"kind", "base_url", "key_env", "cost", "context", "output"}
+    known = {"kind", "base_url", "key_env", "cost", "context", "output", "key_header", "key_prefix"}
+    unknown = set(entry) - known
     if unknown:
         raise ProviderError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
     kind = entry.get("kind")
@@ -109,6 +127,13 @@ def _provider(path: Path, name: str, entry: dict[str, object]) -> Provider:
         raise ProviderError(f"{where}: cost takes {', '.join(COST_KEYS)} (USD per million)")
     if not all(isinstance(v, int | float) and v >= 0 for v in cost.values()):
         raise ProviderError(f"{where}: cost values must be non-negative numbers")
+    header, prefix = entry.get("key_header"), entry.get("key_prefix")
+    if header is not None and (not isinstance(header, str) or not _TOKEN.fullmatch(header)):
+        raise ProviderError(f"{where}: key_header must be an HTTP header name")
+    if prefix is not None and (not isinstance(prefix, str) or not prefix.isprintable()):
+        raise ProviderError(f'{where}: key_prefix must be printable text (e.g. "Bearer ")')
+    if prefix is not None and header is None:
+        raise ProviderError(f"{where}: key_prefix needs key_header")
     limits = {k: entry.get(k) for k in ("context", "output")}
     for key, value in limits.items():
         if value is not None and (not isinstance(value, int) or value <= 0):
@@ -121,6 +146,8 @@ def _provider(path: Path, name: str, entry: dict[str, object]) -> Provider:
         cost={k: float(v) for k, v in cost.items()},
         context=limits["context"],  # type: ignore[arg-type]
         output=limits["output"],  # type: ignore[arg-type]
+        key_header=header,
+        key_prefix=prefix,
     )
 
 
@@ -147,6 +174,8 @@ def override(
         entry = {"kind": known.kind, "base_url": known.base_url, "key_env": known.key_env}
         entry.update({"cost": known.cost} if known.cost else {})
         entry.update({k: v for k, v in (("context", known.context), ("output", known.output)) if v})
+        extra = (("key_header", known.key_header), ("key_prefix", known.key_prefix))
+        entry.update({k: v for k, v in extra if v is not None})
     elif base_url is None or key_env is None:
         return get_provider(name, path)  # the error that lists the known names
     else:

@@ -19,12 +19,15 @@ Order of events (DESIGN §5):
    sandboxes, see that one GPU only, and the result records it (`placement`); the agent's
    console goes to the run folder as it comes (secrets redacted);
 5. the agent exits, the deadline comes, or its adapter reports an infrastructure problem (a
-   provider down or stalling the run): everything is killed (whatever it does with signals),
+   provider down or stalling the run, judged outside the controller: opencode's provider
+   relay): everything is killed (whatever it does with signals),
    the service stops (every call still open is closed and audited); before the controller
    goes, the adapter may run a last command in it (export its session) and the egress log is
    saved; the history and the audit log are checked against what the harness wrote;
-6. the last promoted candidate is graded on the exam from the stored archive; no promotion =>
-   `failed` with 0; a harness, sandbox or provider failure => `invalid` with its reason;
+6. the adapter's last word on the provider (`final_problem`: checked once the controller is
+   gone), then its host-side helpers are closed (`close`); the last promoted candidate is
+   graded on the exam from the stored archive; no promotion => `failed` with 0; a harness,
+   sandbox or provider failure => `invalid` with its reason;
 7. the result is written atomically, with the final head of the audit log and of the history
    (so that a log rewritten afterwards is caught), and the marker removed.
 """
@@ -256,6 +259,7 @@ class Run:
         self.transcripts: list[Transcript] = []
         self.agent_process: SandboxProcess | None = None
         self.agent_problem: str | None = None
+        self.agent_exited = False  # by itself (not killed at the deadline or for a problem)
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
         self.workspace_cap: capped.CappedFolder | None = None
@@ -342,6 +346,19 @@ class Run:
             self.workspace_cap = None
 
     def _execute(self) -> RunResult:
+        try:
+            return self._execute_run()
+        finally:
+            self._close_agent()
+
+    def _close_agent(self) -> None:
+        """The adapter's host-side helpers (a provider relay) go; never loses the run."""
+        try:
+            self.spec.agent.close()
+        except Exception:
+            self.log(f"the agent adapter could not close: {traceback.format_exc()}")
+
+    def _execute_run(self) -> RunResult:
         recovery.recover_runs()  # runs whose harness died are recorded before a new one starts
         self.artifacts.mkdir(parents=True, exist_ok=False)
         try:
@@ -372,7 +389,8 @@ class Run:
         problem = self._teardown()
         if problem:
             return self._finish_invalid(problem)
-        agent_problem = self.agent_problem or self.spec.agent.problem()
+        agent_problem = self.agent_problem or self.spec.agent.final_problem(self.agent_exited)
+        self._close_agent()
         if agent_problem:  # infrastructure (the provider), not the model: rerun, never a 0
             self.log(f"agent infrastructure problem: {agent_problem}")
             return self._finish_invalid(agent_problem)
@@ -417,6 +435,8 @@ class Run:
                 per_call_limit_s=per_call,
                 bin_dir=bin_dir,
                 home_dir=self._agent_home(),
+                artifacts=self.artifacts,
+                backend=spec.backend,
             ),
         )
         self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)
@@ -450,7 +470,7 @@ class Run:
         )
         self.boxes.append(controller)
         # The sandbox's own protections, plus what the harness adds on top for the controller.
-        extra = {"controller:path-restricted"}
+        extra = {"controller:path-restricted", *spec.agent.isolation()}
         if "egress-allowlist" in controller.isolation:
             extra.add("controller:provider-only")
         if spec.backend == "docker":  # the controller image has no Python and gets no GPU
@@ -533,6 +553,7 @@ class Run:
                 self.tick(self.clock.elapsed(), self.clock.budget_s)
             code = agent.wait(timeout=min(0.5, left) if left > 0 else 0)
             if code is not None:
+                self.agent_exited = True
                 self.used_s = self.clock.elapsed()
                 self.log(f"agent exited with status {code}")
                 return f"the agent exited with status {code}"

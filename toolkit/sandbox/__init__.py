@@ -64,6 +64,9 @@ Words of the docker backend (besides pidns, mountns, netns, ipcns, utsns, pgroup
                         forwarder container on an internal network; every attempt is logged
     disk-cap / root-disk  as above: `disk_bytes` caps /tmp, /var/tmp and /dev/shm together;
                         the root is a bind mount of a host folder, not capped
+    root-readonly       the root is mounted read-only (the grader's): writes under it are
+                        refused, so only the capped tmpfs places take any (docker offers no
+                        ephemeral root: `ephemeral-root` is then in not_isolated)
     no-gpu / gpus:IDS   no GPU device in the container / exactly these GPU ids
 """
 
@@ -170,8 +173,15 @@ def create_sandbox(
             gpus=gpus,
             image=image,
         )
-        if ephemeral_root:  # not offered by the docker backend yet: commands write to the root
-            box.not_isolated = sorted({*box.not_isolated, "ephemeral-root", "root-disk"})
+        if ephemeral_root:
+            # Not offered by the docker backend: a root mounted read-only (the grader's) refuses
+            # writes instead of discarding them, so its disk is still capped (only the tmpfs
+            # places take writes); a writable root is capped per file only.
+            if box.root_readonly:
+                box.isolation = sorted({*box.isolation, "root-readonly"})
+                box.not_isolated = sorted({*box.not_isolated, "ephemeral-root"})
+            else:
+                box.not_isolated = sorted({*box.not_isolated, "ephemeral-root", "root-disk"})
         return box
     known = ", ".join(repr(b) for b in BACKENDS)
     raise ValueError(f"unknown sandbox backend {backend!r}; known backends: {known}")

@@ -70,6 +70,10 @@ class Egress:
     host: str
     """A DNS name or an IP address, as the program inside will use it."""
     port: int
+    address: str | None = None
+    """Where the backend connects for `host` (an IP address); None: `host` as the host
+    resolves it. Lets a sandbox reach a service of the harness under a name of the harness's
+    choosing (the provider relay on a Docker network's gateway address)."""
 
 
 class SandboxError(RuntimeError):

@@ -12,6 +12,8 @@ For a sandbox created with `egress=[Egress(host, port), ...]`:
   destination, and the client's TLS runs end to end;
 - the sandbox's `/etc/hosts` maps each allowed host to its forwarder (`extra_hosts`), so that
   programs connect to `host:port` as usual. Other names do not resolve to anything reachable.
+  A rule with an `address` gets it in the forwarder's own `/etc/hosts` for `host` (a service
+  of the harness's on the upstream network's gateway: the provider relay).
 
 Why a relay and not squid/tinyproxy: it needs no proxy support in the client (opencode's HTTP
 client, curl, Python all just connect), and it gives the same contract as the local backend's
@@ -74,21 +76,30 @@ class EgressGate:
         self.containers: list[str] = []
         self.hosts: dict[str, str] = {}
         by_host: dict[str, list[int]] = {}
+        addresses: dict[str, str] = {}  # a host the forwarder reaches at a given address
         for rule in egress:
             by_host.setdefault(rule.host, [])
             if rule.port not in by_host[rule.host]:
                 by_host[rule.host].append(rule.port)
+            if rule.address:
+                addresses[rule.host] = rule.address
         internal_network(client, self.network)
         try:
             upstream = upstream_network(client)
             for host, ports in by_host.items():
-                self._forwarder(image, host, ports, upstream, prefix)
+                self._forwarder(image, host, ports, upstream, prefix, addresses.get(host))
         except BaseException:
             self.remove()
             raise
 
     def _forwarder(
-        self, image: str, host: str, ports: list[int], upstream: str, prefix: str
+        self,
+        image: str,
+        host: str,
+        ports: list[int],
+        upstream: str,
+        prefix: str,
+        address: str | None = None,
     ) -> None:
         api = self.client.api
         name = f"{prefix}-egress-{secrets.token_hex(3)}"
@@ -103,6 +114,7 @@ class EgressGate:
             # Ports below 1024 without root: the engine's default for a container's own
             # network namespace from Docker 20.10 on, set explicitly for older ones.
             sysctls={"net.ipv4.ip_unprivileged_port_start": "0"},
+            extra_hosts={host: address} if address else None,  # `Egress.address`
         )
         container = api.create_container(
             image,

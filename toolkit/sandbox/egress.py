@@ -345,7 +345,8 @@ class EgressGate:
     def _relay(self, inside: socket.socket, rule: Egress) -> None:
         try:
             try:
-                outside = socket.create_connection((rule.host, rule.port), CONNECT_TIMEOUT_S)
+                target = (rule.address or rule.host, rule.port)
+                outside = socket.create_connection(target, CONNECT_TIMEOUT_S)
             except OSError as e:
                 self._record(rule.host, rule.port, "tcp", True, f"connect failed: {e}")
                 # A reset, as the destination itself would give: not a clean, empty answer.
