@@ -16,9 +16,10 @@ def cli() -> None:
 
     \b
     Examples:
-      toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/exam --allow-in-repo
-      toolkit grade path/to/bundle --exam /tmp/exam/exam.jsonl
+      toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/demo-exam
       toolkit run --agent scripted --track demo-cpu --seed 0 --results /tmp/ari-results
+      toolkit grade path/to/bundle --exam /tmp/demo-exam/exam.jsonl
+      toolkit leaderboard --track demo-cpu
     """
 
 

@@ -26,7 +26,7 @@ from toolkit.run.submissions import Grader, Submissions
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import CALLS, REQUESTS, install_client
 from toolkit.runner.service import Handler, RunnerService
-from toolkit.sandbox import create_sandbox
+from toolkit.sandbox import Sandbox, create_sandbox
 from toolkit.tracks import GradingParams
 
 
@@ -37,6 +37,7 @@ class Env:
     client: Path
     service: RunnerService
     audit: Path
+    box: Sandbox  # the runner sandbox the calls run in
 
     def call(self, *argv: str | bytes, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -113,7 +114,7 @@ def make_env(
         service.grace_s = grace_s
     service.start()
     try:
-        yield Env(ws, channel, client, service, tmp_path / "audit.jsonl")
+        yield Env(ws, channel, client, service, tmp_path / "audit.jsonl", box)
     finally:
         service.stop()
         box.cleanup()

@@ -103,6 +103,6 @@ def test_the_checker_sees_a_lazy_import(tmp_path: Path) -> None:
     """The parser finds imports inside functions and resolves relative ones (else the rules
     above could pass on code that breaks them)."""
     probe = tmp_path / "probe.py"
-    probe.write_text("def f():\n    from ..run import chain\n    import toolkit.run.clock\n")
+    probe.write_text("def f():\n    from ..run import artifacts\n    import toolkit.run.history\n")
     found = imports_of(probe, "toolkit.runner.probe")
-    assert {"toolkit.run", "toolkit.run.chain", "toolkit.run.clock"} <= found
+    assert {"toolkit.run", "toolkit.run.artifacts", "toolkit.run.history"} <= found

@@ -19,10 +19,12 @@ from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.agents import ScriptedAgent
 from toolkit.chain import read_chain
 from toolkit.cli import cli
+from toolkit.grading.grade import host_memory_bytes
 from toolkit.results import load_run
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
 from toolkit.sandbox import capped
+from toolkit.stats.rules import rule_differences
 
 REPO = Path(__file__).resolve().parents[2]
 # An argument only this test run's processes carry (a sleep's length, so a number): unique per
@@ -285,3 +287,23 @@ def test_relative_state_dir_and_an_agent_that_never_calls_runner(
     for rel in load_run(path).artifacts.values():
         assert (path.parent / rel).is_file(), rel
     assert "agent-ran-here" in (path.parent / result.artifacts["transcript"]).read_text()
+
+
+def test_a_grading_memory_cap_above_the_host_is_recorded_as_lowered(
+    make_spec: SpecFactory,
+) -> None:
+    """The effective config says what grading ran under, not what the track asked for, and
+    agent.log says why they differ (the run is then off the track's rules, and listed so)."""
+    spec = make_spec(ShellAgent("exit 0\n"), budget=20, per_call=10, reserved=2)
+    asked = 1 << 50  # a petabyte: more than any host here has
+    grading = spec.track.grading.model_copy(update={"memory_bytes": asked})
+    spec.track = spec.track.model_copy(update={"grading": grading})
+    result = execute_run(spec)
+    in_force = host_memory_bytes()
+    assert result.config.grading["memory_bytes"] == in_force < asked
+    log = (spec.results_dir / result.track / result.run_id / "agent.log").read_text()
+    assert "grading: memory cap lowered from 1048576.0 GiB" in log
+    grading_differences = [
+        d for d in rule_differences(result, spec.track) if d.startswith("grading")
+    ]  # (this test's budget is off the track's too)
+    assert len(grading_differences) == 1 and "memory_bytes" in grading_differences[0]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 
 from tests.run.conftest import MAKE_BUNDLE
 from tests.run.runner_env import Env, make_env
+from tests.run.test_runner_interrupts import DEFAULT_SIGINT
 from toolkit.chain import read_chain
 from toolkit.clock import Clock
 from toolkit.runner.service import KILLED, REFUSED
@@ -24,6 +26,12 @@ from toolkit.runner.service import KILLED, REFUSED
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
     yield from make_env(tmp_path, Clock(budget_s=600, reserved_s=60, per_call_limit_s=2))
+
+
+@pytest.fixture
+def long_env(tmp_path: Path) -> Iterator[Env]:
+    """A per-call limit no test reaches: a call ends by what the test does, or not at all."""
+    yield from make_env(tmp_path, Clock(budget_s=600, reserved_s=60, per_call_limit_s=300))
 
 
 @pytest.fixture
@@ -135,9 +143,12 @@ def test_concurrent_calls_each_get_their_own_reply(env: Env) -> None:
     assert len(read_chain(env.audit)) == 8
 
 
-def test_interrupted_client_cancels_its_call(env: Env) -> None:
+def test_interrupted_client_cancels_its_call(long_env: Env) -> None:
+    # The client starts with SIGINT at its default, as from a terminal, whatever the test
+    # runner inherited (a shell cannot trap a signal that was ignored when it started).
+    env = long_env
     proc = subprocess.Popen(
-        [str(env.client), "sh", "-c", "echo go; sleep 60"],
+        [sys.executable, "-c", DEFAULT_SIGINT, str(env.client), "sh", "-c", "echo go; sleep 60"],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,

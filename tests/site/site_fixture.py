@@ -45,7 +45,17 @@ AUDIT_TEXT = (
     '"start_s": 0.05}\n'
     '{"argv": ["python", "x.py"], "end_s": 3590.0, "exit_code": null, '
     '"note": "refused: reserved window", "seq": 3, "start_s": 3590.0}\n'
+    # bytes that are not UTF-8 (0xff 0xfe, then "<b>"), and an argument in no known form
+    '{"argv": ["printf", {"b64": "//48Yj4="}, {"b64": "not base64!"}], "end_s": 3591.0, '
+    '"exit_code": 0, "note": null, "seq": 4, "start_s": 3591.0}\n'
 )
+# Usage of gpt-x's runs, by seed (the parts do not overlap; test data).
+USAGE = [
+    {"input_tokens": 1000, "output_tokens": 200, "reasoning_tokens": 300,
+     "cache_read_tokens": 4000, "cache_write_tokens": 500, "cost_usd": 1.25},
+    {"input_tokens": 2000, "output_tokens": 100, "reasoning_tokens": None,
+     "cache_read_tokens": 6000, "cache_write_tokens": 0, "cost_usd": 0.75},
+]  # fmt: skip
 
 
 def make_fixture(results: Path) -> None:
@@ -82,6 +92,8 @@ def make_fixture(results: Path) -> None:
                 f"run{n}", model=model, effort=effort, seed=seed, passed=passed, status=status,
                 revision=2, public=[20.0, 55.0, 80.0 + seed],
             )  # fmt: skip
+            if model == "gpt-x" and seed < len(USAGE):  # the third run reports nothing
+                run["usage"] = USAGE[seed]
             write_run(results, run, artifacts={"transcript": transcript, "audit": AUDIT_TEXT})
             n += 1
     write_run(results, run_dict("inv0", model="claude-y", seed=9, status="invalid", revision=2))

@@ -117,8 +117,50 @@ def test_log_pages_have_the_site_header_and_an_audit_table(built_site: Path) -> 
         ["1", "0.0 s", "time_left", "0", "0.0 s"],
         ["2", "0.1 s", "python starter/train.py --out 'bundles/a b'", "1", "128.3 s"],
         ["3", "3590.0 s", "python x.py", "refused: reserved window", "0.0 s"],
+        [
+            "4",
+            "3591.0 s",
+            """printf $'\\xff\\xfe<b>' {"b64": "not base64!"} binary""",
+            "0",
+            "0.0 s",
+        ],
     ]
     assert '"argv"' not in page  # no raw JSON lines
+    assert "&lt;b&gt;" in table  # the bytes' text is escaped as HTML, never markup
+    binary = re.findall(r'<span class="bin" title="([^"]*)"', table)
+    assert len(binary) == 2 and "not UTF-8" in binary[0] and "no known form" in binary[1]
+
+
+def test_row_page_shows_every_usage_part_and_totals(built_site: Path) -> None:
+    page = _text(built_site / "rows" / "v1-test" / "gpt-x-high.html")
+    table = page.split('<table class="ari-usage">', 1)[1].split("</table>", 1)[0]
+    heads = re.findall(r"<th[^>]*>([^<]*)</th>", table.split("</thead>", 1)[0])
+    assert heads[1:] == [
+        "Input", "Output", "Reasoning", "Cache read", "Cache write", "Tokens", "Cost"
+    ]  # fmt: skip
+    rows = {
+        re.sub(r"<[^>]+>", "", cells[0]).strip(): [re.sub(r"<[^>]+>", "", c) for c in cells[1:]]
+        for cells in (
+            re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", tr)
+            for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>", 1)[1], re.S)
+        )
+    }
+    assert rows["run0"] == ["1,000", "200", "300", "4,000", "500", "6,000", "$1.25"]
+    assert rows["run1"] == ["2,000", "100", "—", "6,000", "0", "8,100", "$0.75"]
+    assert rows["run2"] == ["—"] * 7  # reported nothing: not counted as zero
+    assert rows["Total (2 of 4 runs)"] == [
+        "3,000",
+        "300",
+        "300",
+        "10,000",
+        "500",
+        "14,100",
+        "$2.00",
+    ]
+    config = page.split('id="run-run0"', 1)[1]
+    assert (
+        "1,000 in / 200 out / 300 reasoning / 4,000 cache read / 500 cache write tokens" in config
+    )
 
 
 def test_downloads_match_the_table(built_site: Path) -> None:

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from results_factory import run_dict, track_dict, write_registry, write_run
 
 from toolkit.results import RunResult
+from toolkit.runner.audit import encode_arg
 from toolkit.stats import leaderboard, load_results
 from toolkit.stats.chart import means_chart, timeline_chart
-from toolkit.stats.site_plan import log_pages, pager, paginate, plan_site, root_of
+from toolkit.stats.site_plan import (
+    ShownArg,
+    audit_calls,
+    log_pages,
+    pager,
+    paginate,
+    plan_site,
+    root_of,
+    usage_totals,
+)
 
 
 def test_paginate_keeps_every_byte_and_cuts_on_lines() -> None:
@@ -87,3 +100,44 @@ def test_plan_lists_every_page(tmp_path: Path) -> None:
     texts = {t.src_uri for t in plan.texts}
     assert "downloads/demo-test.csv" in texts and "downloads/leaderboard.json" in texts
     assert plan.nav[1]["Leaderboards"][1] == {"Test track v1-test": "leaderboards/v1-test.md"}
+
+
+def test_audit_arguments_that_are_bytes_read_back_exactly() -> None:
+    """An argument recorded as {"b64": ...} is shown in bash's $'...' quoting, which passes
+    exactly those bytes back; text stays text, and junk is shown as recorded, marked."""
+    raw = b"caf\xc3\xa9 \xff\\'\n\x01"
+    line = json.dumps({"seq": 1, "argv": ["echo", encode_arg(raw), {"b64": "%%"}, 7]})
+    (call,) = audit_calls(line)
+    echo, binary, junk, number = call.args
+    assert echo == ShownArg("echo")
+    assert binary.binary and binary.text == "$'café \\xff\\\\\\'\\n\\x01'"
+    assert junk.unreadable and junk.text == '{"b64": "%%"}'
+    assert number.unreadable and number.text == "7"
+    shown = subprocess.run(["bash", "-c", f"printf %s {binary.text}"], capture_output=True)
+    assert shown.stdout == raw
+    (refused,) = audit_calls(json.dumps({"seq": 2, "argv": None, "note": "refused: x"}))
+    assert refused.args == [] and refused.call == "—"
+
+
+def test_usage_totals_sum_what_was_reported() -> None:
+    def run(run_id: str, **usage: Any) -> RunResult:
+        return RunResult.model_validate(run_dict(run_id, usage=usage))
+
+    runs = [
+        run("a", input_tokens=10, output_tokens=1, reasoning_tokens=5, cost_usd=0.5),
+        run("b", input_tokens=20, cache_read_tokens=100, cache_write_tokens=0),
+        run("c"),  # reported nothing
+    ]
+    totals = usage_totals(runs)
+    assert totals.parts == {
+        "input_tokens": 30,
+        "output_tokens": 1,
+        "reasoning_tokens": 5,
+        "cache_read_tokens": 100,
+        "cache_write_tokens": 0,
+        "cost_usd": 0.5,
+    }
+    assert (totals.reported, totals.runs, totals.tokens) == (2, 3, 136)
+    nothing = usage_totals([runs[2]])
+    assert nothing.reported == 0 and nothing.tokens is None
+    assert set(nothing.parts.values()) == {None}  # not reported is never shown as 0

@@ -163,7 +163,7 @@ def build_exam_command(
 
     \b
     Examples:
-      toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/demo-exam --allow-in-repo
+      toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/demo-exam
       toolkit build-exam --bank ~/secure/hidden-bank --check
     """
     if out_dir is None and not check:
@@ -215,7 +215,7 @@ def verify_exam_command(exam: Path, expected: str) -> None:
 
     \b
     Example:
-      toolkit verify-exam /tmp/demo-exam/exam.jsonl --sha256 3f571c9c
+      toolkit verify-exam /tmp/demo-exam/exam.jsonl --sha256 e26505df
     """
     path = exam / EXAM_FILE if exam.is_dir() else exam
     want = expected.strip().lower()

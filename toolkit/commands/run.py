@@ -23,7 +23,7 @@ from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
 from toolkit.commands.images import images_option, use_docker_images
-from toolkit.commands.options import results_dir_option
+from toolkit.commands.options import find_registry, registry_option, results_dir_option
 from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
@@ -193,12 +193,7 @@ def _model_for(agent: str, model: str | None) -> str:
 @results_dir_option(
     "Results folder: holds tracks.json; the run goes to <results>/<track>/<run_id>.json"
 )
-@click.option(
-    "--registry",
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    default=None,
-    help="Folder with tracks.json if not the results folder (default: --results, then ./results).",
-)
+@registry_option()
 @click.option(
     "--device",
     type=click.Choice(["auto", "cpu", "cuda"]),
@@ -242,12 +237,7 @@ def run_command(
     """
     console = make_console(stderr=True)
     model = _model_for(agent, model)
-    # The registry: --registry, else the results folder if it has one, else ./results, else
-    # the registry of the checkout this toolkit runs from.
-    candidates = [results_dir, Path("results"), Path(__file__).resolve().parents[2] / "results"]
-    registry_dir = registry or next(
-        (c for c in candidates if (c / "tracks.json").is_file()), results_dir
-    )
+    registry_dir = find_registry(results_dir, registry)
     try:
         the_track = get_track(registry_dir, track)
     except RegistryError as exc:

@@ -12,8 +12,10 @@ On disk, for run R on track T (`toolkit run --results RESULTS`):
     $ARI_HOME/runs/R/workspace/   what the agent worked in (kept for inspection)
     $ARI_HOME/runs/R/harness/     RUNNING marker and launcher pids while the run lasts
 
-Modules: `clock` (the deadline), `chain` (append-only hash-chained logs), `history`
-(candidates and promotions), `workspace` (assembly and leak check), `roles` (controller and
-runner sandboxes), `submissions` (`runner submit/promote/history`), `recovery` (runs whose
-harness died), `inputs` (exam, public set, training data), `orchestrate` (the whole run).
+Modules: `history` (candidates and promotions), `workspace` (assembly and leak check), `roles`
+(controller and runner sandboxes), `submissions` (`runner submit/promote/history`), `recovery`
+(runs whose harness died), `inputs` (exam, public set, training data), `artifacts` (the run
+folder's files and the heads of its chained logs), `verify`, `orchestrate` (the whole run). The
+deadline (`toolkit.clock`) and the append-only hash-chained logs (`toolkit.chain`) live below
+both this package and `toolkit.runner`.
 """

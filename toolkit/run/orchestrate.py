@@ -2,7 +2,9 @@
 
 Order of events (DESIGN §5):
 1. inputs: the exam (hash checked against the track), the public set, the training data (its
-   hashes recorded; refused when the track pins other data);
+   hashes recorded; refused when the track pins other data); the grading parameters in force
+   (the track's, with a memory cap above this host's memory lowered to it: noted in
+   `agent.log`, and recorded as in force in the effective config);
 2. the workspace (on a filesystem of its own capped at the track's `workspace_disk_bytes`,
    where the host can: released when the run ends), checked for leaks (no exam text, no
    secret value anywhere in it);
@@ -53,6 +55,7 @@ from toolkit.agents import Agent, AgentContext
 from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
 from toolkit.data import load_prepared
+from toolkit.grading.grade import fit_to_host
 from toolkit.results import (
     EffectiveConfig,
     FamilyScore,
@@ -236,8 +239,11 @@ class Run:
         self.started_at = datetime.now(UTC)
         born = time.monotonic()  # agent.log times count from the harness's start
         self.log = AgentLog(self.artifacts / AGENT_LOG, lambda: time.monotonic() - born, echo)
+        # The grading parameters in force: the track's, with a memory cap above this host's
+        # memory lowered to it (as `toolkit grade` does); the effective config records these.
+        grading, self.grading_notes = fit_to_host(spec.track.grading)
         self.grader = Grader(
-            params=spec.track.grading,
+            params=grading,
             size_limit_bytes=spec.track.size_limit_bytes,
             backend=spec.backend,
             # A pinned run grades on its own GPU: "cuda:N" pins the grading sandbox to GPU N.
@@ -296,7 +302,7 @@ class Run:
                 exam_sha256=sha256_file(spec.exam),
                 public_set_sha256=sha256_file(spec.public_set),
                 grading={
-                    **track.grading.model_dump(),
+                    **self.grader.params.model_dump(),
                     "size_limit_bytes": track.size_limit_bytes,
                     "device": spec.device,
                 },
@@ -482,6 +488,8 @@ class Run:
         self.log(f"controller NOT isolated: {', '.join(controller.not_isolated)}")
         self.log(f"runner isolation: {', '.join(runner_box.isolation)}")
         self.log(f"runner NOT isolated: {', '.join(runner_box.not_isolated)}")
+        for note in self.grading_notes:  # recorded as in force: off the track's rules
+            self.log(f"grading: {note}; the effective config records the lowered value")
         self.controller = controller
         self.runner_box = runner_box
         # Before any process starts: from here on, a crash of this harness is recoverable.

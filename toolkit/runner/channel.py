@@ -56,28 +56,45 @@ def make_channel(channel: Path) -> None:
 
 
 class CallsFolder:
-    """The channel's `calls` folder, held open: call folders are reached only through it."""
+    """The channel's `calls` folder, held open: call folders are reached only through it.
+
+    Calls are served, and finished ones removed, in threads of their own while the service may
+    stop: the descriptor is used and closed under a lock, so no thread ever works through a
+    closed descriptor, or through its number reused by another file meanwhile."""
 
     def __init__(self, path: Path) -> None:
-        self.fd = os.open(path, _DIR_FLAGS)
+        self._fd: int | None = os.open(path, _DIR_FLAGS)
+        self._lock = threading.Lock()
 
     def open_call(self, name: str) -> int:
         """A descriptor of the call folder `name` (BadRequest if it is missing or a link)."""
         if not NAME.match(name):
             raise BadRequest(f"{name!r} is not a call name")
-        try:
-            return os.open(name, _DIR_FLAGS, dir_fd=self.fd)
-        except OSError as exc:
-            raise BadRequest(f"no call folder {name} ({exc.strerror})") from exc
+        with self._lock:
+            if self._fd is None:
+                raise BadRequest("the service has stopped")
+            try:
+                return os.open(name, _DIR_FLAGS, dir_fd=self._fd)
+            except OSError as exc:
+                raise BadRequest(f"no call folder {name} ({exc.strerror})") from exc
 
     def remove(self, name: str) -> None:
         """Delete a finished call's folder (never following links out of it)."""
-        with contextlib.suppress(OSError):
-            shutil.rmtree(name, dir_fd=self.fd)
+        with self._lock:  # a copy of the descriptor: an agent's huge folder holds no lock
+            if self._fd is None:
+                return
+            fd = os.dup(self._fd)
+        try:
+            with contextlib.suppress(OSError):
+                shutil.rmtree(name, dir_fd=fd)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 def _open_fifo(dir_fd: int, name: str, timeout: float | None = None) -> int:
@@ -89,14 +106,22 @@ def _open_fifo(dir_fd: int, name: str, timeout: float | None = None) -> int:
     is treated as abandoned. What was opened is checked to be a FIFO (a regular file or a link
     in its place is refused before anything is written).
     """
-    abandoned = threading.Event()
+    lock = threading.Lock()
+    abandoned = threading.Event()  # set by the timer, under the lock
+    done = threading.Event()  # set by the opener, under the lock: the timer does nothing now
     unblockers: list[int] = []
 
     def unblock() -> None:
-        abandoned.set()
-        with contextlib.suppress(OSError):
-            flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
-            unblockers.append(os.open(name, flags, dir_fd=dir_fd))
+        # Under the lock, and only while the open is still pending: a timer that fires as the
+        # open returns must neither leave a reader open (it would hide the client's end: no
+        # EPIPE) nor use `dir_fd` after this function returned (the caller closes it).
+        with lock:
+            if done.is_set():
+                return
+            abandoned.set()
+            with contextlib.suppress(OSError):
+                flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+                unblockers.append(os.open(name, flags, dir_fd=dir_fd))
 
     timer = threading.Timer(OPEN_TIMEOUT_S if timeout is None else timeout, unblock)
     timer.daemon = True
@@ -107,8 +132,10 @@ def _open_fifo(dir_fd: int, name: str, timeout: float | None = None) -> int:
         raise BadRequest(f"cannot open {name}: {exc.strerror}") from exc
     finally:
         timer.cancel()
-    for extra in unblockers:
-        os.close(extra)
+        with lock:
+            done.set()
+            for extra in unblockers:
+                os.close(extra)
     if not stat.S_ISFIFO(os.fstat(fd).st_mode):
         os.close(fd)
         raise BadRequest(f"{name} is not a FIFO")
@@ -170,6 +197,7 @@ class Call:
         self._hash = {"stdout": hashlib.sha256(), "stderr": hashlib.sha256()}
         self.gone = False
         self.closed = False
+        self._released = False  # the serving thread is done with the folder's descriptor
         try:
             raw, size = _read_argv(dir_fd)
         except BadRequest as exc:
@@ -255,13 +283,24 @@ class Call:
     def finish(self, code: int) -> None:
         """Write the exit code, then close the streams (the client reads `rc` after EOF).
 
-        Never raises: a client that removed its folder is gone, nobody reads the code."""
+        Never raises: a client that removed its folder is gone, nobody reads the code. Another
+        thread (the watchdog, the service's stop) may finish the call while its serving thread
+        ends: the folder's descriptor stays open until both are done with it."""
         with self._lock:
             if self.closed:
                 return
             self.closed = True
             fds = [fd for fd in self._fds.values() if fd is not None]
             self._fds = {"stdout": None, "stderr": None}
+            self._write_rc(code)
+            if self._released:
+                self._close_dir()
+        for stream_fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(stream_fd)
+
+    def _write_rc(self, code: int) -> None:
+        """`rc`, written by renaming a fresh file over it (a planted link is replaced)."""
         tmp = f".rc.{secrets.token_hex(4)}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -273,15 +312,20 @@ class Call:
             os.replace(tmp, "rc", src_dir_fd=self._dir, dst_dir_fd=self._dir)
         except OSError:
             pass
-        for stream_fd in fds:
-            with contextlib.suppress(OSError):
-                os.close(stream_fd)
 
     def release(self) -> None:
-        """Close the call folder's descriptor. Only the thread serving the call does this, once
-        it is done with it (a watchdog's `finish` must not pull it from under a pending open)."""
-        with contextlib.suppress(OSError):
-            os.close(self._dir)
+        """The serving thread is done with the call folder. Its descriptor is closed now if the
+        call is finished, else by `finish` (which another thread is about to run)."""
+        with self._lock:
+            self._released = True
+            if self.closed:
+                self._close_dir()
+
+    def _close_dir(self) -> None:
+        if self._dir >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self._dir)
+            self._dir = -1
 
 
 class RequestLoop:
@@ -301,6 +345,8 @@ class RequestLoop:
         # and a client's open() never blocks while the harness is alive.
         self._fd = os.open(channel / REQUESTS, os.O_RDWR | os.O_NONBLOCK | os.O_CLOEXEC)
         self._buf = b""
+        self._close_lock = threading.Lock()
+        self._close_on_exit = False  # `stop` gave up waiting: the loop closes what it used
         self._thread = threading.Thread(target=self._loop, name="runner-requests", daemon=True)
 
     def start(self) -> None:
@@ -311,16 +357,23 @@ class RequestLoop:
         with them unserved, but not unrecorded)."""
         os.write(self._wake_w, b"x")
         self._thread.join(timeout=5)
-        pending: list[str] = []
-        with contextlib.suppress(OSError):
-            while chunk := os.read(self._fd, 65536):
-                self._buf += chunk
-        for line in self._lines():
-            if NAME.match(line):
-                pending.append(line)
+        with self._close_lock:
+            if self._thread.is_alive():  # serving a call itself (no thread to be had):
+                self._close_on_exit = True  # it closes its descriptors when it returns
+                return []
+            pending: list[str] = []
+            with contextlib.suppress(OSError):
+                while chunk := os.read(self._fd, 65536):
+                    self._buf += chunk
+            for line in self._lines():
+                if NAME.match(line):
+                    pending.append(line)
+            self._close()
+        return pending
+
+    def _close(self) -> None:
         for fd in (self._fd, self._wake_r, self._wake_w):
             os.close(fd)
-        return pending
 
     def _lines(self) -> list[str]:
         """Complete request lines read so far (the rest stays buffered)."""
@@ -330,6 +383,14 @@ class RequestLoop:
         return [ln.decode("ascii", "replace").strip() for ln in lines if len(ln) <= _MAX_LINE]
 
     def _loop(self) -> None:
+        try:
+            self._read_requests()
+        finally:
+            with self._close_lock:
+                if self._close_on_exit:
+                    self._close()
+
+    def _read_requests(self) -> None:
         while True:
             ready, _, _ = select.select([self._fd, self._wake_r], [], [])
             if self._wake_r in ready:

@@ -15,7 +15,11 @@ Protocol, one call:
 3. the harness writes the exit code into `rc`, then closes both FIFOs; the client exits with it;
    the harness removes the call folder some seconds later.
 If the client is interrupted (Ctrl-C, a tool timeout), it sends `cancel NAME` so the harness
-kills the call instead of leaving it running unseen.
+kills the call instead of leaving it running unseen; the harness records the call as cancelled
+even when it saw the client's end first (a signal to the whole process group kills the readers
+before the trap runs). A shell cannot trap a signal that was ignored when it started, so a
+client started with SIGINT ignored (a background job of a non-interactive shell) ignores
+Ctrl-C; SIGTERM and SIGHUP still cancel it, and a client killed outright is recorded as gone.
 """
 
 from __future__ import annotations

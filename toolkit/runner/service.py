@@ -41,6 +41,8 @@ MALFORMED = 64  # the call itself was malformed (EX_USAGE): no argument list, or
 GRACE_S = 10.0  # beyond the per-call limit, how long a call may take to be wound up
 STOP_WAIT_S = 3.0  # at the end of the run, how long calls get to end before they are closed
 POLL_S = 0.05  # how quickly a running call notices that it is to be killed
+CANCEL_WAIT_S = 2.0  # a client that vanished: how long its `cancel` line may take to come
+CANCELLED = "client gone: cancelled by the agent (interrupt)"
 
 
 class Process(Protocol):
@@ -80,8 +82,9 @@ class _InFlight:
     reason: str | None = None  # why the harness refused, killed or closed it, if it did
     finished: bool = False
     # Set to have the call's process killed. Only the thread serving the call touches the
-    # process (a sandbox process is not safe to kill from one thread while another waits).
+    # process, so that its end is seen and recorded in one place.
     stop: threading.Event = field(default_factory=threading.Event)
+    cancelled: threading.Event = field(default_factory=threading.Event)  # `cancel NAME` came
 
 
 @dataclass
@@ -103,6 +106,7 @@ class RunnerService:
     _closed: bool = False
     _done: deque[tuple[float, str]] = field(default_factory=deque)
     _ended: threading.Condition = field(default_factory=threading.Condition)
+    _serving: set[threading.Thread] = field(default_factory=set)  # threads serving a call
 
     def start(self) -> None:
         self._calls = CallsFolder(self.channel / CALLS)
@@ -129,12 +133,19 @@ class RunnerService:
                 item.reason = f"refused: the run ended before this call was read ({reason})"
                 self._log(item, REFUSED)
             self._loop = None
+        waited_until = time.monotonic() + STOP_WAIT_S
         with self._ended:
             self._ended.wait_for(lambda: self.in_flight() == 0, timeout=STOP_WAIT_S)
         with self._lock:
             left = list(self._inflight.values())
         for item in left:
             self._finish(item, KILLED, f"closed by the harness: {reason}")
+        # Every call is closed and logged; let the threads that served them end too, so that
+        # none is still using the runner's sandbox when the run cleans it up.
+        with self._lock:
+            threads = list(self._serving)
+        for thread in threads:
+            thread.join(timeout=max(0.0, waited_until - time.monotonic()) + POLL_S * 4)
         self._sweep(keep_s=0)
         if self._calls is not None:
             self._calls.close()
@@ -165,6 +176,16 @@ class RunnerService:
 
     def _serve(self, name: str) -> None:
         """Serve one request; whatever happens, the call ends with one audit entry."""
+        thread = threading.current_thread()
+        with self._lock:
+            self._serving.add(thread)
+        try:
+            self._serve_call(name)
+        finally:
+            with self._lock:
+                self._serving.discard(thread)
+
+    def _serve_call(self, name: str) -> None:
         self._sweep()
         item = _InFlight(name, datetime.now(UTC), self.clock.elapsed())
         deadline = time.monotonic() + self.serve_limit()
@@ -188,9 +209,13 @@ class RunnerService:
             call = Call(name, calls.open_call(name), deadline)
             with self._lock:
                 item.call = call
+                late = item.finished  # closed (watchdog, stop) before it was even opened
                 if call.problem is not None:
                     item.reason = f"bad request: {call.problem}"
                     code = MALFORMED
+            if late:
+                call.finish(KILLED)
+                raise ClientGone("the call was closed before it was served")
             call.open_stderr(self.clock.header())
             call.open_stdout()
             if call.problem is not None:
@@ -209,18 +234,32 @@ class RunnerService:
                 item.reason = item.reason or f"client gone: {exc}"
         except Exception as exc:  # a bug of ours: tell the agent and keep the log honest
             with self._lock:
+                # A call the harness already closed and logged at the end of the run may fail
+                # as the run tears down (its sandbox is gone): nothing the agent saw changes.
+                teardown = self._closed and item.finished
                 item.reason = f"runner error: {type(exc).__name__}: {exc}"
                 argv = item.call.argv[:2] if item.call else []
-                self.infra_errors.append(clean_text(f"{' '.join(argv)}: {item.reason}"))
+                if not teardown:
+                    self.infra_errors.append(clean_text(f"{' '.join(argv)}: {item.reason}"))
             if item.call is not None:
                 with contextlib.suppress(ClientGone):
                     item.call.say(f"[runner] internal error: {exc}")
             code = INTERNAL
         finally:
             watchdog.cancel()
+            self._await_cancel(item)
             self._finish(item, code)
             if item.call is not None:
                 item.call.release()
+
+    @staticmethod
+    def _await_cancel(item: _InFlight) -> None:
+        """A client that vanished was most likely interrupted: its `cancel` line may come a
+        moment after its readers died (a signal to its whole process group kills them first),
+        so wait a little for it rather than record an interrupt as a crash."""
+        gone = item.reason is not None and item.reason.startswith("client gone")
+        if gone and not item.finished:  # finished: logged already, the run is ending
+            item.cancelled.wait(CANCEL_WAIT_S)
 
     def _expire(self, item: _InFlight) -> None:
         """The watchdog: the call outlived the per-call limit plus the grace; close it now."""
@@ -295,6 +334,8 @@ class RunnerService:
             return REFUSED
         limit = self.clock.call_limit()
         started = self.clock.elapsed()
+        if item.stop.is_set():  # cancelled or closed already: start nothing
+            return KILLED
         process = self.start_process(call.argv)
         with self._lock:
             if self._closed or item.finished:
@@ -368,10 +409,16 @@ class RunnerService:
         item.stop.set()
 
     def _cancel(self, name: str) -> None:
+        """The client was interrupted: kill its call, and say so even where its end was seen
+        first (its readers died before it could send this line)."""
         with self._lock:
             item = self._inflight.get(name)
-        if item is not None:
-            self._kill(item, "client gone: cancelled by the agent (interrupt)")
+            if item is None:
+                return
+            if item.reason is None or item.reason.startswith("client gone"):
+                item.reason = CANCELLED
+            item.cancelled.set()
+        item.stop.set()
 
     def _log(self, item: _InFlight, code: int) -> None:
         """Append the call's audit entry. Never raises: if the log cannot take it, that is

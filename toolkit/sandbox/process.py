@@ -13,8 +13,9 @@ import os
 import select
 import selectors
 import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO
 
 from toolkit.sandbox import _host
@@ -51,7 +52,14 @@ def _sigkill(send: Callable[[int, int], None], target: int) -> None:
 
 
 class LocalProcess(SandboxProcess):
-    """A process tree started by `LocalSandbox`; `kill` takes down everything it started."""
+    """A process tree started by `LocalSandbox`; `kill` takes down everything it started.
+
+    Safe to use from several threads at once (a call's thread waits on it while the sandbox's
+    cleanup kills it). Its two descriptors (the status pipe and the pidfd) are closed exactly
+    once, and only when no thread is inside a `select` or `read` on them: a descriptor closed
+    under another thread fails it with EBADF, and one closed twice closes whatever file took
+    its number meanwhile, in any thread of the process.
+    """
 
     def __init__(
         self,
@@ -62,29 +70,64 @@ class LocalProcess(SandboxProcess):
         stderr: IO[bytes] | None,
     ):
         self._cgroups = cgroups
+        os.set_blocking(status_fd, False)  # two threads woken for one chunk: neither blocks
         self._status_fd: int | None = status_fd
+        self._status_eof = False
         self._status = b""
         self._pidfd: int | None = None
         self._code: int | None = None
+        self._lock = threading.Lock()  # guards everything above
+        self._users = 0  # threads holding the descriptors (see `_held`)
+        self._retired = False  # settled: close the descriptors once the last user lets go
         self.pid = -1
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
 
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[tuple[int | None, int | None]]:
+        """The status pipe (None at its end) and the pidfd, kept open until the block ends;
+        (None, None) once the tree is settled."""
+        with self._lock:
+            if self._retired:
+                fds: tuple[int | None, int | None] = (None, None)
+            else:
+                fds = (None if self._status_eof else self._status_fd, self._pidfd)
+            self._users += 1
+        try:
+            yield fds
+        finally:
+            with self._lock:
+                self._users -= 1
+                self._close_if_unused()
+
+    def _close_if_unused(self) -> None:
+        """Close the descriptors if the tree is settled and nobody holds them (lock held)."""
+        if not self._retired or self._users:
+            return
+        for fd in (self._pidfd, self._status_fd):
+            if fd is not None:
+                os.close(fd)
+        self._pidfd = self._status_fd = None
+
     # -- the status pipe -----------------------------------------------------------------
     def _read_status(self, timeout: float) -> bool:
         """Read what the launcher said within `timeout`; False once the pipe is at EOF."""
-        if self._status_fd is None:
-            return False
-        ready, _, _ = select_fds([self._status_fd], timeout)
-        if not ready:
-            return True
-        chunk = os.read(self._status_fd, 4096)
-        self._status += chunk
-        if not chunk:
-            os.close(self._status_fd)
-            self._status_fd = None
-        return bool(chunk)
+        with self._held() as (status_fd, _):
+            if status_fd is None:
+                return False
+            ready, _, _ = select_fds([status_fd], timeout)
+            if not ready:
+                return True
+            with self._lock:
+                try:
+                    chunk = os.read(status_fd, 4096)
+                except BlockingIOError:  # another thread took it
+                    return True
+                self._status += chunk
+                if not chunk:
+                    self._status_eof = True
+            return bool(chunk)
 
     def await_setup(self, timeout: float) -> None:
         """Block until the command is exec'd; SandboxError (tree killed) if set-up failed."""
@@ -107,15 +150,17 @@ class LocalProcess(SandboxProcess):
     def adopt(self, pid: int, pidfd: int) -> None:
         """The tree's first process, as the launcher forked it (its pidfd is now ours)."""
         self.pid = pid
-        self._pidfd = pidfd
+        with self._lock:
+            self._pidfd = pidfd
 
     # -- lifetime ------------------------------------------------------------------------
     def _alive(self, timeout: float = 0) -> bool:
         """Whether the tree's first process still runs; waits up to `timeout` for its end."""
-        if self._pidfd is None:
-            return False
-        ready, _, _ = select_fds([self._pidfd], timeout)
-        return not ready
+        with self._held() as (_, pidfd):
+            if pidfd is None:
+                return False
+            ready, _, _ = select_fds([pidfd], timeout)
+            return not ready
 
     def _reported_exit(self) -> int | None:
         for line in self._status.split(b"\n")[:-1]:
@@ -136,13 +181,14 @@ class LocalProcess(SandboxProcess):
             if code is not None:
                 self._settle(code)
                 break
-            if self._status_fd is None or self._pidfd is None or not self._alive():
-                self._read_status(0)  # a last line may have come with the launcher's end
-                self._settle(self._reported_exit())
-                break
-            left = 1e9 if end is None else max(0.0, end - time.monotonic())
-            ready, _, _ = select_fds([self._status_fd, self._pidfd], left)
-            if self._status_fd in ready:
+            with self._held() as (status_fd, pidfd):
+                if status_fd is None or pidfd is None or not self._alive():
+                    self._read_status(0)  # a last line may have come with the launcher's end
+                    self._settle(self._reported_exit())
+                    break
+                left = 1e9 if end is None else max(0.0, end - time.monotonic())
+                ready, _, _ = select_fds([status_fd, pidfd], left)
+            if status_fd in ready:
                 self._read_status(0)
             elif not ready and left <= 0:
                 return None
@@ -161,17 +207,16 @@ class LocalProcess(SandboxProcess):
 
     def _settle(self, code: int | None) -> None:
         """Record the status and let go of the tree. No status: the launcher was killed (by us,
-        or by the kernel for memory) before the command ended: SIGKILL, as subprocess says."""
+        or by the kernel for memory) before the command ended: SIGKILL, as subprocess says.
+        The first status recorded is the one kept (another thread may settle meanwhile)."""
         if code is None:
             self._kill_tree()  # make sure, whoever killed it
             code = -signal.SIGKILL
-        self._code = code
-        if self._pidfd is not None:
-            os.close(self._pidfd)
-            self._pidfd = None
-        if self._status_fd is not None:
-            os.close(self._status_fd)
-            self._status_fd = None
+        with self._lock:
+            if self._code is None:
+                self._code = code
+            self._retired = True
+            self._close_if_unused()
         self._cgroups.remove(wait=False)  # the launcher may still be leaving them
 
     @property
@@ -197,8 +242,9 @@ class LocalProcess(SandboxProcess):
                 for pid in doomed:
                     _sigkill(os.kill, pid)
                 killed.update(doomed)
-            if self._pidfd is not None:
-                _sigkill(signal.pidfd_send_signal, self._pidfd)
+            with self._held() as (_, pidfd):
+                if pidfd is not None:
+                    _sigkill(signal.pidfd_send_signal, pidfd)
             if self.pid > 0:
                 _sigkill(os.killpg, self.pid)
         if self._alive(5.0) or not _all_gone(killed, 5.0):

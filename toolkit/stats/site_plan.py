@@ -21,7 +21,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from toolkit import __version__
-from toolkit.results import RunResult, json_schema
+from toolkit.results import RunResult, Usage, json_schema
+from toolkit.runner.audit import decode_arg
 from toolkit.stats.board import Row, RunEntry, leaderboard
 from toolkit.stats.chart import MeansChart, TimelineChart, means_chart, timeline_chart
 from toolkit.stats.export import COLUMNS, to_csv, to_json
@@ -152,6 +153,58 @@ class RunView:
     artifacts: list[ArtifactView]
     best_public: float | None
 
+    @property
+    def tokens(self) -> int | None:
+        """Every token of the run's model calls, where it reported any."""
+        return usage_totals([self.run]).tokens
+
+
+USAGE_PARTS = (
+    "input_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost_usd",
+)
+
+
+@dataclass
+class UsageTotals:
+    """A row's usage: each part summed over the runs that reported it.
+
+    A part no run reported stays None (shown as not reported, never as 0). `reported` counts
+    the runs that reported any part, `runs` all the row's runs (counted or not: each one spent
+    what it spent)."""
+
+    parts: dict[str, int | float | None]
+    reported: int
+    runs: int
+
+    @property
+    def tokens(self) -> int | None:
+        """Every token the provider handled (the parts do not overlap: see `Usage`)."""
+        known = [v for k, v in self.parts.items() if k != "cost_usd" and v is not None]
+        return int(sum(known)) if known else None
+
+
+def usage_parts(usage: Usage) -> dict[str, int | float | None]:
+    return {part: getattr(usage, part) for part in USAGE_PARTS}
+
+
+def usage_totals(runs: list[RunResult]) -> UsageTotals:
+    """The sum of each usage part over `runs`."""
+    parts: dict[str, int | float | None] = dict.fromkeys(USAGE_PARTS)
+    reported = 0
+    for run in runs:
+        own = usage_parts(run.usage)
+        if any(v is not None for v in own.values()):
+            reported += 1
+        for part, value in own.items():
+            if value is not None:
+                parts[part] = (parts[part] or 0) + value
+    return UsageTotals(parts, reported, len(runs))
+
 
 @dataclass
 class SitePlan:
@@ -198,19 +251,66 @@ def paginate(text: str, page_bytes: int = ARTIFACT_PAGE_BYTES) -> list[str]:
 
 
 @dataclass
+class ShownArg:
+    """One argument of a `runner` call, as the audit table shows it.
+
+    `text` is shell-quoted, so that a call reads (and pastes) as the command it was. An argument
+    the log recorded as bytes (`{"b64": ...}`: not UTF-8) is `binary`: shown in bash's `$'...'`
+    quoting with each byte that is not text as `\\xNN`, which gives back its exact bytes. One the
+    log holds in neither form is `unreadable`, shown as the JSON it is.
+    """
+
+    text: str
+    binary: bool = False
+    unreadable: bool = False
+
+
+@dataclass
 class AuditCall:
     """One `runner` call of the audit log, as a table row."""
 
     seq: str
     time: str  # seconds into the run, e.g. '128.4 s'
     at: str  # wall-clock time (UTC), for the tooltip
-    call: str
+    call: str  # the arguments' texts, joined by spaces
     status: str  # the exit status, or what the harness noted (refused, timed out...)
     duration: str
+    args: list[ShownArg] = field(default_factory=list)
 
 
 def _seconds(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+_C_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def bytes_quoted(data: bytes) -> str:
+    """`data` in bash's `$'...'` quoting: UTF-8 text stays text, every other byte is `\\xNN`."""
+    out = []
+    for ch in data.decode("utf-8", "surrogateescape"):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch in _C_ESCAPES:
+            out.append(_C_ESCAPES[ch])
+        elif code < 0x20 or code == 0x7F:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(ch)
+    return "$'" + "".join(out) + "'"
+
+
+def shown_arg(item: object) -> ShownArg:
+    """One recorded argument (text, or `{"b64": ...}` for bytes) as the table shows it."""
+    if isinstance(item, str):
+        return ShownArg(shlex.quote(item))
+    if isinstance(item, dict) and set(item) == {"b64"} and isinstance(item["b64"], str):
+        try:
+            return ShownArg(bytes_quoted(decode_arg(item)), binary=True)
+        except ValueError:  # not base64 (binascii.Error is a ValueError)
+            pass
+    return ShownArg(json.dumps(item, ensure_ascii=False), unreadable=True)
 
 
 def audit_calls(text: str) -> list[AuditCall]:
@@ -227,7 +327,13 @@ def audit_calls(text: str) -> list[AuditCall]:
             calls.append(AuditCall("?", "—", "", line, "unreadable line", "—"))
             continue
         argv = entry.get("argv")
-        call = shlex.join(map(str, argv)) if isinstance(argv, list) else str(argv)
+        if isinstance(argv, list):
+            args = [shown_arg(a) for a in argv]
+        elif argv is None:  # refused before its arguments could be read: the note says why
+            args = []
+        else:
+            args = [shown_arg(argv)]
+        call = " ".join(a.text for a in args) or "—"
         start, end = _seconds(entry.get("start_s")), _seconds(entry.get("end_s"))
         code, note = entry.get("exit_code"), entry.get("note")
         status = "—" if code is None else str(code)
@@ -241,6 +347,7 @@ def audit_calls(text: str) -> list[AuditCall]:
                 call=call,
                 status=status,
                 duration="—" if start is None or end is None else f"{end - start:.1f} s",
+                args=args,
             )
         )
     return calls
@@ -441,7 +548,16 @@ def plan_site(results: ResultsSet) -> SitePlan:
                         best_public=loaded.result.best_public_score,
                     )
                 )
-            page(src, "row.md", board=board, row=row, runs=runs, fix=_fix_for(results.fixes, row))
+            usage = usage_totals([rv.run for rv in runs])
+            page(
+                src,
+                "row.md",
+                board=board,
+                row=row,
+                runs=runs,
+                usage=usage,
+                fix=_fix_for(results.fixes, row),
+            )
     page("protocol-fixes.md", "fixes.md")
     page("limitations.md", "limitations.md")
     page("downloads.md", "downloads.md")
