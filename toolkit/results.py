@@ -206,6 +206,12 @@ class Placement(_Model):
         description="GPU id (index or UUID) the runner and grading were pinned to; null: not "
         "pinned (the backend's default devices).",
     )
+    cpus: float | None = Field(
+        default=None,
+        gt=0,
+        description="CPU quota (cores) of the runner and of each grading; null: none (the "
+        "host's cores, shared).",
+    )
 
 
 class LogHead(_Model):

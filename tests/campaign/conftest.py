@@ -29,6 +29,7 @@ def write_campaign(
     budget: float,
     models: tuple[str, ...] = ("scripted-baseline",),
     attempts: int = 3,
+    cpus_per_run: float | None = None,
 ) -> Path:
     """A campaign of the scripted agent on the demo track, its results folder beside it."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -43,6 +44,7 @@ def write_campaign(
         f"attempts = {attempts}",
         'results = "results"',
     ]
+    lines += [f"cpus_per_run = {cpus_per_run}"] if cpus_per_run is not None else []
     lines += [f'\n[[models]]\nname = "{m}"' for m in models]
     path = folder / "campaign.toml"
     path.write_text("\n".join(lines) + "\n")

@@ -59,6 +59,10 @@ BAD = [
     ),
     ('track = "demo-cpu"\nagent = \n', "invalid TOML"),
     (
+        'track = "demo-cpu"\nagent = "scripted"\ncpus_per_run = 0\n[[models]]\nname = "x"\n',
+        "field 'cpus_per_run'",
+    ),
+    (
         'track = "demo-cpu"\nagent = "scripted"\n[[models]]\nname = "x"\nkey_env = "A KEY"\n',
         "field 'models.0.key_env'",
     ),

@@ -70,7 +70,7 @@ def test_a_killed_campaign_resumes_with_only_the_missing_runs(tmp_path: Path) ->
 
 
 def test_plan_shows_states_and_json(tmp_path: Path) -> None:
-    file = write_campaign(tmp_path, seeds=[0, 1], budget=10)
+    file = write_campaign(tmp_path, seeds=[0, 1], budget=10, cpus_per_run=0.9)
     plan = toolkit("campaign", "plan", str(file), "--format", "json")
     assert plan.returncode == 0, plan.stderr
     assert [(k["seed"], k["state"]) for k in json.loads(plan.stdout)] == [
@@ -79,6 +79,8 @@ def test_plan_shows_states_and_json(tmp_path: Path) -> None:
     ]
     run = toolkit("campaign", "run", str(file), "--slots", "2")
     assert run.returncode == 0, run.stdout + run.stderr
+    # Two runs share the box: each ran under its CPU quota, recorded where it ran.
+    assert [r.placement and r.placement.cpus for r in results_in(tmp_path / "results")] == [0.9] * 2
     plan = toolkit("campaign", "plan", str(file), "--format", "json")
     assert {k["state"] for k in json.loads(plan.stdout)} == {"failed"}
     table = toolkit("campaign", "plan", str(file))

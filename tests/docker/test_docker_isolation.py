@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.docker.conftest import Upstream, containers_of
+from tests.sandbox.test_sandbox_attacks import CPU_HOG
 from toolkit.images import current
 from toolkit.run import roles
 from toolkit.sandbox import Egress, Limits, Sandbox, SandboxError, create_sandbox, docker_engine
@@ -280,6 +281,17 @@ def test_fork_bomb_and_memory_hog_are_contained_and_the_sandbox_goes_on(root: Pa
         assert hog.returncode == -9 and b"survived" not in hog.stdout, hog
         assert box.exec(["echo", "still here"]).stdout == b"still here\n"
         assert _processes(box) == 0  # nothing of the bomb is left
+
+
+def test_cpu_quota_holds_for_the_whole_container(root: Path) -> None:
+    """Two processes spinning for 3 s under a quota of half a core get about 1.5 s of CPU."""
+    wall, cpus = 3.0, 0.5
+    with python_box(root, limits=Limits(cpus=cpus)) as box:
+        assert "cpu-quota" in box.isolation and "cpu-share" not in box.not_isolated
+        result = box.exec(["python3", "-c", CPU_HOG, str(wall), "2"], timeout=60)
+    assert result.ok, result
+    used = float(result.stdout)
+    assert used < wall * cpus * 1.5, f"{used:.2f} s of CPU in {wall} s under {cpus} cores"
 
 
 def test_escaped_processes_die_with_their_command(root: Path) -> None:

@@ -53,7 +53,7 @@ def test_scripted_run_on_docker_end_to_end(tmp_path: Path, client: Any) -> None:
         [
             "run", "--agent", "scripted", "--backend", "docker",
             "--track", "demo-cpu", "--seed", "0", "--budget", "75", "--quiet",
-            "--results", str(results),
+            "--results", str(results), "--cpus", "1.5",
         ],
     )  # fmt: skip
     assert done.exit_code == 0, done.output
@@ -70,6 +70,7 @@ def test_scripted_run_on_docker_end_to_end(tmp_path: Path, client: Any) -> None:
     assert digests["grader"] == digests["runner"] != digests["controller"]
     assert "controller:no-python-image" in config["isolation"]
     assert "runner:netns" in config["isolation"] and "runner:hidden-paths" in config["isolation"]
+    assert "runner:cpu-quota" in config["isolation"] and result["placement"]["cpus"] == 1.5
     validate = runner.invoke(cli, ["runs", "validate", str(results)])
     assert validate.exit_code == 0, validate.output
     assert containers_of(client, **{"ari.run": result["run_id"]}) == []

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 
+from tests.host_scratch import scratch_base
 from toolkit.grading import grade_bundle
 from toolkit.tracks import GradingParams
 
@@ -256,7 +257,7 @@ def test_exam_and_host_files_are_not_readable(
 
 
 def _visible_scratch() -> Path:
-    scratch = Path(__file__).resolve().parents[2] / ".ari" / "test-scratch"
+    scratch = scratch_base() / "test-scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     return scratch
 

@@ -11,6 +11,7 @@ from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 from exam_builder.exam_file import sha256_file
 from toolkit.cli import cli
 from toolkit.grading.grade import host_memory_bytes
+from toolkit.sandbox import _host
 
 
 def test_grade_prints_the_report_and_writes_json(
@@ -27,6 +28,23 @@ def test_grade_prints_the_report_and_writes_json(
     report = json.loads(out.read_text())
     assert report["score"]["passed"] == 3 and len(report["sha256"]) == 64
     assert report["passed_ids"] == [q["id"] for q in code_questions(3)]
+
+
+def test_cpus_puts_each_grading_worker_under_a_cpu_quota(
+    make_bundle: MakeBundle, make_exam: MakeExam, tmp_path: Path
+) -> None:
+    exam = make_exam(code_questions(2))
+    out = tmp_path / "report.json"
+    args = ["grade", str(make_bundle(ORACLE)), "--exam", str(exam), "--json", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--cpus", "0.5"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(out.read_text())
+    assert report["score"]["passed"] == 2
+    quota = "cgroup-cpu" if _host.probe().cpu_parent is not None else "cpu-quota"
+    assert quota in report["isolation"] + report["not_isolated"]
+    assert "cpu-share" not in report["not_isolated"]
+    too_many = CliRunner().invoke(cli, [*args, "--cpus", "100000"])
+    assert too_many.exit_code == 2 and "this host has" in too_many.output
 
 
 def test_keep_leaves_the_sandboxes_for_inspection(

@@ -25,6 +25,7 @@ from grading_helpers import MakeBundle, MakeExam, code_questions, run_spec, subm
 import exam_builder
 import toolkit.protected
 from exam_builder.exam_file import load_exam
+from tests.host_scratch import scratch_base
 from toolkit.grading import grade_bundle
 from toolkit.paths import state_dir
 from toolkit.run.inputs import DEMO_BANK, built_exam
@@ -95,10 +96,11 @@ def found_in(text: str | None) -> list[str]:
 def visible_scratch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """A world-readable folder outside /tmp that no protected path covers (see the docstring)."""
     monkeypatch.setattr(toolkit.protected, "checkout_root", lambda: None)
-    folder = REPO / ".ari" / "test-scratch" / f"hiding-{uuid.uuid4().hex[:8]}"
+    base = scratch_base()
+    folder = base / "test-scratch" / f"hiding-{uuid.uuid4().hex[:8]}"
     folder.mkdir(parents=True)
     for path in (folder, *folder.parents):
-        if path == REPO.parent:
+        if path == base.parent:
             break
         path.chmod(path.stat().st_mode | 0o755)
     yield folder

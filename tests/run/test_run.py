@@ -23,7 +23,7 @@ from toolkit.grading.grade import host_memory_bytes
 from toolkit.results import load_run
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
-from toolkit.sandbox import capped
+from toolkit.sandbox import _host, capped
 from toolkit.stats.rules import rule_differences
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,9 +221,13 @@ sleep {TOKEN}
 
 @pytest.mark.slow
 def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
-    spec = make_spec(ScriptedAgent(), budget=100, per_call=60, reserved=10)
+    spec = make_spec(ScriptedAgent(), budget=100, per_call=60, reserved=10, cpus=1.5)
     result = execute_run(spec)
     assert result.status in ("valid", "failed"), result.status_reason
+    # A CPU quota for the runner and the gradings: recorded, and enforced where the host can.
+    assert result.placement is not None and result.placement.cpus == 1.5
+    if _host.probe().cpu_parent is not None:
+        assert "runner:cgroup-cpu" in result.config.isolation
     path = spec.results_dir / "demo-cpu" / f"{result.run_id}.json"
     assert load_run(path) == result
     assert result.candidates and result.promoted is not None, result.status_reason

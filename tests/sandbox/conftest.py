@@ -44,6 +44,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
             is_root=False,
             pids_parent=None,
             memory_parent=None,
+            cpu_parent=None,
             mount_setattr=False,
         )
         monkeypatch.setattr(_host, "probe", lambda: degraded)

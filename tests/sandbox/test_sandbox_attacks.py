@@ -322,6 +322,40 @@ def test_cpu_time_limit(backend: str, root: Path) -> None:
     assert not result.timed_out and result.returncode in (-9, -24)  # SIGKILL / SIGXCPU
 
 
+CPU_HOG = """
+import os, resource, sys, time
+end = time.monotonic() + float(sys.argv[1])
+for _ in range(int(sys.argv[2])):
+    if os.fork() == 0:
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+used = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(used.ru_utime + used.ru_stime)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_cpu_quota_holds_for_busy_processes(backend: str, root: Path) -> None:
+    """Two processes spinning for 3 s under a quota of half a core get about 1.5 s of CPU
+    together, not the up to 6 s that two free cores would give them."""
+    wall, cpus = 3.0, 0.5
+    with create_sandbox(backend, root=root, limits=Limits(cpus=cpus)) as box:
+        if "cpu-quota" in box.not_isolated:
+            pytest.skip("this host cannot enforce a CPU quota (no writable cpu cgroup)")
+        assert {"cpu-quota", "cgroup-cpu"} & set(box.isolation)
+        assert "cpu-share" not in box.not_isolated
+        result = box.exec([PY, "-c", CPU_HOG, str(wall), "2"], timeout=60)
+    assert result.ok, result
+    used = float(result.stdout)
+    assert used < wall * cpus * 1.5, f"{used:.2f} s of CPU in {wall} s under {cpus} cores"
+
+
 def test_private_tmp(backend: str, root: Path) -> None:
     marker_file = Path("/tmp") / f"ari-sandbox-test-{root.parent.name}"
     marker_file.write_text("host tmp")

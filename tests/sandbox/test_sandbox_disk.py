@@ -18,12 +18,12 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.host_scratch import host_scratch
 from toolkit.sandbox import Limits, Sandbox, capped, create_sandbox
 
 PY = sys.executable
@@ -102,8 +102,7 @@ def _loops_now(image: Path) -> list[str]:
 @pytest.fixture
 def host_dir() -> Iterator[Path]:
     """A folder on the host's own disk (not under /tmp, which sandboxes see as their own)."""
-    path = REPO / ".ari" / f"test-disk-{uuid.uuid4().hex[:12]}"
-    path.mkdir(parents=True)
+    path = host_scratch("test-disk")
     try:
         yield path
     finally:

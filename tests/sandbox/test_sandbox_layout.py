@@ -6,6 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
+from tests.host_scratch import scratch_base
 from toolkit.sandbox import _layout
 from toolkit.sandbox._layout import Places, layout, private_places, runtime_paths
 
@@ -78,7 +79,7 @@ def test_what_a_place_or_cover_already_hides_is_not_hidden_again(tmp_path: Path)
 
 
 def test_untraversable_ancestor_is_covered_for_the_sandbox_user() -> None:
-    base = Path(__file__).resolve().parents[2] / ".ari" / f"test-layout-{os.getpid()}"
+    base = scratch_base() / f"test-layout-{os.getpid()}"
     private = base / "private"  # like /root: only its owner may enter
     prefix = private / "pyenv"
     root = base / "root"

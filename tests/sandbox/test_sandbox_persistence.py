@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.host_scratch import host_scratch
 from toolkit.protected import checkout_root, protected_paths
 from toolkit.sandbox import Limits, Sandbox, SandboxError, _host, create_sandbox
 
@@ -50,8 +51,7 @@ def readonly_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
 @pytest.fixture
 def host_dir() -> Iterator[Path]:
     """A folder on the host's own disk (not under /tmp, which sandboxes see as their own)."""
-    path = REPO / ".ari" / f"test-sandbox-{uuid.uuid4().hex[:12]}"
-    path.mkdir(parents=True)
+    path = host_scratch("test-sandbox")
     try:
         yield path
     finally:

@@ -114,6 +114,7 @@ def run_job(job: Job) -> RunResult:
             run_id=job.run_id,
             secrets=secret_values(job),
             gpu=job.gpu,
+            cpus=job.cpus,
             node=job.node or host_name(),
         )
         return execute_run(spec)

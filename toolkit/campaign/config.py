@@ -95,6 +95,12 @@ class CampaignFile(_Model):
     registry: Path | None = Field(
         default=None, description="Folder of tracks.json when not the results folder."
     )
+    cpus_per_run: float | None = Field(
+        default=None,
+        gt=0,
+        description="CPU quota (cores) of each run's runner and gradings, so that runs sharing "
+        "a box share its cores fairly; default: none.",
+    )
 
     @field_validator("agent")
     @classmethod

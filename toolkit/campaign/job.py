@@ -50,6 +50,7 @@ class Job(_Model):
     results_dir: str
     run_id: str | None = None
     gpu: str | None = None
+    cpus: float | None = None  # the run's CPU quota, in cores
     node: str | None = None
     attempt: int = 1
 
@@ -99,6 +100,7 @@ def make_job(
         per_call_limit_s=per_call,
         reserved_s=reserved,
         results_dir=str(results_dir),
+        cpus=campaign.cpus_per_run,
         attempt=attempt,
     )
 

@@ -15,7 +15,12 @@ from rich.table import Table
 from exam_builder.exam_file import ExamFileError, sha256_file
 from toolkit.commands.console import make_console
 from toolkit.commands.images import images_option, use_docker_images
-from toolkit.commands.options import find_registry, registry_option, results_dir_option
+from toolkit.commands.options import (
+    cpus_option,
+    find_registry,
+    registry_option,
+    results_dir_option,
+)
 from toolkit.grading import SIZE_LIMIT_BYTES, GradeReport, grade_bundle
 from toolkit.results import write_json_atomic
 from toolkit.sandbox import BACKENDS
@@ -107,6 +112,7 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
 )
 @images_option
 @click.option("--device", default="cpu", show_default=True, help="Device passed to load().")
+@cpus_option("each grading worker")
 @click.option(
     "--json",
     "json_out",
@@ -147,6 +153,7 @@ def grade_command(
     exam: Path,
     backend: str,
     device: str,
+    cpus: float | None,
     json_out: Path | None,
     size_limit: int | None,
     track_id: str | None,
@@ -196,6 +203,7 @@ def grade_command(
             phases=phases or ("generate", "bpb"),
             progress=True,
             workdir=keep_dir,
+            cpus=cpus,
         )
     except ExamFileError as exc:
         raise click.UsageError(f"{exc} (pass --exam with a built exam.jsonl)") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,3 +42,22 @@ def find_registry(results_dir: Path, registry: Path | None) -> Path:
     when none has one)."""
     candidates = [results_dir, Path("results"), Path(__file__).resolve().parents[2] / "results"]
     return registry or next((c for c in candidates if (c / "tracks.json").is_file()), results_dir)
+
+
+def _host_cpus(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    cores = os.cpu_count() or 1
+    if value is not None and value > cores:
+        raise click.BadParameter(f"{value:g} cores asked, this host has {cores}")
+    return value
+
+
+def cpus_option(what: str) -> Callable[[F], F]:
+    """`--cpus N`: a CPU quota, in cores, for the sandboxes that run model code."""
+    return click.option(
+        "--cpus",
+        type=click.FloatRange(min=0.01),
+        default=None,
+        callback=_host_cpus,
+        help=f"CPU quota of {what}, in cores (e.g. 8 or 2.5; enforced by the kernel, recorded); "
+        "default: none, the host's cores are shared.",
+    )

@@ -23,7 +23,12 @@ from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
 from toolkit.commands.images import images_option, use_docker_images
-from toolkit.commands.options import find_registry, registry_option, results_dir_option
+from toolkit.commands.options import (
+    cpus_option,
+    find_registry,
+    registry_option,
+    results_dir_option,
+)
 from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
@@ -201,6 +206,7 @@ def _model_for(agent: str, model: str | None) -> str:
     show_default=True,
     help="Device for grading (training picks its own inside the runner).",
 )
+@cpus_option("the runner and of each grading (a share of a box that runs several runs)")
 @click.option("--quiet", is_flag=True, help="Do not echo the agent's console.")
 def run_command(
     model: str | None,
@@ -218,6 +224,7 @@ def run_command(
     results_dir: Path,
     registry: Path | None,
     device: str,
+    cpus: float | None,
     quiet: bool,
     images_file: Path | None,
 ) -> None:
@@ -312,6 +319,7 @@ def run_command(
         results_dir=results_dir,
         backend=backend,
         device=_device(device),
+        cpus=cpus,
         effort=effort,
         budget_s=budget_s,
         per_call_limit_s=per_call,

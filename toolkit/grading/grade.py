@@ -43,6 +43,7 @@ class _Job:
     phases: tuple[str, ...]
     progress: Progress
     hide: Sequence[Path]
+    cpus: float | None = None
     kept: bool = False
     """The caller keeps `work` to inspect: the bundle's writes stay there (no ephemeral root)."""
 
@@ -88,6 +89,7 @@ def _run_phase(
         device=job.device,
         params=job.params,
         hide=job.hide,
+        cpus=job.cpus,
         ephemeral=not job.kept,
     )
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
@@ -117,6 +119,7 @@ def grade_bundle(
     progress: bool | Progress = False,
     workdir: Path | None = None,
     hide: Sequence[Path] = (),
+    cpus: float | None = None,
 ) -> GradeReport:
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
@@ -129,6 +132,8 @@ def grade_bundle(
     (for inspection, with what the bundle wrote in its folders: those are then plain folders,
     capped per file only), otherwise a temporary folder that is removed (and each worker's
     folder is an ephemeral root: its writes count against `disk_bytes` and vanish with it).
+    `cpus`: a CPU quota for the worker, in cores (a run's share of a shared box); None: the
+    host's cores.
     """
     params = params or GradingParams()
     started = time.monotonic()
@@ -145,6 +150,7 @@ def grade_bundle(
                 progress=bar.update,
                 workdir=workdir,
                 hide=hide,
+                cpus=cpus,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
     params, notes = fit_to_host(params)
@@ -165,6 +171,7 @@ def grade_bundle(
             phases=phases,
             progress=report_progress,
             hide=hide,
+            cpus=cpus,
             kept=workdir is not None,
         )
         out, packed = _grade(bundle, job, started)

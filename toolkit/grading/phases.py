@@ -85,6 +85,7 @@ class PhaseWorker:
         device: str,
         params: GradingParams,
         hide: Sequence[Path] = (),
+        cpus: float | None = None,
         ephemeral: bool = True,
     ) -> None:
         root.mkdir(parents=True)
@@ -95,6 +96,7 @@ class PhaseWorker:
             max_processes=MAX_PROCESSES,
             file_size_bytes=MAX_FILE_BYTES,
             disk_bytes=params.disk_bytes,
+            cpus=cpus,
         )
         # The interpreter and its libraries, visible read-only (they may sit under a private
         # home, e.g. pyenv in /root, that the sandbox user could not otherwise traverse).

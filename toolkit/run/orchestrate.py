@@ -113,6 +113,7 @@ class RunSpec:
     bank_dirs: list[Path] = field(default_factory=list)  # banks to hide (public ones always)
     starter: Path = STARTER_DIR  # the starter folder handed to the agent (with its TASK.md)
     gpu: str | None = None  # pin the runner and grading to this GPU id; None: backend default
+    cpus: float | None = None  # CPU quota (cores) of the runner and grading; None: the host's
     node: str | None = None  # where the run runs, for `placement` (default: the host name)
     image_digests: dict[str, str] | None = None  # docker: the digest of each role's image
 
@@ -250,6 +251,7 @@ class Run:
             device=f"cuda:{spec.gpu}"
             if spec.gpu is not None and spec.device == "cuda"
             else spec.device,
+            cpus=spec.cpus,
         )
         self.boxes: list[Sandbox] = []
         self.controller: Sandbox | None = None
@@ -323,7 +325,9 @@ class Run:
             ),
             # Only what exists: an agent that never called `runner` leaves no audit log.
             artifacts=list_artifacts(self.artifacts, self.run_id),
-            placement=Placement(node=spec.node or socket.gethostname(), gpu=spec.gpu),
+            placement=Placement(
+                node=spec.node or socket.gethostname(), gpu=spec.gpu, cpus=spec.cpus
+            ),
         )
 
     # -- the run ------------------------------------------------------------------------------
@@ -456,6 +460,7 @@ class Run:
             hide=[*hidden, self.workspace.channel],
             readonly=readonly,
             gpu=spec.gpu,
+            cpus=spec.cpus,
         )
         self.boxes.append(runner_box)
         controller = roles.make_controller(

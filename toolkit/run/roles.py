@@ -32,12 +32,14 @@ DOCKER_RUNNER_MEMORY_SHARE = 0.8
 DOCKER_RUNNER_PIDS = 8192
 
 
-def docker_runner_limits() -> Limits:
+def docker_runner_limits(cpus: float | None = None) -> Limits:
     import os
 
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     return Limits(
-        memory_bytes=int(ram * DOCKER_RUNNER_MEMORY_SHARE), max_processes=DOCKER_RUNNER_PIDS
+        memory_bytes=int(ram * DOCKER_RUNNER_MEMORY_SHARE),
+        max_processes=DOCKER_RUNNER_PIDS,
+        cpus=cpus,
     )
 
 
@@ -169,8 +171,10 @@ def make_runner(
     readonly: Sequence[Path],
     limits: Limits | None = None,
     gpu: str | None = None,
+    cpus: float | None = None,
 ) -> Sandbox:
-    """The runner; with docker, one GPU by id (`gpu`, else the host's first; none: CPU)."""
+    """The runner; with docker, one GPU by id (`gpu`, else the host's first; none: CPU).
+    `cpus`: its CPU quota in cores (None: the host's), unless `limits` are given whole."""
     return create_sandbox(
         backend,
         root=workspace,
@@ -179,7 +183,7 @@ def make_runner(
         # Unbuffered Python, so that training logs stream back as they are printed.
         env={"PYTHONUNBUFFERED": "1", "HOME": str(workspace)},
         readonly=readonly,
-        limits=limits or (docker_runner_limits() if backend == "docker" else Limits()),
+        limits=limits or (docker_runner_limits(cpus) if backend == "docker" else Limits(cpus=cpus)),
         image=docker_image(backend, "runner"),
         # docker: the pinned GPU, else the host's first; local: the pinned GPU, else as is.
         gpus=docker_runner_gpus(gpu) if backend == "docker" else None if gpu is None else [gpu],

@@ -41,6 +41,7 @@ class Grader:
     # (the exam wherever the operator keeps it, its folder, the results, the banks), so that
     # public scoring, whose feedback reaches the agent, sees no more than the runner does.
     hide: tuple[Path, ...] = ()
+    cpus: float | None = None  # the run's CPU quota, shared with its runner's
 
     def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach)."""
@@ -53,6 +54,7 @@ class Grader:
             device=self.device,
             phases=phases,
             hide=self.hide,
+            cpus=self.cpus,
         )
 
 

@@ -31,8 +31,10 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         inside it stay visible), so sandboxed code cannot read its files
     uid:NAME / uid      commands run as that user / as the caller's own uid on the host
     no-new-privs        setuid binaries and file capabilities grant nothing
-    cgroup-pids, cgroup-memory, rlimits, memory-per-tree, process-count: how `Limits` are
-                        enforced, or (in not_isolated) that they are not, per tree
+    cgroup-pids, cgroup-memory, cgroup-cpu, rlimits, memory-per-tree, process-count: how
+                        `Limits` are enforced, or (in not_isolated) that they are not, per tree
+    cpu-quota           `Limits.cpus` is enforced for the whole sandbox (docker), or (in
+                        not_isolated) that this host cannot enforce it
     disk-cap            `disk_bytes` caps the private places together (one tmpfs size)
     ephemeral-root      the root is an overlay per command: its writes land in the capped
                         private places and vanish with the command; the host's folder is
@@ -46,8 +48,10 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     gpu-pinned / gpus   (gpus=[...]) the other GPUs' device nodes are hidden and the
                         environment names the given ones / (not_isolated) only the environment
                         selects them: other GPUs stay reachable
-    host-filesystem-readable, kernel, cpu-share, devices: never isolated locally (host files
+    host-filesystem-readable, kernel, devices: never isolated locally (host files
                         stay readable wherever the sandbox user may read them)
+    cpu-share           (in not_isolated) no CPU quota was asked: the sandbox competes for
+                        every core of the host
     keyrings            (in not_isolated) no seccomp filter on this host
     host-filesystem-writable, mounts, ipc, uts, disk: (in not_isolated, hosts without
                         namespaces) writable wherever the caller may write, no private

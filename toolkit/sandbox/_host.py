@@ -37,6 +37,8 @@ class HostSupport:
     pids_parent: Path | None
     """A cgroup-v1 pids directory we may create children in (None: not writable/absent)."""
     memory_parent: Path | None
+    cpu_parent: Path | None = None
+    """A cgroup-v1 cpu directory we may create children in, for a CPU quota."""
     mount_setattr: bool = False
     """The whole host can be made read-only in one call (Linux 5.12+); else, with namespaces,
     each mount is remounted read-only in turn."""
@@ -144,6 +146,7 @@ def probe() -> HostSupport:
     userns = namespaces and not is_root
     pids = _writable_cgroup_parent("pids", "pids.max") if is_root else None
     memory = _writable_cgroup_parent("memory", "memory.limit_in_bytes") if is_root else None
+    cpu = _writable_cgroup_parent("cpu", "cpu.cfs_quota_us") if is_root else None
     keyrings = _run_probe([str(_SECCOMP)]) == 0
     support = HostSupport(
         namespaces,
@@ -151,6 +154,7 @@ def probe() -> HostSupport:
         is_root,
         pids,
         memory,
+        cpu_parent=cpu,
         mount_setattr=namespaces and bool(unshared & 1),
         keyring_filter=keyrings,
         overlay=namespaces and bool(unshared & 2),
@@ -173,15 +177,30 @@ def probe() -> HostSupport:
     return support
 
 
+CFS_PERIOD_US = 100_000
+"""The scheduler period a CPU quota is counted in (the kernel's default, as Docker uses)."""
+
+
+def cfs_quota_us(cpus: float) -> int:
+    """CPU time per period for a cap of `cpus` cores (the kernel's floor is 1 ms)."""
+    return max(1000, round(cpus * CFS_PERIOD_US))
+
+
 class ProcessCgroups:
-    """The pids and memory cgroups of one sandboxed process tree, for the limits that are set.
+    """The pids, memory and cpu cgroups of one sandboxed process tree, for the limits set.
 
     Only for limits: killing a tree does not need them (PID namespace, or the launcher as
     subreaper), and joining a cgroup-v1 hierarchy costs an RCU grace period per process start
     (about 1-10 ms, more on a busy host).
     """
 
-    def __init__(self, support: HostSupport, memory_bytes: int | None, max_processes: int | None):
+    def __init__(
+        self,
+        support: HostSupport,
+        memory_bytes: int | None,
+        max_processes: int | None,
+        cpus: float | None = None,
+    ):
         name = f"ari-sandbox-{uuid.uuid4().hex[:12]}"
         self.dirs: list[Path] = []
         if support.pids_parent is not None and max_processes is not None:
@@ -197,6 +216,12 @@ class ProcessCgroups:
             memsw = memory / "memory.memsw.limit_in_bytes"
             if memsw.exists():  # no swapping past the cap either
                 memsw.write_text(str(memory_bytes))
+        if support.cpu_parent is not None and cpus is not None:
+            cpu = support.cpu_parent / name
+            cpu.mkdir()
+            self.dirs.append(cpu)
+            (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
+            (cpu / "cpu.cfs_quota_us").write_text(str(cfs_quota_us(cpus)))
 
     @property
     def procs_files(self) -> list[str]:

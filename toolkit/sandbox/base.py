@@ -47,6 +47,11 @@ class Limits:
     max_processes: int | None = None
     cpu_seconds: int | None = None
     file_size_bytes: int | None = None
+    cpus: float | None = None
+    """CPU time the tree may use per second of wall time, in cores (1.5: one and a half
+    cores' worth, whichever cores); None: the host's. Enforced by the kernel's CFS quota (a
+    container's `NanoCpus`, a local cgroup-v1 `cpu` hierarchy); where the host cannot, the
+    sandbox lists `cpu-quota` in `not_isolated`."""
     disk_bytes: int | None = None
     """What the tree may write in total to its private writable places (/tmp, /var/tmp,
     /dev/shm, /run, ...), and under an ephemeral root (its writes go there too); past it,

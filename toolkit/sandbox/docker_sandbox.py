@@ -17,9 +17,10 @@ process that escapes its command. PID 1 exits when that stdin closes, so a harne
 takes its containers with it; `remove_leftovers` deletes what remains.
 
 What the docker backend does NOT isolate (recorded in `not_isolated`): the kernel (shared with
-the host; the engine's default seccomp profile applies), the CPU share (no quota: `cpu_seconds`
-caps CPU time only), the root's disk use (a bind mount of a host folder; `disk_bytes` caps the
-tmpfs mounts), and the sandbox's processes from each other (one uid for all its commands).
+the host; the engine's default seccomp profile applies), the CPU share unless `Limits.cpus` sets
+a quota (`cpu_seconds` caps CPU time only), the root's disk use (a bind mount of a host folder;
+`disk_bytes` caps the tmpfs mounts), and the sandbox's processes from each other (one uid for all
+its commands).
 """
 
 from __future__ import annotations
@@ -157,7 +158,11 @@ class DockerSandbox(Sandbox):
             "scrubbed-env", "no-new-privs", "caps-dropped", "readonly-rootfs", "private-tmp",
             f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
         ]  # fmt: skip
-        off = ["kernel", "cpu-share"]
+        off = ["kernel"]
+        if lim.cpus is not None:
+            on.append("cpu-quota")  # the container's CFS quota, all its processes together
+        else:
+            off.append("cpu-share")  # no quota asked: it competes for every core
         # Hidden paths are never mounted (those under a mount are covered): all are invisible.
         on += ["hidden-paths"] if self.hide else []
         on += ["readonly-paths"] if self.readonly else []
@@ -278,6 +283,7 @@ class DockerSandbox(Sandbox):
             mem_limit=lim.memory_bytes,
             memswap_limit=lim.memory_bytes,
             pids_limit=lim.max_processes,
+            nano_cpus=round(lim.cpus * 1e9) if lim.cpus is not None else None,
             ulimits=ulimits,
             device_requests=gpu_requests(self.gpus) or None,
         )

@@ -25,8 +25,9 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 - the root's disk use, unless the root is ephemeral (`ephemeral_root`) or lies on a capped
   folder (`capped.cap_folder`): a plain host folder is capped per file (`file_size_bytes`),
   not in total;
-- the kernel (no system call filter beyond the keyrings), CPU share (no CPU quota; only
-  `cpu_seconds` of CPU time), devices in /dev (GPUs stay reachable), the clock;
+- the kernel (no system call filter beyond the keyrings), CPU share (unless `Limits.cpus` sets
+  a quota, each process tree's own, in a cgroup-v1 `cpu` hierarchy; `cpu_seconds` caps CPU
+  time only), devices in /dev (GPUs stay reachable), the clock;
 - sandboxes running at the same time: all run as `nobody`; they cannot signal, see or write
   each other, but each may read another's root if it can reach it (keep roots under /tmp, which
   every sandbox sees as its own, or hide them), and timing or file locks on shared readable
@@ -34,8 +35,9 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 - without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
   host, hidden and read-only paths, private places, IPC and the uid (commands run as the
   caller); trees are still killed whole (the launcher is a subreaper), and keyrings refused;
-- without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree, and the
-  process cap is only RLIMIT_NPROC of the uid (not enforced at all for root).
+- without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree, the
+  process cap is only RLIMIT_NPROC of the uid (not enforced at all for root), and a CPU quota
+  is not enforced (`cpu-quota` in `not_isolated`).
 """
 
 from __future__ import annotations
@@ -213,7 +215,13 @@ class LocalSandbox(Sandbox):
     def _describe(self) -> tuple[list[str], list[str]]:
         s, lim = self.support, self.limits
         on = ["pgroup", "subreaper", "scrubbed-env"]
-        off = ["host-filesystem-readable", "kernel", "cpu-share", "devices"]
+        off = ["host-filesystem-readable", "kernel", "devices"]
+        if lim.cpus is None:
+            off.append("cpu-share")  # no quota asked: the tree competes for every core
+        elif s.cpu_parent is not None:
+            on.append("cgroup-cpu")
+        else:
+            off.append("cpu-quota")
         if self.namespaces:
             on += ["pidns", "mountns", "ipcns", "utsns", "private-tmp", "host-filesystem-readonly"]
             on += ["userns"] if self.userns else []
@@ -347,9 +355,8 @@ class LocalSandbox(Sandbox):
         return process
 
     def _launch(self, spec: dict[str, object], streams: list[bool]) -> LocalProcess:
-        cgroups = _host.ProcessCgroups(
-            self.support, self.limits.memory_bytes, self.limits.max_processes
-        )
+        lim = self.limits
+        cgroups = _host.ProcessCgroups(self.support, lim.memory_bytes, lim.max_processes, lim.cpus)
         spec["cgroups"] = cgroups.procs_files
         theirs: list[int] = []
         ours: list[IO[bytes] | None] = []
