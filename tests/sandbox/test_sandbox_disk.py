@@ -205,6 +205,34 @@ def test_capped_folder_refuses_writes_past_the_cap_and_keeps_files(
     assert _free(host_dir) > free - SLACK
 
 
+def test_caps_on_one_disk_leave_room_for_each_other(
+    host_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Images are sparse: a second run's workspace must not count the space the first one's may
+    still fill as free, or two caps together could promise more than the disk has."""
+    needs_cap("ext4")
+    free = 1024 * MiB  # what the disk has free, as far as the caps can tell (fixed: no flake)
+    monkeypatch.setattr(capped, "_free_bytes", lambda _where: free)
+    before = capped.promised_bytes(host_dir)  # caps of other live runs, if any
+    folders: list[capped.CappedFolder] = []
+    try:
+        first = capped.cap_folder(host_dir / "a" / "workspace", 400 * MiB, kind="ext4")
+        assert first is not None
+        folders.append(first)
+        assert first.size_bytes == min(400 * MiB, int((free - before) * capped.FREE_SHARE))
+        promised = capped.promised_bytes(host_dir) - before
+        assert first.size_bytes - 32 * MiB < promised <= first.size_bytes  # less ext4's own
+        second = capped.cap_folder(host_dir / "b" / "workspace", 400 * MiB, kind="ext4")
+        assert second is not None
+        folders.append(second)
+        assert second.size_bytes <= int((free - before - promised) * capped.FREE_SHARE)
+        assert first.size_bytes + second.size_bytes <= free - before
+    finally:
+        for folder in folders:
+            folder.release()
+    assert capped.promised_bytes(host_dir) == before
+
+
 LEFTOVER = """
 import os, signal, sys
 from pathlib import Path

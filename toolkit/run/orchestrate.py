@@ -411,6 +411,11 @@ class Run:
         self.harness.mkdir(parents=True)
         cap = spec.track.workspace_disk_bytes  # a hard cap where the host can (else root-disk)
         self.workspace_cap = capped.cap_folder(self.work / "workspace", cap) if cap else None
+        if cap and self.workspace_cap is not None and self.workspace_cap.size_bytes < cap:
+            self.log(
+                f"workspace capped at {self.workspace_cap.size_bytes:,} bytes, below the track's "
+                f"{cap:,}: half of the host's free disk not promised to other capped folders"
+            )
         self.workspace = assemble(
             self.work / "workspace",
             data_dir=spec.data_dir,

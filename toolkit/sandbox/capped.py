@@ -9,7 +9,9 @@ such a folder instead, for as long as the caller needs it:
 
 - `ext4` (preferred: needs root, `mkfs.ext4`, `mount` and loop devices): a sparse image file
   beside the folder (`.NAME.ari-cap.img`, readable by root only), formatted without a journal
-  (nothing in it must survive a crash) and loop-mounted. The host's disk holds what was
+  (nothing in it must survive a crash) and loop-mounted. Its size is at most half of the disk's
+  free space less what the live images there may still write (`promised_bytes`), so caps
+  made one after another never promise more than the disk had. The host's disk holds what was
   written, never more than the cap; past it, writes fail with ENOSPC, a little earlier for
   sandboxed code than for the host (root keeps up to 16 MiB, so that a harness writing
   there, such as a run's `runner` channel, still can when an agent has filled it).
@@ -47,8 +49,9 @@ KINDS = ("auto", "ext4", "tmpfs")
 MIN_BYTES = 8 * 2**20
 """Smaller caps are raised to this (ext4 needs room for its own bookkeeping)."""
 FREE_SHARE = 0.5
-"""An image may take at most this share of the free space where it lives: a cap larger than
-the free disk would not protect it, and others share that disk."""
+"""An image may take at most this share of the space free where it lives, not counting what
+the live images there (other runs' workspaces) may still write: a cap larger than that would
+not protect the disk, and others share it."""
 MEMORY_SHARE = 0.25
 """A tmpfs cap may be at most this share of the host's memory."""
 RESERVED_BYTES = 16 * 2**20
@@ -121,9 +124,16 @@ def cap_folder(folder: Path, size_bytes: int, *, kind: str = "auto") -> CappedFo
         kind = "tmpfs" if unavailable("ext4") and size <= _memory_cap() else "ext4"
     reason = unavailable(kind)
     if reason is None and kind == "ext4":
-        room = int(_free_bytes(folder.parent) * FREE_SHARE)
+        promised = promised_bytes(folder.parent)
+        room = int(max(0, _free_bytes(folder.parent) - promised) * FREE_SHARE)
         if size > room:
-            log.warning("sandbox: cap of %s lowered to %d bytes (the free disk)", folder, room)
+            log.warning(
+                "sandbox: cap of %s lowered to %d bytes (the free disk, less the %d bytes that "
+                "other capped folders on it may still take)",
+                folder,
+                room,
+                promised,
+            )
             size = room
         reason = "the disk is full" if size < MIN_BYTES else None
     elif reason is None and size > _memory_cap():
@@ -199,6 +209,30 @@ def _run(argv: list[str]) -> None:
 def _free_bytes(path: Path) -> int:
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize
+
+
+def live_images() -> list[Path]:
+    """The images of capped folders that are attached to a loop device now (in use)."""
+    found = set()
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/sys/block"):
+            backing = _backing_file(f"/dev/{name}")
+            if backing is not None and backing.endswith(IMAGE_SUFFIX):
+                found.add(Path(backing))
+    return sorted(found)
+
+
+def promised_bytes(where: Path) -> int:
+    """What the live images on the filesystem of `where` may still write there: each is a
+    sparse file, its size promised but only its written blocks taken."""
+    device = os.stat(where).st_dev
+    total = 0
+    for image in live_images():
+        with contextlib.suppress(OSError):
+            st = os.stat(image)
+            if st.st_dev == device:
+                total += max(0, st.st_size - st.st_blocks * 512)
+    return total
 
 
 def _memory_cap() -> int:
