@@ -90,6 +90,18 @@ def test_plan_shows_states_and_json(tmp_path: Path) -> None:
     assert {k["state"] for k in json.loads(other.stdout)} == {"missing"}
 
 
+def test_a_models_max_concurrent_holds_whatever_the_free_slots(tmp_path: Path) -> None:
+    """Two slots, two seeds of one model capped at one run at a time: the runs never overlap
+    (without the cap they would run side by side)."""
+    file = write_campaign(tmp_path, seeds=[0, 1], budget=10)
+    file.write_text(file.read_text() + "max_concurrent = 1\n")  # the (last) model's entry
+    run = toolkit("campaign", "run", str(file), "--slots", "2")
+    assert run.returncode == 0, run.stdout + run.stderr
+    runs = sorted(results_in(tmp_path / "results"), key=lambda r: r.started_at)
+    assert [r.seed for r in runs] == [0, 1]
+    assert runs[0].finished_at is not None and runs[0].finished_at <= runs[1].started_at
+
+
 def test_a_claim_excludes_other_processes_until_its_holder_dies(tmp_path: Path) -> None:
     key = RunKey("demo-cpu", "scripted-baseline", None, 0)
     holder = subprocess.Popen(

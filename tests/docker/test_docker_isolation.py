@@ -24,7 +24,15 @@ from tests.docker.conftest import Upstream, containers_of
 from tests.sandbox.test_sandbox_attacks import CPU_HOG
 from toolkit.images import current
 from toolkit.run import roles
-from toolkit.sandbox import Egress, Limits, Sandbox, SandboxError, create_sandbox, docker_engine
+from toolkit.sandbox import (
+    Egress,
+    Limits,
+    Sandbox,
+    SandboxError,
+    capped,
+    create_sandbox,
+    docker_engine,
+)
 from toolkit.sandbox.docker_sandbox import gpu_requests
 
 CONNECT = """
@@ -329,6 +337,26 @@ def test_disk_cap_bounds_the_tmpfs(root: Path) -> None:
         assert result.stdout.strip() != b"0"
         size = box.exec(["sh", "-c", "wc -c < /tmp/big"]).stdout
         assert int(size) <= 32 * 2**20
+
+
+def test_a_root_on_a_capped_folder_is_recorded_as_capped(tmp_path: Path) -> None:
+    """A run's workspace on docker: a capped folder bind-mounted as the root; writes past the
+    cap fail inside the container too, and the sandbox records `root-disk-cap`."""
+    if capped.unavailable("ext4") and capped.unavailable("tmpfs"):
+        pytest.fail("this host can make no capped folder")
+    folder = capped.cap_folder(tmp_path / "workspace", 16 * 2**20)
+    assert folder is not None
+    try:
+        os.chmod(folder.path, 0o777)
+        with python_box(folder.path) as box:
+            assert "root-disk-cap" in box.isolation and "root-disk" not in box.not_isolated
+            hog = box.exec(["sh", "-c", "head -c 64M /dev/zero > big; echo $?"], timeout=60)
+            assert hog.stdout.strip() != b"0"
+            assert (folder.path / "big").stat().st_size <= 16 * 2**20
+    finally:
+        folder.release()
+    with python_box(tmp_path) as plain:
+        assert "root-disk" in plain.not_isolated
 
 
 def test_grader_root_refuses_writes_so_only_the_capped_tmpfs_takes_any(root: Path) -> None:

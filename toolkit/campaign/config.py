@@ -61,6 +61,12 @@ class ModelEntry(_Model):
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
         description="Environment variable holding the key (override of the provider's).",
     )
+    max_concurrent: int | None = Field(
+        default=None,
+        ge=1,
+        description="Most runs of this model at once, whatever the free slots (the provider's "
+        "rate limit or the account's budget); default: no limit.",
+    )
 
     @field_validator("efforts")
     @classmethod

@@ -1,8 +1,9 @@
 """The campaign driver: what to run, in which order, how often; the engine says where.
 
     keys to run = the plan's `missing` and `rerun` keys (results folder as it is now)
-    for each free slot: claim the next key (if another campaign holds it, look again later:
-        that campaign finishes it, or gives it back), check the folder once more, start it
+    for each free slot: claim the next key whose model is below its `max_concurrent` (if
+        another campaign holds it, look again later: that campaign finishes it, or gives it
+        back), check the folder once more, start it
     for each run that ends: a `valid` or `failed` result is final; an `invalid` result, or no
         result at all, is an infrastructure failure: the key goes to the back of the queue
         until it has had `attempts` of them, then the campaign gives up on it
@@ -134,8 +135,8 @@ class Driver:
         try:
             while self.queue or self.in_flight or self.deferred:
                 self._undefer()
-                while self.queue and self.engine.room() > 0:
-                    self._start(self.queue.popleft())
+                while self.engine.room() > 0 and (key := self._next_key()) is not None:
+                    self._start(key)
                 self._show()
                 for finished in self.engine.wait(WAIT_S):
                     self._finish(finished)
@@ -146,6 +147,17 @@ class Driver:
         progress.running = []
         self.view.update(progress)
         return progress
+
+    def _next_key(self) -> RunKey | None:
+        """The first queued key whose model is below its `max_concurrent` (taken off the
+        queue), or None; a model at its cap leaves its keys queued, in order, for later."""
+        caps = {m.name: m.max_concurrent for m in self.campaign.file.models}
+        for key in self.queue:
+            cap = caps.get(key.model)
+            if cap is None or sum(k.model == key.model for k in self.in_flight) < cap:
+                self.queue.remove(key)
+                return key
+        return None
 
     def _show(self) -> None:
         self.progress.queued = len(self.queue)

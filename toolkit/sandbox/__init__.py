@@ -66,8 +66,9 @@ Words of the docker backend (besides pidns, mountns, netns, ipcns, utsns, pgroup
                         (private tmpfs) are writable
     egress-allowlist    no network but TCP to the `egress` (host, port) pairs, through a
                         forwarder container on an internal network; every attempt is logged
-    disk-cap / root-disk  as above: `disk_bytes` caps /tmp, /var/tmp and /dev/shm together;
-                        the root is a bind mount of a host folder, not capped
+    disk-cap / root-disk / root-disk-cap  as above: `disk_bytes` caps /tmp, /var/tmp and
+                        /dev/shm together; the root is a bind mount of a host folder, capped
+                        only when it lies on a capped folder (a run's workspace)
     root-readonly       the root is mounted read-only (the grader's): writes under it are
                         refused, so only the capped tmpfs places take any (docker offers no
                         ephemeral root: `ephemeral-root` is then in not_isolated)

@@ -38,6 +38,7 @@ from typing import Any
 
 from toolkit.images import INIT_PATH, ImageError, current
 from toolkit.images.resolve import Resolved, resolve
+from toolkit.sandbox import capped
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -175,10 +176,13 @@ class DockerSandbox(Sandbox):
         on += ["cgroup-pids"] if lim.max_processes is not None else []
         on += ["cgroup-memory"] if lim.memory_bytes is not None else []
         on += ["rlimits"] if lim.cpu_seconds is not None or lim.file_size_bytes else []
-        if lim.disk_bytes is not None:
-            on.append("disk-cap")
-            if not self.root_readonly:
-                off.append("root-disk")
+        on += ["disk-cap"] if lim.disk_bytes is not None else []
+        if self.root_readonly:
+            pass  # `root-readonly`, added by create_sandbox: no write reaches the root
+        elif capped.capped_size(self.root) is not None:
+            on.append("root-disk-cap")  # the bind-mounted root is a filesystem of fixed size
+        else:
+            off.append("root-disk")  # the caller's folder on the host's disk
         on += ["gpus:" + ",".join(self.gpus)] if self.gpus else ["no-gpu"]
         return sorted(set(on)), sorted(set(off))
 
