@@ -101,8 +101,13 @@ class Submissions:
         if len(call.argv) != 2:
             call.say("usage: runner submit DIR   (DIR: a bundle folder in the workspace)")
             return USAGE
-        folder = self._resolve(call.argv[1])
-        if folder is None or not folder.is_dir():
+        folder: Path | None = None
+        try:
+            folder = self._resolve(call.argv[1])
+            is_folder = folder is not None and folder.is_dir()
+        except (OSError, ValueError):  # a name the host cannot stat (too long): the agent's
+            is_folder = False  # doing, refused; never a harness failure that voids the run
+        if folder is None or not is_folder:
             call.say(f"[runner] submit: {call.argv[1]} is not a folder inside the workspace")
             return REJECTED
         with self._lock:

@@ -1,0 +1,78 @@
+"""Red-team: the bundle code of a public scoring is agent compute, and must end with the run.
+
+`runner submit` scores the candidate on the public set in a grading sandbox: the bundle's
+`load()` and `generate()` run there, for up to the track's load and phase limits (300 s +
+1800 s on the official track), whatever the per-call limit, the reserved window or the deadline
+say. The service closes the call at its limit and at the end of the run, but the scoring thread
+and its worker go on: the agent's code keeps running after the deadline, side by side with the
+final grading of its promoted candidate (a live sandbox beside the one that holds the exam),
+and until the harness process itself exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
+from toolkit.run.orchestrate import execute_run
+
+TOKEN = f"8{secrets.randbelow(10**8):08d}.{os.getpid()}"  # a sleep's length, unique to this run
+
+
+def _survivors(token: str, wait_s: float) -> list[str]:
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if token.encode() in cmdline:
+                found.append(entry + ": " + cmdline.replace(b"\0", b" ").decode(errors="replace"))
+        if not found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.1)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="HOLE: a submit's public scoring (the bundle's code) is not stopped at the deadline; "
+    "it outlives the run and overlaps the final grading",
+)
+def test_public_scoring_of_a_late_submit_ends_with_the_run(make_spec: SpecFactory) -> None:
+    script = f"""{MAKE_BUNDLE}
+runner submit bundles/triv && runner promote c001
+mkdir -p bundles/slow
+cat > bundles/slow/inference.py <<'PYEOF'
+import subprocess, time
+def load(bundle_dir, device):
+    subprocess.Popen(["sleep", "{TOKEN}"])
+    time.sleep(100)
+PYEOF
+runner submit bundles/slow &
+sleep 3
+"""
+    spec = make_spec(ShellAgent(script), budget=30, per_call=10, reserved=3)
+    try:
+        result = execute_run(spec)
+        assert result.status == "valid", result.status_reason
+        alive = _survivors(TOKEN, wait_s=2.0)
+        assert alive == [], f"the agent's bundle code still runs after the run: {alive}"
+    finally:
+        for line in _survivors(TOKEN, wait_s=0):  # the sleep and the worker that started it
+            pid = line.split(":")[0]
+            status = Path(f"/proc/{pid}/status").read_text()
+            ppid = next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:"))
+            for victim in (int(ppid), int(pid)):
+                if victim > 1:
+                    with contextlib.suppress(OSError):
+                        os.kill(victim, 9)
