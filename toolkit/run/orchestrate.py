@@ -88,6 +88,10 @@ from toolkit.tracks import Track
 EGRESS_LOG = "egress.jsonl"
 AGENT_HOME = "agent"  # in the channel folder: seen by the controller only
 KILL_GRACE_S = 1.0  # after the deadline, how long teardown may take before we call it a bug
+# Harness text may quote the agent (an argument, a path, a provider's error): what one line of
+# `agent.log` or a result's `status_reason` keeps of it is bounded (a traceback fits whole).
+LOG_LINE_CHARS = 16_000
+STATUS_REASON_CHARS = 2_000
 
 
 @dataclass
@@ -156,6 +160,14 @@ def git_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def bounded(text: str, limit: int) -> str:
+    """`text`, or its head and tail with a note of how much was cut from the middle."""
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - 40) // 2
+    return f"{text[:keep]} [... {len(text) - 2 * keep:,} characters cut ...] {text[-keep:]}"
+
+
 class AgentLog:
     """The harness's own notes about the run (`agent.log`): what happened when, and why."""
 
@@ -166,7 +178,7 @@ class AgentLog:
         self._lock = threading.Lock()
 
     def __call__(self, message: str) -> None:
-        line = f"[{self._clock():8.1f}s] {message}"
+        line = f"[{self._clock():8.1f}s] {bounded(message, LOG_LINE_CHARS)}"
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
         self._echo(line)
@@ -634,6 +646,8 @@ class Run:
         result.timings.used_s = round(min(used, self.clock.budget_s), 3)
         result.timings.runner_s = round(self.runner_s, 3)
         result.config.isolation = self.isolation
+        if result.status_reason is not None:  # it may quote the agent: bounded
+            result.status_reason = bounded(result.status_reason, STATUS_REASON_CHARS)
         transcript = self.artifacts / TRANSCRIPT_FILE
         text = _read_head(transcript, TRANSCRIPT_CAP_BYTES + 4096)  # capped as it was written
         outcome = self.spec.agent.collect(self.work / "workspace", text)
