@@ -18,6 +18,6 @@ Modules: `history` (candidates and promotions), `workspace` (assembly and leak c
 (controller and runner sandboxes), `submissions` (`runner submit/promote/history`), `recovery`
 (runs whose harness died), `inputs` (exam, public set, training data), `artifacts` (the run
 folder's files and the heads of its chained logs), `verify`, `transcript` (the agent's console,
-bounded), `orchestrate` (the whole run). The deadline (`toolkit.clock`) and the append-only hash-
-chained logs (`toolkit.chain`) live below both this package and `toolkit.runner`.
+bounded), `orchestrate` (the whole run). The deadline (`toolkit.clock`) and the append-only
+hash-chained logs (`toolkit.chain`) live below both this package and `toolkit.runner`.
 """
