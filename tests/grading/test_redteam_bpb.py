@@ -8,7 +8,6 @@ of each answer. Its bits per byte then says "a strong model" where there is none
 
 from __future__ import annotations
 
-import pytest
 from grading_helpers import MakeBundle, MakeExam, code_questions
 
 from toolkit.grading import grade_bundle
@@ -41,11 +40,6 @@ def load(bundle_dir, device):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: phase 2 sends all of a question's contexts at once; a bundle reads answer "
-    "byte k from the context of byte k+1 and fakes a low bits-per-byte",
-)
 def test_bpb_cannot_be_lowered_by_reading_later_contexts(
     make_bundle: MakeBundle, make_exam: MakeExam, fast_params: GradingParams
 ) -> None:

@@ -2,13 +2,15 @@
 
 The runner's channel folder `.runner` lies in the workspace, which the agent owns: it can
 rename it and put a link or another folder in its place (using the renamed channel through a
-copy of the client). Every later compute call then fails to start its runner sandbox (the
-hidden `.runner` is a link, or was replaced inside the root), the service counts that as the
-harness's own failure (`infra_errors`), and the run ends `invalid`, to be rerun and never
-averaged. The agent can do it at a moment of its choosing, e.g. after a poor public score.
+copy of the client). Later compute calls cannot start their runner sandbox (the hidden `.runner`
+is a link, or was replaced inside the root): that is the agent's doing, so those calls are
+refused with a reason it sees, and the run goes on (it was an infrastructure error once, which
+made the run `invalid`, to be rerun and never averaged).
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -27,11 +29,6 @@ SWAPS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: the agent can rename/replace .runner in its workspace; the runner sandbox then "
-    "refuses to start and the service records an infrastructure error: the run is invalid",
-)
 @pytest.mark.parametrize("swap", sorted(SWAPS))
 def test_swapping_the_channel_folder_does_not_void_the_run(
     swap: str, make_spec: SpecFactory
@@ -41,3 +38,6 @@ def test_swapping_the_channel_folder_does_not_void_the_run(
     result = execute_run(spec)
     assert result.status != "invalid", result.status_reason
     assert result.status == "valid" and result.promoted is not None
+    audit = spec.results_dir / spec.track.id / result.run_id / "audit.jsonl"
+    notes = [json.loads(line).get("note") or "" for line in audit.read_text().splitlines()]
+    assert any(n.startswith("refused: the runner cannot start") for n in notes), notes

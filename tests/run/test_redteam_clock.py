@@ -12,12 +12,11 @@ and until the harness process itself exits.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import time
 from pathlib import Path
-
-import pytest
 
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.run.orchestrate import execute_run
@@ -43,11 +42,6 @@ def _survivors(token: str, wait_s: float) -> list[str]:
         time.sleep(0.1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: a submit's public scoring (the bundle's code) is not stopped at the deadline; "
-    "it outlives the run and overlaps the final grading",
-)
 def test_public_scoring_of_a_late_submit_ends_with_the_run(make_spec: SpecFactory) -> None:
     script = f"""{MAKE_BUNDLE}
 runner submit bundles/triv && runner promote c001
@@ -76,3 +70,42 @@ sleep 3
                 if victim > 1:
                     with contextlib.suppress(OSError):
                         os.kill(victim, 9)
+
+
+def test_public_scoring_stops_at_the_calls_limit(make_spec: SpecFactory) -> None:
+    """A submit is a call like any other: when it reaches the per-call limit, the bundle's code
+    scoring it is killed there and then, not when the run ends (the agent sleeps on after it)."""
+    token = TOKEN + "1"
+    script = f"""{MAKE_BUNDLE}
+runner submit bundles/triv && runner promote c001
+mkdir -p bundles/slow
+cat > bundles/slow/inference.py <<'PYEOF'
+import subprocess, time
+def load(bundle_dir, device):
+    subprocess.Popen(["sleep", "{token}"])
+    time.sleep(100)
+PYEOF
+runner submit bundles/slow; echo "submit exited $?"
+sleep 1
+runner submit bundles/triv
+sleep 2
+"""
+    spec = make_spec(ShellAgent(script), budget=40, per_call=6, reserved=3)
+    try:
+        result = execute_run(spec)
+        assert result.status == "valid", result.status_reason
+        run_dir = spec.results_dir / spec.track.id / result.run_id
+        assert "submit exited 124" in (run_dir / "transcript.txt").read_text()
+        history = [
+            json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()
+        ]
+        order = [(e["kind"], e["id"]) for e in history]
+        public = [e for e in history if e["kind"] == "public" and e["id"] == "c002"]
+        assert public and "grading cancelled" in (public[0]["error"] or ""), public
+        # Ended with its call, before the next submit (not when the run was over).
+        assert order.index(("public", "c002")) < order.index(("submit", "c003")), order
+        assert _survivors(token, wait_s=2.0) == []
+    finally:
+        for line in _survivors(token, wait_s=0):
+            with contextlib.suppress(OSError):
+                os.kill(int(line.split(":")[0]), 9)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ class _Job:
     progress: Progress
     hide: Sequence[Path]
     cpus: float | None = None
+    cancelled: Callable[[], bool] | None = None
     kept: bool = False
     """The caller keeps `work` to inspect: the bundle's writes stay there (no ephemeral root)."""
 
@@ -79,7 +81,10 @@ def _run_phase(
     """Start a fresh worker, wait for load, run `body`; fills times["load"] and times["body"].
 
     Load time is measured on the host: sandbox and interpreter start-up, imports and `load()`.
+    With `job.cancelled`, a watcher kills the worker (and all it started) once it says so.
     """
+    if job.cancelled is not None and job.cancelled():
+        raise WorkerFailure(CANCELLED)
     started = time.monotonic()
     phase = PhaseWorker(
         archive,
@@ -93,6 +98,7 @@ def _run_phase(
         ephemeral=not job.kept,
     )
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
+    done = _kill_when(job.cancelled, phase) if job.cancelled is not None else None
     try:
         try:
             phase.load(job.params.load_timeout_s)
@@ -103,8 +109,33 @@ def _run_phase(
             body(phase)
         finally:
             times["body"] = time.monotonic() - loaded
+    except WorkerFailure:
+        if job.cancelled is not None and job.cancelled():
+            raise WorkerFailure(CANCELLED) from None  # killed by the watcher: say why
+        raise
     finally:
+        if done is not None:
+            done.set()
         phase.close()
+
+
+CANCELLED = "grading cancelled: the call's time or the run is over"
+CANCEL_POLL_S = 0.1
+
+
+def _kill_when(cancelled: Callable[[], bool], phase: PhaseWorker) -> threading.Event:
+    """Watch `cancelled` while a phase runs and kill its worker's whole tree when it turns true;
+    set the event returned to stop watching."""
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(CANCEL_POLL_S):
+            if cancelled():
+                phase.session.process.kill()
+                return
+
+    threading.Thread(target=watch, name="grading-cancel", daemon=True).start()
+    return done
 
 
 def grade_bundle(
@@ -120,6 +151,7 @@ def grade_bundle(
     workdir: Path | None = None,
     hide: Sequence[Path] = (),
     cpus: float | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> GradeReport:
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
@@ -134,6 +166,9 @@ def grade_bundle(
     folder is an ephemeral root: its writes count against `disk_bytes` and vanish with it).
     `cpus`: a CPU quota for the worker, in cores (a run's share of a shared box); None: the
     host's cores.
+    `cancelled`: polled while a worker runs; once it returns True the worker and everything it
+    started are killed and the grading ends failed ("grading cancelled"). A run's public
+    scoring uses it: the bundle's code is the agent's, and stops with the call or the run.
     """
     params = params or GradingParams()
     started = time.monotonic()
@@ -151,6 +186,7 @@ def grade_bundle(
                 workdir=workdir,
                 hide=hide,
                 cpus=cpus,
+                cancelled=cancelled,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
     params, notes = fit_to_host(params)
@@ -172,6 +208,7 @@ def grade_bundle(
             progress=report_progress,
             hide=hide,
             cpus=cpus,
+            cancelled=cancelled,
             kept=workdir is not None,
         )
         out, packed = _grade(bundle, job, started)

@@ -81,8 +81,8 @@ from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
 from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
-from toolkit.runner.service import RunnerService
-from toolkit.sandbox import Sandbox, SandboxProcess, capped
+from toolkit.runner.service import CallRefused, RunnerService
+from toolkit.sandbox import Sandbox, SandboxProcess, SandboxRootAltered, capped
 from toolkit.tracks import Track
 
 EGRESS_LOG = "egress.jsonl"
@@ -492,7 +492,12 @@ class Run:
 
     def _start_runner_process(self, argv: list[str]) -> SandboxProcess:
         assert self.runner_box is not None
-        process = self.runner_box.start(argv, stdin=False)
+        try:
+            process = self.runner_box.start(argv, stdin=False)
+        except SandboxRootAltered as exc:  # e.g. `.runner` moved or replaced by the agent
+            raise CallRefused(
+                f"the runner cannot start: {exc}; put it back as it was (the harness keeps it)"
+            ) from None
         recovery.record_pid(self.harness, process.pid)
         return process
 

@@ -43,8 +43,15 @@ class Grader:
     hide: tuple[Path, ...] = ()
     cpus: float | None = None  # the run's CPU quota, shared with its runner's
 
-    def grade(self, archive: Path, exam: Path, phases: tuple[str, ...]) -> GradeReport:
-        """Grade a stored archive (the grader unpacks it where the agent cannot reach)."""
+    def grade(
+        self,
+        archive: Path,
+        exam: Path,
+        phases: tuple[str, ...],
+        cancelled: Callable[[], bool] | None = None,
+    ) -> GradeReport:
+        """Grade a stored archive (the grader unpacks it where the agent cannot reach);
+        `cancelled`: see `grade_bundle`."""
         return grade_bundle(
             archive,
             exam,
@@ -55,7 +62,12 @@ class Grader:
             phases=phases,
             hide=self.hide,
             cpus=self.cpus,
+            cancelled=cancelled,
         )
+
+
+CLOSE_WAIT_S = 10.0
+"""How long the end of a run waits for killed public scorings to be gone."""
 
 
 class Submissions:
@@ -80,10 +92,18 @@ class Submissions:
         self.grader = grader
         self.public_set = public_set
         self._lock = threading.Lock()  # one submission at a time: ids and history stay ordered
+        self._over = threading.Event()  # the run is over: public scorings stop
+        self._scoring = 0  # public scorings in flight
+        self._scored = threading.Condition()
         store.mkdir(parents=True, exist_ok=True)
 
-    def close(self) -> None:
-        """The run is over: nothing more is recorded (a submit still scoring is dropped)."""
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """The run is over: public scorings still running are killed (their bundle code is the
+        agent's), waited for up to `wait_s`, and nothing more is recorded."""
+        self._over.set()
+        with self._scored:
+            if not self._scored.wait_for(lambda: self._scoring == 0, timeout=wait_s):
+                self.log(f"{self._scoring} public scorings still stopping after {wait_s:g} s")
         with self._lock:
             self.history.close()
 
@@ -148,7 +168,7 @@ class Submissions:
             f"[runner] {candidate_id} recorded ({packed.packed_bytes:,} bytes packed, sha256 "
             f"{packed.sha256[:12]}); scoring it on the public validation set (feedback only)..."
         )
-        percent, error, line = self._score_public(candidate_id, archive)
+        percent, error, line = self._score_public(candidate_id, archive, call)
         with self._lock:
             self.history.record_public(candidate_id, percent, error)
         call.write(
@@ -162,17 +182,31 @@ class Submissions:
         return 0
 
     def _score_public(
-        self, candidate_id: str, archive: Path
+        self, candidate_id: str, archive: Path, call: Call
     ) -> tuple[float | None, str | None, str]:
-        """(percent, None, line) or (None, why it failed, line): for the history and the agent."""
+        """(percent, None, line) or (None, why it failed, line): for the history and the agent.
+
+        The bundle's code runs only while its call does: it is killed when the call is closed
+        (its per-call limit, the deadline) or the run is over."""
+        with self._scored:
+            self._scoring += 1
         try:
-            report = self.grader.grade(archive, self.public_set, ("generate",))
+            report = self.grader.grade(
+                archive,
+                self.public_set,
+                ("generate",),
+                cancelled=lambda: self._over.is_set() or call.closed,
+            )
         except Exception as exc:
             # Feedback only: a failure here must not void the run (a rerun for free); it is
             # on record in the history and in the harness's log.
             self.log(f"public scoring of {candidate_id} failed in the harness: {exc!r}")
             error = clean_text(f"the harness could not score it ({exc!r})")
             return None, error, f"public scoring failed: {error}"
+        finally:
+            with self._scored:
+                self._scoring -= 1
+                self._scored.notify_all()
         if not report.ok:
             # The reason may quote the bundle's own error text: whatever it holds must be
             # storable (a lone surrogate in it must not break the history or this call).

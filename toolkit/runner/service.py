@@ -45,6 +45,12 @@ CANCEL_WAIT_S = 2.0  # a client that vanished: how long its `cancel` line may ta
 CANCELLED = "client gone: cancelled by the agent (interrupt)"
 
 
+class CallRefused(Exception):
+    """`start_process` cannot start the command for a reason of the agent's own making (it
+    altered what the harness keeps in its workspace): the call is refused with this text, and
+    the run goes on; it is not the harness's failure."""
+
+
 class Process(Protocol):
     """What the service needs of a started sandbox process."""
 
@@ -336,7 +342,12 @@ class RunnerService:
         started = self.clock.elapsed()
         if item.stop.is_set():  # cancelled or closed already: start nothing
             return KILLED
-        process = self.start_process(call.argv)
+        try:
+            process = self.start_process(call.argv)
+        except CallRefused as exc:
+            call.say(f"[runner] refused: {exc}")
+            item.reason = clean_text(f"refused: {exc}")[:500]
+            return REFUSED
         with self._lock:
             if self._closed or item.finished:
                 item.reason = item.reason or "killed: the run is over"

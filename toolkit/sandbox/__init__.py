@@ -88,6 +88,7 @@ from toolkit.sandbox.base import (
     Sandbox,
     SandboxError,
     SandboxProcess,
+    SandboxRootAltered,
 )
 from toolkit.sandbox.streams import LineReader
 
@@ -102,6 +103,7 @@ __all__ = [
     "Sandbox",
     "SandboxError",
     "SandboxProcess",
+    "SandboxRootAltered",
     "create_sandbox",
 ]
 

@@ -69,6 +69,17 @@ class SetupError(Exception):
     """The plan could not be carried out: the sandbox is broken, not the command."""
 
 
+class RootAltered(SetupError):
+    """A path the plan keeps inside the sandbox's writable root (one it hides) was moved,
+    replaced or made a link by the root's own users: their doing, not the sandbox's."""
+
+    MARK = "root altered: "
+    """How the launcher's status line says so (the host raises `SandboxRootAltered`)."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(self.MARK + what)
+
+
 class _MountAttr(ctypes.Structure):
     _fields_ = [
         ("attr_set", ctypes.c_uint64),
@@ -348,16 +359,16 @@ def check_pinned(source_fd: int, root: str, path: str, dev: int, ino: int) -> No
     relative = os.path.relpath(path, root)
     try:
         fd = open_target(relative, dir_fd=source_fd)
-    except SetupError:
+    except SetupError as e:
         if not os.path.lexists(os.path.join(fd_path(source_fd), relative)):
-            raise SetupError(f"hidden path {path} is gone from the sandbox root") from None
-        raise
+            raise RootAltered(f"hidden path {path} is gone from the sandbox root") from None
+        raise RootAltered(f"hidden path {path} was replaced inside the sandbox root: {e}") from None
     try:
         st = os.fstat(fd)
     finally:
         os.close(fd)
     if (st.st_dev, st.st_ino) != (dev, ino):
-        raise SetupError(f"hidden path {path} was replaced inside the sandbox root")
+        raise RootAltered(f"hidden path {path} was replaced inside the sandbox root")
 
 
 def bind(source_fd: int, path: str, readonly: bool | None, how: str) -> None:
@@ -384,16 +395,20 @@ def hide(path: str, dev: int, ino: int) -> None:
     """An empty read-only tmpfs over a folder, /dev/null over anything else."""
     try:
         target = open_target(path)
-    except SetupError:
+    except SetupError as e:
         if not os.path.lexists(path):
             if dev >= 0:  # it lay in the writable root, so it was moved, not merely removed
-                raise SetupError(f"hidden path {path} is gone from the sandbox root") from None
+                raise RootAltered(f"hidden path {path} is gone from the sandbox root") from None
             return  # already invisible (under a private place or a cover)
+        if dev >= 0:  # in the writable root: made a link (or put under one) by its users
+            raise RootAltered(
+                f"hidden path {path} was replaced inside the sandbox root: {e}"
+            ) from None
         raise
     try:
         st = os.fstat(target)
         if dev >= 0 and (st.st_dev, st.st_ino) != (dev, ino):
-            raise SetupError(f"hidden path {path} was replaced inside the sandbox root")
+            raise RootAltered(f"hidden path {path} was replaced inside the sandbox root")
         if stat.S_ISDIR(st.st_mode):
             flags = MS_RDONLY | MS_NOSUID | MS_NODEV
             mount("tmpfs", fd_path(target), "tmpfs", flags, HIDE_OPTIONS)

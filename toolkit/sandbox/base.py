@@ -85,6 +85,12 @@ class SandboxError(RuntimeError):
     """The sandbox itself broke (could not be set up, lost a process): not the command's fault."""
 
 
+class SandboxRootAltered(SandboxError):
+    """A command could not start because a path the sandbox keeps inside its writable root (a
+    hidden one) was moved, replaced or made a link since the sandbox was made: by the root's
+    own users (an agent in its workspace), so their doing, not a failure of the sandbox."""
+
+
 class SandboxProcess(abc.ABC):
     """A long-lived process started in a sandbox, with pipes the host can speak over."""
 

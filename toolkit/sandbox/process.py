@@ -22,7 +22,10 @@ from toolkit.sandbox import _host
 
 # The launcher is stdlib-only by design, so the host side can share its /proc walk.
 from toolkit.sandbox._launcher import descendants
-from toolkit.sandbox.base import SandboxError, SandboxProcess
+from toolkit.sandbox._mounts import RootAltered
+from toolkit.sandbox.base import SandboxError, SandboxProcess, SandboxRootAltered
+
+ROOT_ALTERED_MARK = RootAltered.MARK
 
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """Per stream, what `exec` keeps; the rest is read and dropped so a flood cannot exhaust memory."""
@@ -145,7 +148,11 @@ class LocalProcess(SandboxProcess):
             (line for line in self._status.split(b"\n") if line.startswith(b"ari-sandbox:")),
             b"the launcher died during set-up",
         )
-        raise SandboxError(f"local sandbox set-up failed: {reason.decode(errors='replace')}")
+        text = reason.decode(errors="replace")
+        mark = "ari-sandbox: " + ROOT_ALTERED_MARK
+        if text.startswith(mark):
+            raise SandboxRootAltered(text.removeprefix(mark))
+        raise SandboxError(f"local sandbox set-up failed: {text}")
 
     def adopt(self, pid: int, pidfd: int) -> None:
         """The tree's first process, as the launcher forked it (its pidfd is now ours)."""
