@@ -6,14 +6,13 @@ of hundreds of megabytes is held in the harness's memory (several copies of it),
 of any size lands on the results disk and is then read into memory at once. An agent with an
 hour can make the harness run out of memory or disk: the run dies `invalid`, a free rerun (and
 other runs on the box suffer). These tests print 300 MB in a few seconds; a real agent can
-print far more.
+print far more. (Fixed: `toolkit.run.transcript` reads in bounded pieces and caps each
+console file.)
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from tests.run.conftest import ShellAgent, SpecFactory
 from toolkit.run.orchestrate import execute_run
@@ -28,11 +27,6 @@ def _status_kib(field: str) -> int:
     raise AssertionError(f"no {field} in /proc/self/status")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: Transcript reads the agent's console with readline() (no bound on a line) and "
-    "publishing reads the whole transcript into memory",
-)
 def test_a_console_line_without_end_does_not_grow_the_harness(make_spec: SpecFactory) -> None:
     script = f"head -c {PRINTED} /dev/zero\necho\necho printed\n"
     spec = make_spec(ShellAgent(script), budget=60, per_call=20, reserved=5)
@@ -44,10 +38,6 @@ def test_a_console_line_without_end_does_not_grow_the_harness(make_spec: SpecFac
     assert grown < 100 * 2**20, f"the harness grew by {grown / 2**20:.0f} MiB for one line"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HOLE: the agent's console is copied to the results folder without a size cap",
-)
 def test_a_flood_of_console_lines_is_capped_on_disk(make_spec: SpecFactory) -> None:
     # 2**18 lines of 1 KiB, made in the controller's /tmp (doubling a file), printed 1.1 times.
     script = (

@@ -8,6 +8,8 @@ On disk, for run R on track T (`toolkit run --results RESULTS`):
     RESULTS/T/R/candidates/       the packed bundles as submitted (cNNN.tar.gz); the graded one
                                   is re-checked against its recorded sha256 before grading
     RESULTS/T/R/transcript.txt    the agent's console (and, for model agents, its transcript)
+                                  (at most 16 MiB per console file, then one note of
+                                  what was dropped: `transcript`)
     RESULTS/T/R/agent.log         the harness's notes: isolation, start, stop, grading
     $ARI_HOME/runs/R/workspace/   what the agent worked in (kept for inspection)
     $ARI_HOME/runs/R/harness/     RUNNING marker and launcher pids while the run lasts
@@ -15,7 +17,7 @@ On disk, for run R on track T (`toolkit run --results RESULTS`):
 Modules: `history` (candidates and promotions), `workspace` (assembly and leak check), `roles`
 (controller and runner sandboxes), `submissions` (`runner submit/promote/history`), `recovery`
 (runs whose harness died), `inputs` (exam, public set, training data), `artifacts` (the run
-folder's files and the heads of its chained logs), `verify`, `orchestrate` (the whole run). The
-deadline (`toolkit.clock`) and the append-only hash-chained logs (`toolkit.chain`) live below
-both this package and `toolkit.runner`.
+folder's files and the heads of its chained logs), `verify`, `transcript` (the agent's console,
+bounded), `orchestrate` (the whole run). The deadline (`toolkit.clock`) and the append-only
+hash-chained logs (`toolkit.chain`) live below both this package and `toolkit.runner`.
 """

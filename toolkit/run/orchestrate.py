@@ -17,7 +17,8 @@ Order of events (DESIGN §5):
    image the CLI checked against the pins, and every container and network carries the run id
    as a label); with `spec.gpu` (a campaign's pin) the runner, and later the grading
    sandboxes, see that one GPU only, and the result records it (`placement`); the agent's
-   console goes to the run folder as it comes (secrets redacted);
+   console goes to the run folder as it comes (secrets redacted,
+   each file capped: `toolkit.run.transcript`);
 5. the agent exits, the deadline comes, or its adapter reports an infrastructure problem (a
    provider down or stalling the run, judged outside the controller: opencode's provider
    relay): everything is killed (whatever it does with signals),
@@ -47,7 +48,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO
 
 from exam_builder.exam_file import load_exam, sha256_file
 from toolkit import __version__
@@ -77,6 +77,7 @@ from toolkit.run.artifacts import (
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.submissions import Grader, Submissions
+from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
 from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
@@ -86,8 +87,11 @@ from toolkit.tracks import Track
 
 EGRESS_LOG = "egress.jsonl"
 AGENT_HOME = "agent"  # in the channel folder: seen by the controller only
-REDACTED = b"[redacted]"
 KILL_GRACE_S = 1.0  # after the deadline, how long teardown may take before we call it a bug
+# Harness text may quote the agent (an argument, a path, a provider's error): what one line of
+# `agent.log` or a result's `status_reason` keeps of it is bounded (a traceback fits whole).
+LOG_LINE_CHARS = 16_000
+STATUS_REASON_CHARS = 2_000
 
 
 @dataclass
@@ -156,6 +160,14 @@ def git_commit() -> str | None:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
+def bounded(text: str, limit: int) -> str:
+    """`text`, or its head and tail with a note of how much was cut from the middle."""
+    if len(text) <= limit:
+        return text
+    keep = max(0, limit - 40) // 2
+    return f"{text[:keep]} [... {len(text) - 2 * keep:,} characters cut ...] {text[-keep:]}"
+
+
 class AgentLog:
     """The harness's own notes about the run (`agent.log`): what happened when, and why."""
 
@@ -166,52 +178,10 @@ class AgentLog:
         self._lock = threading.Lock()
 
     def __call__(self, message: str) -> None:
-        line = f"[{self._clock():8.1f}s] {message}"
+        line = f"[{self._clock():8.1f}s] {bounded(message, LOG_LINE_CHARS)}"
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
         self._echo(line)
-
-
-class Transcript:
-    """The agent's console, copied to `transcript.txt` as it comes (and echoed, if asked).
-
-    `redact`: values (a credential) replaced by `[redacted]` before anything is written or
-    echoed, so that an agent printing its environment publishes no key."""
-
-    def __init__(
-        self, path: Path, echo: Callable[[str], None] | None, redact: list[str] | None = None
-    ) -> None:
-        self.path = path
-        self._echo = echo
-        self._redact = [s.encode() for s in redact or [] if len(s) >= 8]  # as find_leaks
-        self._lock = threading.Lock()
-        self._file = path.open("ab")
-        self._threads: list[threading.Thread] = []
-
-    def follow(self, pipe: IO[bytes] | None, echo: Callable[[str], None] | None = None) -> None:
-        """Copy `pipe` in (a thread); each line also goes to `echo` (default: the one given)."""
-        if pipe is None:
-            return
-        thread = threading.Thread(target=self._pump, args=(pipe, echo or self._echo), daemon=True)
-        thread.start()
-        self._threads.append(thread)
-
-    def _pump(self, pipe: IO[bytes], echo: Callable[[str], None] | None) -> None:
-        for line in iter(pipe.readline, b""):
-            for secret in self._redact:
-                line = line.replace(secret, REDACTED)
-            with self._lock:
-                self._file.write(line)
-                self._file.flush()
-            if echo:
-                echo(line.decode("utf-8", "replace").rstrip("\n"))
-
-    def close(self) -> str:
-        for thread in self._threads:
-            thread.join(timeout=5)
-        with self._lock:
-            self._file.close()
-        return self.path.read_text(encoding="utf-8", errors="replace")
 
 
 def _quiet(_: str) -> None:
@@ -593,7 +563,7 @@ class Run:
             ("stdout", "stderr"), (agent.stdout, agent.stderr), spec.agent.console(), strict=True
         ):
             if name not in files:
-                files[name] = Transcript(self.artifacts / name, None, redact)
+                files[name] = Transcript(self.artifacts / name, None, redact, log=self.log)
                 self.transcripts.append(files[name])
             files[name].follow(pipe, self._observer(stream))
 
@@ -681,10 +651,10 @@ class Run:
         result.timings.used_s = round(min(used, self.clock.budget_s), 3)
         result.timings.runner_s = round(self.runner_s, 3)
         result.config.isolation = self.isolation
+        if result.status_reason is not None:  # it may quote the agent: bounded
+            result.status_reason = bounded(result.status_reason, STATUS_REASON_CHARS)
         transcript = self.artifacts / TRANSCRIPT_FILE
-        text = (
-            transcript.read_text(encoding="utf-8", errors="replace") if transcript.exists() else ""
-        )
+        text = _read_head(transcript, TRANSCRIPT_CAP_BYTES + 4096)  # capped as it was written
         outcome = self.spec.agent.collect(self.work / "workspace", text)
         result.usage = outcome.usage
         if outcome.transcript is not None and outcome.transcript != text:
@@ -749,6 +719,15 @@ class Run:
             result.score = Score(percent=0.0, passed=0, total=report.score.total)
             result.families = {}
         return self._publish(result)
+
+
+def _read_head(path: Path, limit: int) -> str:
+    """The text of `path`, at most `limit` bytes of it ("" if there is no such file)."""
+    try:
+        with path.open("rb") as f:
+            return f.read(limit).decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def execute_run(

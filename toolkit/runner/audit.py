@@ -18,11 +18,21 @@ An entry holds:
 
 Arguments are recorded exactly: `decode_arg` gives back the bytes the agent passed. Nothing in
 an entry can fail to serialise: every text field is cleaned of lone surrogates here.
+
+What the log keeps of the agent's arguments is bounded per run (`ArgsBudget`): every call's
+arguments, as stored (JSON text or base64), count against `ARGS_BUDGET_BYTES`. A call whose
+arguments no longer fit is refused (64, with a reply that says why) and its entry keeps only
+the first `BUDGET_HEAD_BYTES` of its argument file (`request_head_b64`) and its size
+(`request_bytes`): on record, never silently dropped, and never unaudited. Calls of at most
+`BUDGET_HEAD_BYTES` (`runner submit DIR`, `runner promote ID`) are never refused for it: their
+refusal would keep as much as the call itself.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import threading
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -30,7 +40,49 @@ from typing import Any
 REQUEST_HEAD_BYTES = 4096
 INLINE_REQUEST_BYTES = 1 << 20
 
+# Audited argument bytes a run may store: generous for any real use (a 10 KB script passed to
+# `runner sh -c` 25,000 times fits), small next to the results disk, and the audit log stays
+# readable whole (`toolkit runs verify`).
+ARGS_BUDGET_BYTES = 256 * 1024 * 1024
+BUDGET_HEAD_BYTES = 256  # past the budget, what an entry keeps of a call's argument file
+
 AuditArg = str | dict[str, str]
+
+
+class ArgsBudget:
+    """The run's budget of argument bytes stored in the audit log (shared by all its calls)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = ARGS_BUDGET_BYTES if limit is None else limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def take(self, raw_bytes: int, stored_bytes: int) -> bool:
+        """Charge a call whose argument file is `raw_bytes` long and takes `stored_bytes` in the
+        log; False (nothing charged) if it does not fit. A call no longer than what a refusal
+        keeps anyway always fits."""
+        with self._lock:
+            if raw_bytes > BUDGET_HEAD_BYTES and self.used + stored_bytes > self.limit:
+                return False
+            self.used += stored_bytes
+            return True
+
+    def refusal(self, raw_bytes: int) -> str:
+        return (
+            f"the run's audit log has stored {self.used:,} bytes of arguments, and this call's "
+            f"{raw_bytes:,} more would pass its budget of {self.limit:,}; pass long input in a "
+            "file (short calls such as submit and promote still work)"
+        )
+
+
+def stored_size(argv: list[bytes]) -> int:
+    """How many bytes `argv` takes in an audit entry (as `ChainedLog` writes it)."""
+    return len(json.dumps([encode_arg(a) for a in argv], ensure_ascii=False).encode())
+
+
+def b64_size(raw_bytes: int) -> int:
+    """How many bytes `raw_bytes` bytes take in an entry as base64."""
+    return 4 * ((raw_bytes + 2) // 3)
 
 
 def encode_arg(arg: bytes) -> AuditArg:

@@ -25,7 +25,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from toolkit.runner.audit import INLINE_REQUEST_BYTES, REQUEST_HEAD_BYTES, to_bytes
+from toolkit.runner.audit import (
+    BUDGET_HEAD_BYTES,
+    INLINE_REQUEST_BYTES,
+    REQUEST_HEAD_BYTES,
+    ArgsBudget,
+    b64_size,
+    stored_size,
+    to_bytes,
+)
 from toolkit.runner.client import CALLS, REQUESTS
 
 NAME = re.compile(r"^[A-Za-z0-9]{8}$")
@@ -65,6 +73,7 @@ class CallsFolder:
     def __init__(self, path: Path) -> None:
         self._fd: int | None = os.open(path, _DIR_FLAGS)
         self._lock = threading.Lock()
+        self.budget = ArgsBudget()  # the run's audited argument bytes: one folder, one run
 
     def open_call(self, name: str) -> int:
         """A descriptor of the call folder `name` (BadRequest if it is missing or a link)."""
@@ -183,7 +192,9 @@ class Call:
     nothing is written once the call is finished (its descriptors may be reused by then).
     """
 
-    def __init__(self, name: str, dir_fd: int, deadline: float) -> None:
+    def __init__(
+        self, name: str, dir_fd: int, deadline: float, budget: ArgsBudget | None = None
+    ) -> None:
         self.name = name
         self._dir = dir_fd
         self.deadline = deadline
@@ -214,6 +225,21 @@ class Call:
             self.request, self.request_bytes = raw, len(raw)
         else:
             self.argv_bytes = raw.split(b"\0")[:-1]
+        if budget is not None:
+            self._charge(budget, raw, size)
+
+    def _charge(self, budget: ArgsBudget, raw: bytes, size: int) -> None:
+        """Count what the audit entry will keep of the arguments against the run's budget;
+        past it, refuse the call and keep only a short head of its arguments."""
+        if self.argv_bytes is not None:
+            stored = stored_size(self.argv_bytes)
+        else:
+            stored = b64_size(len(self.request or b""))
+        if budget.take(len(raw), stored):
+            return
+        self.problem = self.problem or budget.refusal(size)  # a malformed call stays so
+        self.argv_bytes = None
+        self.request, self.request_bytes = raw[:BUDGET_HEAD_BYTES], size
 
     @property
     def argv(self) -> list[str]:

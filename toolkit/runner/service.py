@@ -212,7 +212,7 @@ class RunnerService:
             calls = self._calls
             if calls is None:
                 raise BadRequest("the service has stopped")
-            call = Call(name, calls.open_call(name), deadline)
+            call = Call(name, calls.open_call(name), deadline, calls.budget)
             with self._lock:
                 item.call = call
                 late = item.finished  # closed (watchdog, stop) before it was even opened
