@@ -411,3 +411,24 @@ def test_a_slow_provider_that_answers_is_no_provider_failure(
     slow = [e for e in relayed if e["kind"] == "call" and e["duration_s"] > 6.0]
     assert len(slow) >= 2 and all(e["outcome"] == "answered" for e in slow)
     assert not [e for e in relayed if e["kind"] == "probe"]
+
+
+def test_an_export_over_its_cap_is_not_stored(
+    make_agent: AgentFactory,
+    make_spec: SpecFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The session export is the model's output, of any size: past the cap it is cut in the
+    controller and not stored (a cut JSON document is of no use), and the scaffold's log says so."""
+    import toolkit.agents.opencode as opencode
+
+    monkeypatch.setattr(opencode, "EXPORT_CAP_BYTES", 200)
+    name, address = named_host()
+    with FakeProvider(steps(Reply(text="Nothing to do.")), host=name, address=address) as p:
+        spec = make_spec(make_agent(p), budget=60, per_call=20, reserved=5)
+        result = execute_run(spec)
+    assert result.status == "failed", result.status_reason  # it promoted nothing
+    folder = spec.results_dir / "demo-cpu"
+    assert "transcript" not in result.artifacts
+    scaffold_log = (folder / result.artifacts["scaffold"]).read_text()
+    assert "opencode export is over 200 bytes: not stored" in scaffold_log

@@ -58,6 +58,8 @@ from toolkit.sandbox import Egress, Sandbox
 PLACEHOLDER_KEY = "ari-relay-sets-the-key"  # all the controller has; the relay sets the real one
 STALL_SHARE = 0.1  # provider failures for longer than this share of the budget: checked, invalid
 EXPORT_TIMEOUT_S = 120
+EXPORT_CAP_BYTES = 64 * 2**20
+"""The largest session export kept as transcript.json (one JSON document: cut, it is useless)."""
 EVENTS_FILE, LOG_FILE, TRANSCRIPT_JSON = "events.jsonl", "scaffold.log", "transcript.json"
 TITLE = "ARI Bench run"
 PROMPT = (
@@ -446,7 +448,16 @@ class OpencodeAgent(Agent):
         session = self.tally.session_id
         if session is None:
             return
-        done = controller.exec(["opencode", "export", session], timeout=EXPORT_TIMEOUT_S)
+        # Cut in the controller: the session is the model's (and its tools') output, of any size.
+        export = f'opencode export "$1" | head -c {EXPORT_CAP_BYTES + 1}'
+        done = controller.exec(["sh", "-c", export, "sh", session], timeout=EXPORT_TIMEOUT_S)
+        if len(done.stdout) > EXPORT_CAP_BYTES:
+            with (artifacts / LOG_FILE).open("a", encoding="utf-8") as f:
+                f.write(
+                    f"[ari] opencode export is over {EXPORT_CAP_BYTES:,} bytes: not stored "
+                    "(events.jsonl keeps the session's events)\n"
+                )
+            return
         if not done.ok or not done.stdout.strip():
             note = done.stderr.decode(errors="replace").strip()[-500:]
             with (artifacts / LOG_FILE).open("a", encoding="utf-8") as f:

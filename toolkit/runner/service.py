@@ -76,7 +76,8 @@ runner: the only way to compute in this run. Every reply starts with the time le
   runner promote ID      choose the candidate graded on the hidden exam (the last promoted wins)
   runner history         every candidate so far, with its public score
 Exit codes: the command's own; {refused} = refused (reserved window); {killed} = killed (limit,
-deadline or cancelled); {malformed} = malformed call (e.g. arguments over 1 MiB in all)."""
+deadline or cancelled); {malformed} = malformed call (arguments over 1 MiB in all, or past the
+run's budget of argument bytes: pass long input in a file)."""
 
 
 @dataclass
