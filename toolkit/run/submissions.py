@@ -66,6 +66,7 @@ class Grader:
         )
 
 
+SOURCE_CHARS = 4096  # a submitted path as recorded (a longer one cannot be opened anyway)
 CLOSE_WAIT_S = 10.0
 """How long the end of a run waits for killed public scorings to be gone."""
 
@@ -159,7 +160,9 @@ class Submissions:
                 sha256=packed.sha256,
                 packed_bytes=packed.packed_bytes,
             )
-            if not self.history.add_candidate(candidate, source=clean_text(call.argv[1])):
+            if not self.history.add_candidate(
+                candidate, source=clean_text(call.argv[1])[:SOURCE_CHARS]
+            ):
                 call.say("[runner] submit refused: the run is over")
                 return REJECTED
         # Recorded (and promotable) before it is scored: public scoring is feedback only, and
