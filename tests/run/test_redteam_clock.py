@@ -109,3 +109,33 @@ sleep 2
         for line in _survivors(token, wait_s=0):
             with contextlib.suppress(OSError):
                 os.kill(int(line.split(":")[0]), 9)
+
+
+def test_concurrent_submits_are_scored_one_at_a_time(make_spec: SpecFactory) -> None:
+    """Each public scoring may take the track's whole memory cap (and the GPU): an agent that
+    submits many bundles at once must not run their code side by side. Three bundles whose
+    load() sleeps 2 s, submitted together, take at least 6 s to be scored, and all are."""
+    script = """mkdir -p bundles/nap
+cat > bundles/nap/inference.py <<'PYEOF'
+import time
+class Model:
+    def generate(self, prompts, lengths):
+        return [b" " * n for n in lengths]
+def load(bundle_dir, device):
+    time.sleep(2)
+    return Model()
+PYEOF
+start=$(date +%s.%N)
+runner submit bundles/nap > s1 & runner submit bundles/nap > s2 & runner submit bundles/nap > s3 &
+wait
+end=$(date +%s.%N)
+echo "three submits took $(awk "BEGIN{print $end - $start}")"
+cat s1 s2 s3
+"""
+    spec = make_spec(ShellAgent(script), budget=60, per_call=30, reserved=3)
+    result = execute_run(spec)
+    assert result.status == "failed", result.status_reason  # nothing promoted
+    transcript = (spec.results_dir / spec.track.id / result.run_id / "transcript.txt").read_text()
+    took = float(transcript.split("three submits took ")[1].split()[0])
+    assert took >= 6.0, f"three 2 s loads were scored side by side ({took:.1f} s): {transcript}"
+    assert [c.public_score for c in result.candidates] == [0.0, 0.0, 0.0], transcript

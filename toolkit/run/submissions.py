@@ -17,6 +17,7 @@ from pathlib import Path
 
 from toolkit.clock import Clock
 from toolkit.grading import BundleError, grade_bundle, pack_bundle
+from toolkit.grading.grade import CANCELLED
 from toolkit.grading.report import GradeReport
 from toolkit.results import Candidate
 from toolkit.run.history import SubmissionHistory
@@ -67,6 +68,7 @@ class Grader:
 
 
 SOURCE_CHARS = 4096  # a submitted path as recorded (a longer one cannot be opened anyway)
+WAIT_POLL_S = 0.1  # how often a submit waiting for its turn checks that its call still runs
 CLOSE_WAIT_S = 10.0
 """How long the end of a run waits for killed public scorings to be gone."""
 
@@ -96,6 +98,7 @@ class Submissions:
         self._over = threading.Event()  # the run is over: public scorings stop
         self._scoring = 0  # public scorings in flight
         self._scored = threading.Condition()
+        self._one_at_a_time = threading.Lock()  # public scorings, one after another
         store.mkdir(parents=True, exist_ok=True)
 
     def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
@@ -190,16 +193,27 @@ class Submissions:
         """(percent, None, line) or (None, why it failed, line): for the history and the agent.
 
         The bundle's code runs only while its call does: it is killed when the call is closed
-        (its per-call limit, the deadline) or the run is over."""
+        (its per-call limit, the deadline) or the run is over. One scoring at a time per run:
+        concurrent submits wait their turn (each grading may take the track's whole memory
+        cap, and the GPU)."""
+
+        def cancelled() -> bool:
+            return self._over.is_set() or call.closed
+
         with self._scored:
             self._scoring += 1
         try:
-            report = self.grader.grade(
-                archive,
-                self.public_set,
-                ("generate",),
-                cancelled=lambda: self._over.is_set() or call.closed,
-            )
+            if not self._one_at_a_time.acquire(blocking=False):
+                call.say("[runner] waiting for the scoring of an earlier submission to end...")
+                while not self._one_at_a_time.acquire(timeout=WAIT_POLL_S):
+                    if cancelled():
+                        return None, CANCELLED, f"public scoring failed: {CANCELLED}"
+            try:
+                report = self.grader.grade(
+                    archive, self.public_set, ("generate",), cancelled=cancelled
+                )
+            finally:
+                self._one_at_a_time.release()
         except Exception as exc:
             # Feedback only: a failure here must not void the run (a rerun for free); it is
             # on record in the history and in the harness's log.
