@@ -17,27 +17,12 @@ from typing import Any
 from click.testing import CliRunner
 
 from tests.docker.conftest import ShellAgent, SpecFactory, containers_of
+from tests.processes import survivors
 from toolkit.cli import cli
 from toolkit.run.orchestrate import execute_run
 
 REPO = Path(__file__).resolve().parents[2]
 TOKEN = "876543.219"  # an argument only this test's processes carry
-
-
-def _survivors(token: str, wait_s: float) -> list[str]:
-    deadline = time.monotonic() + wait_s
-    while True:
-        found = []
-        for entry in os.listdir("/proc"):
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes() if entry.isdigit() else b""
-            except OSError:
-                continue
-            if token.encode() in cmdline:
-                found.append(entry)
-        if not found or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.1)
 
 
 def test_scripted_run_on_docker_end_to_end(tmp_path: Path, client: Any) -> None:
@@ -97,7 +82,7 @@ while :; do sleep 1; done
     log = (spec.results_dir / "demo-cpu" / result.run_id / "agent.log").read_text()
     took = float(re.search(r"stopped everything in ([0-9.]+)s", log).group(1))  # type: ignore[union-attr]
     assert took < 2.0, log
-    assert _survivors(TOKEN, wait_s=1.0) == []
+    assert survivors(TOKEN, wait_s=1.0) == []
     assert containers_of(client, **{"ari.run": result.run_id}) == []
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from toolkit.agents import Agent, AgentContext, AgentOutcome
+from tests.run.conftest import ShellAgent
+from toolkit.agents import Agent
 from toolkit.run.inputs import prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
 from toolkit.tracks import get_track
@@ -49,30 +49,6 @@ def code_questions(count: int, family: str = "extraction") -> list[dict[str, str
         }
         for i in range(count)
     ]
-
-
-class ShellAgent(Agent):
-    """A test agent: a POSIX shell script run in the controller (as in tests/run)."""
-
-    name = "test-shell"
-    version = "test"
-
-    def __init__(self, script: str) -> None:
-        self.script = "#!/bin/sh\n" + script
-
-    def prepare(self, workspace: Path, ctx: AgentContext) -> None:
-        path = ctx.bin_dir / "test-agent"
-        path.write_text(self.script)
-        path.chmod(0o755)
-
-    def command(self) -> list[str]:
-        return ["test-agent"]
-
-    def config_sha256(self) -> str:
-        return hashlib.sha256(self.script.encode()).hexdigest()
-
-    def collect(self, workspace: Path, output: str) -> AgentOutcome:
-        return AgentOutcome(transcript=output)
 
 
 def submit_and_promote(source: str) -> ShellAgent:

@@ -15,31 +15,13 @@ import contextlib
 import json
 import os
 import secrets
-import time
 from pathlib import Path
 
+from tests.processes import survivors
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.run.orchestrate import execute_run
 
 TOKEN = f"8{secrets.randbelow(10**8):08d}.{os.getpid()}"  # a sleep's length, unique to this run
-
-
-def _survivors(token: str, wait_s: float) -> list[str]:
-    deadline = time.monotonic() + wait_s
-    while True:
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if token.encode() in cmdline:
-                found.append(entry + ": " + cmdline.replace(b"\0", b" ").decode(errors="replace"))
-        if not found or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.1)
 
 
 def test_public_scoring_of_a_late_submit_ends_with_the_run(make_spec: SpecFactory) -> None:
@@ -59,10 +41,10 @@ sleep 3
     try:
         result = execute_run(spec)
         assert result.status == "valid", result.status_reason
-        alive = _survivors(TOKEN, wait_s=2.0)
+        alive = survivors(TOKEN, wait_s=2.0)
         assert alive == [], f"the agent's bundle code still runs after the run: {alive}"
     finally:
-        for line in _survivors(TOKEN, wait_s=0):  # the sleep and the worker that started it
+        for line in survivors(TOKEN, wait_s=0):  # the sleep and the worker that started it
             pid = line.split(":")[0]
             status = Path(f"/proc/{pid}/status").read_text()
             ppid = next(ln.split()[1] for ln in status.splitlines() if ln.startswith("PPid:"))
@@ -104,9 +86,9 @@ sleep 2
         assert public and "grading cancelled" in (public[0]["error"] or ""), public
         # Ended with its call, before the next submit (not when the run was over).
         assert order.index(("public", "c002")) < order.index(("submit", "c003")), order
-        assert _survivors(token, wait_s=2.0) == []
+        assert survivors(token, wait_s=2.0) == []
     finally:
-        for line in _survivors(token, wait_s=0):
+        for line in survivors(token, wait_s=0):
             with contextlib.suppress(OSError):
                 os.kill(int(line.split(":")[0]), 9)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.processes import survivors
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.agents import ScriptedAgent
 from toolkit.chain import read_chain
@@ -30,30 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 # An argument only this test run's processes carry (a sleep's length, so a number): unique per
 # run, so that suites running side by side on one host never take each other's for survivors.
 TOKEN = f"9{secrets.randbelow(10**8):08d}.{os.getpid()}"
-
-
-def _survivors(token: str, wait_s: float = 0.0) -> list[str]:
-    """Processes whose command line holds `token`, after waiting up to `wait_s` for none."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        found = _scan(token)
-        if not found or time.monotonic() >= deadline:
-            return found
-        time.sleep(0.1)
-
-
-def _scan(token: str) -> list[str]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if token.encode() in cmdline:
-            found.append(entry + ": " + cmdline.replace(b"\0", b" ").decode(errors="replace"))
-    return found
 
 
 def test_deadline_stops_an_agent_that_ignores_sigterm_and_forks(make_spec: SpecFactory) -> None:
@@ -72,7 +49,7 @@ while :; do sleep 1; done
     assert ended - ticks[0] <= 5 + 2, f"the run ended {ended - ticks[0]:.2f}s after it started"
     assert result.status == "failed" and result.score.passed == 0
     assert "no candidate was promoted (deadline)" in (result.status_reason or "")
-    assert _survivors(TOKEN, wait_s=1.0) == []
+    assert survivors(TOKEN, wait_s=1.0) == []
 
 
 def test_an_agent_cannot_fill_the_disk_through_its_workspace(make_spec: SpecFactory) -> None:
@@ -175,7 +152,7 @@ sleep {TOKEN}
     while time.monotonic() < deadline:
         found = list(spec.results_dir.glob("demo-cpu/*/history.jsonl"))
         promoted = found and any(e["kind"] == "promote" for e in read_chain(found[0]))
-        if promoted and _survivors(TOKEN):
+        if promoted and survivors(TOKEN):
             history = found[0]
             break
         time.sleep(0.2)
@@ -211,7 +188,7 @@ sleep {TOKEN}
     assert history.read_bytes() == before
     assert audit.read_bytes().startswith(audit_before)
     read_chain(audit)
-    assert _survivors(TOKEN, wait_s=1.0) == []
+    assert survivors(TOKEN, wait_s=1.0) == []
     assert not list(runs_root().glob(f"*/harness/{MARKER}"))
     # The workspace's size cap the dead harness left mounted: unmounted, its image gone.
     assert capped_before == (capped.unavailable("ext4") is None)

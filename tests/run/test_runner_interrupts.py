@@ -11,18 +11,17 @@ file descriptor", the run then invalid), or close a number another thread had ju
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.bystander import Bystander
 from tests.run.runner_env import Env, make_env
 from toolkit.clock import Clock
 from toolkit.runner.service import CANCELLED
@@ -54,35 +53,6 @@ def _start_client(env: Env, *argv: str, session: bool = False) -> subprocess.Pop
         text=True,
         start_new_session=session,
     )
-
-
-class Bystander:
-    """A thread keeping pipes of its own busy: counts the ones closed or read under it."""
-
-    def __init__(self) -> None:
-        self.stolen = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            r, w = os.pipe()
-            try:
-                for _ in range(20):
-                    os.write(w, b"x")
-                    if os.read(r, 1) != b"x":
-                        raise OSError(errno.EBADF, "read someone else's bytes")
-            except OSError:
-                self.stolen += 1  # these numbers may be another thread's now: leave them
-                continue
-            os.close(r)
-            os.close(w)
-
-    def stop(self) -> int:
-        self._stop.set()
-        self._thread.join()
-        return self.stolen
 
 
 def test_interrupts_are_recorded_as_cancelled(env: Env) -> None:

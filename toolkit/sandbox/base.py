@@ -10,11 +10,14 @@ to mount read-only.
 from __future__ import annotations
 
 import abc
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
+
+from toolkit.sandbox.streams import communicate
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,15 @@ class Sandbox(abc.ABC):
     """The sandbox's working directory (a host path for the local backend)."""
 
     @abc.abstractmethod
+    def _spawn(
+        self, argv: list[str], cwd: str | None, env: dict[str, str] | None, streams: list[bool]
+    ) -> SandboxProcess:
+        """Launch `argv`; `streams` says which of stdin/stdout/stderr become host pipes."""
+
+    @abc.abstractmethod
+    def _output_cap(self) -> int:
+        """What `exec` keeps of each output stream, in bytes."""
+
     def exec(
         self,
         argv: list[str],
@@ -136,8 +148,13 @@ class Sandbox(abc.ABC):
         timeout: float | None = None,
     ) -> ExecResult:
         """Run `argv` to completion (or until `timeout`, then kill its tree) and collect output."""
+        started = time.monotonic()
+        process = self._spawn(argv, cwd, env, [input is not None, True, True])
+        out, err, timed_out = communicate(process, input, timeout, self._output_cap())
+        code = process.wait()
+        assert code is not None
+        return ExecResult(code, out, err, timed_out, time.monotonic() - started)
 
-    @abc.abstractmethod
     def start(
         self,
         argv: list[str],
@@ -149,6 +166,7 @@ class Sandbox(abc.ABC):
         stderr: bool = True,
     ) -> SandboxProcess:
         """Start `argv` and return at once; each True stream becomes a pipe to the host."""
+        return self._spawn(argv, cwd, env, [stdin, stdout, stderr])
 
     @abc.abstractmethod
     def read_file(self, path: str) -> bytes:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import selectors
 import threading
 import time
 from collections.abc import Callable
@@ -174,61 +173,3 @@ class DockerProcess(SandboxProcess):
         """Wait for the reader to finish (the container is gone: its stream ends)."""
         self._discard = True
         self._done.wait(timeout)
-
-
-def communicate(
-    process: DockerProcess, data: bytes | None, timeout: float | None
-) -> tuple[bytes, bytes, bool]:
-    """Feed `data`, collect stdout/stderr until both close; kill the tree at `timeout`."""
-    assert process.stdout is not None and process.stderr is not None
-    chunks: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
-    sizes = dict.fromkeys(chunks, 0)
-    pending = memoryview(data or b"")
-    deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = False
-    with selectors.DefaultSelector() as selector:
-        for fd in chunks:
-            selector.register(fd, selectors.EVENT_READ)
-        if process.stdin is not None:
-            os.set_blocking(process.stdin.fileno(), False)
-            if pending:
-                selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
-            else:
-                process.stdin.close()
-        while selector.get_map():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                if timed_out:
-                    break
-                timed_out = True
-                process.kill()
-                deadline = time.monotonic() + 5
-                continue
-            for key, _ in selector.select(left):
-                fd = int(key.fd)
-                if fd in chunks:
-                    chunk = os.read(fd, 1 << 16)
-                    if not chunk:
-                        selector.unregister(fd)
-                    elif sizes[fd] < MAX_OUTPUT_BYTES:
-                        chunks[fd].append(chunk[: MAX_OUTPUT_BYTES - sizes[fd]])
-                        sizes[fd] += len(chunk)
-                    continue
-                try:
-                    written = os.write(fd, pending[: 1 << 16])
-                except BlockingIOError:
-                    continue
-                except BrokenPipeError:
-                    written = len(pending)
-                pending = pending[written:]
-                if not pending:
-                    selector.unregister(fd)
-                    assert process.stdin is not None
-                    process.stdin.close()
-    if process.stdin is not None and not process.stdin.closed:
-        with contextlib.suppress(BrokenPipeError):
-            process.stdin.close()
-    process.stdout.close()
-    process.stderr.close()
-    out, err = (b"".join(chunks[fd]) for fd in chunks)
-    return out, err, timed_out

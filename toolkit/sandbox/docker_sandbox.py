@@ -31,7 +31,6 @@ import secrets
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,15 +41,13 @@ from toolkit.sandbox import capped
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
-    ExecResult,
     Limits,
     Sandbox,
     SandboxError,
-    SandboxProcess,
 )
 from toolkit.sandbox.docker_egress import EgressGate, internal_network
 from toolkit.sandbox.docker_engine import Hijacked, connect, labels
-from toolkit.sandbox.docker_process import DockerProcess, communicate
+from toolkit.sandbox.docker_process import MAX_OUTPUT_BYTES, DockerProcess
 from toolkit.sandbox.files import read_under, write_under
 
 STATUS_MOUNT = "/run/ari-status"
@@ -364,33 +361,8 @@ class DockerSandbox(Sandbox):
         with self._lock, contextlib.suppress(OSError):
             control.send(f"kill {call_id}\n".encode())
 
-    def exec(
-        self,
-        argv: list[str],
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        input: bytes | None = None,
-        timeout: float | None = None,
-    ) -> ExecResult:
-        started = time.monotonic()
-        process = self._spawn(argv, cwd, env, [input is not None, True, True])
-        out, err, timed_out = communicate(process, input, timeout)
-        code = process.wait()
-        assert code is not None
-        return ExecResult(code, out, err, timed_out, time.monotonic() - started)
-
-    def start(
-        self,
-        argv: list[str],
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        stdin: bool = True,
-        stdout: bool = True,
-        stderr: bool = True,
-    ) -> SandboxProcess:
-        return self._spawn(argv, cwd, env, [stdin, stdout, stderr])
+    def _output_cap(self) -> int:
+        return MAX_OUTPUT_BYTES
 
     def read_file(self, path: str) -> bytes:
         return read_under(self.root, path)

@@ -47,26 +47,24 @@ import os
 import pwd
 import sys
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
 from toolkit.sandbox import _host, _layout, capped
 from toolkit.sandbox import gpus as gpu_pinning
+from toolkit.sandbox import process as process_module
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
-    ExecResult,
     Limits,
     Sandbox,
     SandboxError,
-    SandboxProcess,
 )
 from toolkit.sandbox.egress import EgressGate
 from toolkit.sandbox.files import read_under, write_under
 from toolkit.sandbox.forkserver import ForkServer
-from toolkit.sandbox.process import LocalProcess, communicate
+from toolkit.sandbox.process import LocalProcess
 
 log = logging.getLogger(__name__)
 
@@ -390,33 +388,8 @@ class LocalSandbox(Sandbox):
         return process
 
     # -- interface -----------------------------------------------------------------------
-    def exec(
-        self,
-        argv: list[str],
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        input: bytes | None = None,
-        timeout: float | None = None,
-    ) -> ExecResult:
-        started = time.monotonic()
-        process = self._spawn(argv, cwd, env, [input is not None, True, True])
-        out, err, timed_out = communicate(process, input, timeout)
-        code = process.wait()
-        assert code is not None
-        return ExecResult(code, out, err, timed_out, time.monotonic() - started)
-
-    def start(
-        self,
-        argv: list[str],
-        *,
-        cwd: str | None = None,
-        env: dict[str, str] | None = None,
-        stdin: bool = True,
-        stdout: bool = True,
-        stderr: bool = True,
-    ) -> SandboxProcess:
-        return self._spawn(argv, cwd, env, [stdin, stdout, stderr])
+    def _output_cap(self) -> int:
+        return process_module.MAX_OUTPUT_BYTES  # read at each call (tests lower it)
 
     def read_file(self, path: str) -> bytes:
         return read_under(self.root, path)

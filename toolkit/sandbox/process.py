@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import select
-import selectors
 import signal
 import threading
 import time
@@ -25,7 +24,6 @@ from toolkit.sandbox._launcher import descendants
 from toolkit.sandbox._mounts import RootAltered
 from toolkit.sandbox.base import SandboxError, SandboxProcess, SandboxRootAltered
 
-ROOT_ALTERED_MARK = RootAltered.MARK
 
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """Per stream, what `exec` keeps; the rest is read and dropped so a flood cannot exhaust memory."""
@@ -149,7 +147,7 @@ class LocalProcess(SandboxProcess):
             b"the launcher died during set-up",
         )
         text = reason.decode(errors="replace")
-        mark = "ari-sandbox: " + ROOT_ALTERED_MARK
+        mark = "ari-sandbox: " + RootAltered.MARK
         if text.startswith(mark):
             raise SandboxRootAltered(text.removeprefix(mark))
         raise SandboxError(f"local sandbox set-up failed: {text}")
@@ -263,61 +261,3 @@ class LocalProcess(SandboxProcess):
 def select_fds(fds: list[int], timeout: float) -> tuple[list[int], list[int], list[int]]:
     """select() for reading; a huge timeout means "wait as long as it takes"."""
     return select.select(fds, [], [], min(timeout, 1e7))
-
-
-def communicate(
-    process: LocalProcess, data: bytes | None, timeout: float | None
-) -> tuple[bytes, bytes, bool]:
-    """Feed `data`, collect stdout/stderr until both close; kill the tree at `timeout`."""
-    assert process.stdout is not None and process.stderr is not None
-    chunks: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
-    sizes = dict.fromkeys(chunks, 0)
-    pending = memoryview(data or b"")
-    deadline = None if timeout is None else time.monotonic() + timeout
-    timed_out = False
-    with selectors.DefaultSelector() as selector:
-        for fd in chunks:
-            selector.register(fd, selectors.EVENT_READ)
-        if process.stdin is not None:
-            os.set_blocking(process.stdin.fileno(), False)
-            if pending:
-                selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
-            else:
-                process.stdin.close()
-        while selector.get_map():
-            left = None if deadline is None else deadline - time.monotonic()
-            if left is not None and left <= 0:
-                if timed_out:  # an escaped holder keeps a pipe open: stop reading
-                    break
-                timed_out = True
-                process.kill()
-                deadline = time.monotonic() + 5
-                continue
-            for key, _ in selector.select(left):
-                fd = int(key.fd)
-                if fd in chunks:
-                    chunk = os.read(fd, 1 << 16)
-                    if not chunk:
-                        selector.unregister(fd)
-                    elif sizes[fd] < MAX_OUTPUT_BYTES:
-                        chunks[fd].append(chunk[: MAX_OUTPUT_BYTES - sizes[fd]])
-                        sizes[fd] += len(chunk)
-                    continue
-                try:
-                    written = os.write(fd, pending[: 1 << 16])
-                except BlockingIOError:
-                    continue
-                except BrokenPipeError:
-                    written = len(pending)
-                pending = pending[written:]
-                if not pending:
-                    selector.unregister(fd)
-                    assert process.stdin is not None
-                    process.stdin.close()
-    if process.stdin is not None and not process.stdin.closed:
-        with contextlib.suppress(BrokenPipeError):
-            process.stdin.close()
-    process.stdout.close()
-    process.stderr.close()
-    out, err = (b"".join(chunks[fd]) for fd in chunks)
-    return out, err, timed_out

@@ -7,10 +7,15 @@ holds, so this reads the raw fd itself and keeps its own buffer.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
+import selectors
 import time
-from typing import IO
+from typing import IO, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from toolkit.sandbox.base import SandboxProcess
 
 
 class LineReader:
@@ -52,3 +57,63 @@ class LineReader:
                     self._buffer += chunk
                 else:
                     self._eof = True
+
+
+def communicate(
+    process: SandboxProcess, data: bytes | None, timeout: float | None, max_bytes: int
+) -> tuple[bytes, bytes, bool]:
+    """Feed `data`, collect stdout/stderr until both close; kill the tree at `timeout`. Of each
+    stream, the first `max_bytes` are kept; the rest is read and dropped (a flood must not
+    exhaust the host's memory)."""
+    assert process.stdout is not None and process.stderr is not None
+    chunks: dict[int, list[bytes]] = {process.stdout.fileno(): [], process.stderr.fileno(): []}
+    sizes = dict.fromkeys(chunks, 0)
+    pending = memoryview(data or b"")
+    deadline = None if timeout is None else time.monotonic() + timeout
+    timed_out = False
+    with selectors.DefaultSelector() as selector:
+        for fd in chunks:
+            selector.register(fd, selectors.EVENT_READ)
+        if process.stdin is not None:
+            os.set_blocking(process.stdin.fileno(), False)
+            if pending:
+                selector.register(process.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                process.stdin.close()
+        while selector.get_map():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                if timed_out:  # an escaped holder keeps a pipe open: stop reading
+                    break
+                timed_out = True
+                process.kill()
+                deadline = time.monotonic() + 5
+                continue
+            for key, _ in selector.select(left):
+                fd = int(key.fd)
+                if fd in chunks:
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        selector.unregister(fd)
+                    elif sizes[fd] < max_bytes:
+                        chunks[fd].append(chunk[: max_bytes - sizes[fd]])
+                        sizes[fd] += len(chunk)
+                    continue
+                try:
+                    written = os.write(fd, pending[: 1 << 16])
+                except BlockingIOError:
+                    continue
+                except BrokenPipeError:
+                    written = len(pending)
+                pending = pending[written:]
+                if not pending:
+                    selector.unregister(fd)
+                    assert process.stdin is not None
+                    process.stdin.close()
+    if process.stdin is not None and not process.stdin.closed:
+        with contextlib.suppress(BrokenPipeError):
+            process.stdin.close()
+    process.stdout.close()
+    process.stderr.close()
+    out, err = (b"".join(chunks[fd]) for fd in chunks)
+    return out, err, timed_out
