@@ -14,11 +14,21 @@ last `CONTEXT_BYTES` bytes):
   solvers. For a bank that is not public (`public = true` in `bank.toml` marks the demo and
   validation banks) it must be at most `PUBLIC_ENGINE_LIMIT` percent per family: a hidden bank
   rewords and re-parameterises every family, so that the defaults no longer read its prompts.
+- generic solvers: every model-free solver of `exam_builder.solvers`, each on its own, written
+  against structures (definitions, tables, lists, progressions, repeated spans...) rather
+  than any wording. For a bank that is not public each must be at most `GENERIC_LIMIT` percent
+  per family: rewording does not stop them, only structures the public engine lacks do. The
+  best of them per question (`generic_any`, an oracle that knows which one to trust) is
+  reported, not gated.
+
+A solver that is not told the answer's length writes a finite guess: it is right when the
+guess's first `len(answer)` bytes are the answer (`exam_builder.solvers.graded`), as the
+grader judges a bundle's output.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +37,8 @@ from exam_builder.baselines import copy_continue, trained_ngram
 from exam_builder.document import visible_tail
 from exam_builder.families import BUILTIN
 from exam_builder.generate import GeneratedDocument, Progress
+from exam_builder.solvers import GENERIC, graded, run
+from exam_builder.solvers.text import Prompt
 
 CONTEXT_BYTES = 1024
 """The grader sends each prompt's last 1,024 bytes; every solver here sees the same."""
@@ -34,6 +46,8 @@ BASELINE_LIMIT = 5.0
 """Highest context-free baseline score (percent) a family may have."""
 PUBLIC_ENGINE_LIMIT = 5.0
 """Highest public-engine score (percent) a family of a bank that is not public may have."""
+GENERIC_LIMIT = 5.0
+"""Highest score (percent) one generic solver may have on a family of a bank that is not public."""
 NGRAM_ORDER = 6
 
 
@@ -51,6 +65,12 @@ class FamilyQuality(_Model):
     public_engine: float | None = Field(
         default=None,
         description="Built-in solvers with default parameters, percent (None: not measured).",
+    )
+    generic: dict[str, float] = Field(
+        default_factory=dict, description="Per generic solver (by name), percent."
+    )
+    generic_any: float | None = Field(
+        default=None, description="Questions some generic solver answers, percent (not gated)."
     )
     max_prompt_bytes: int = Field(description="Longest prompt in bytes (the grader sends 1,024).")
 
@@ -71,6 +91,9 @@ class QualityReport(_Model):
         default=False, description="The bank is public: the public-engine gate does not apply."
     )
     baseline: BaselineInfo | None = Field(description="None when no English text was given.")
+    generic_solvers: dict[str, str] = Field(
+        default_factory=dict, description="The generic solvers run: name -> structure exploited."
+    )
     families: dict[str, FamilyQuality] = Field(description="Per family, in exam order.")
     total: FamilyQuality = Field(description="Over the whole exam.")
 
@@ -84,6 +107,8 @@ class _Tally:
     baseline: int = 0
     copy: int = 0
     public_engine: int = 0
+    generic_any: int = 0
+    generic: dict[str, int] = field(default_factory=lambda: dict.fromkeys(GENERIC, 0))
     max_prompt_bytes: int = 0
 
     def add(self, other: _Tally) -> None:
@@ -92,6 +117,9 @@ class _Tally:
         self.baseline += other.baseline
         self.copy += other.copy
         self.public_engine += other.public_engine
+        self.generic_any += other.generic_any
+        for name, hits in other.generic.items():
+            self.generic[name] += hits
         self.max_prompt_bytes = max(self.max_prompt_bytes, other.max_prompt_bytes)
 
     def quality(self, with_baseline: bool) -> FamilyQuality:
@@ -105,6 +133,8 @@ class _Tally:
                 "baseline": pct(self.baseline) if with_baseline else None,
                 "copy": pct(self.copy),
                 "public_engine": pct(self.public_engine),
+                "generic": {name: pct(hits) for name, hits in self.generic.items()},
+                "generic_any": pct(self.generic_any),
                 "max_prompt_bytes": self.max_prompt_bytes,
             }
         )
@@ -149,7 +179,14 @@ def quality_report(
             if ngram is not None:
                 tally.baseline += ngram.generate(context, len(answer)) == answer
             tally.copy += copy_continue(context, len(answer)) == answer
-            tally.public_engine += q.answer in public_engine_answers(prompt)
+            tally.public_engine += any(graded(a, q.answer) for a in public_engine_answers(prompt))
+            parsed = Prompt(prompt)
+            hits = [
+                name for name, solver in GENERIC.items() if graded(run(solver, parsed), q.answer)
+            ]
+            for name in hits:
+                tally.generic[name] += 1
+            tally.generic_any += bool(hits)
             tally.max_prompt_bytes = max(tally.max_prompt_bytes, len(q.prompt.encode("utf-8")))
         if progress is not None:
             progress(len(doc.questions))
@@ -168,6 +205,7 @@ def quality_report(
         context_bytes=CONTEXT_BYTES,
         public_bank=bank.public,
         baseline=info,
+        generic_solvers={name: solver.structure for name, solver in GENERIC.items()},
         families={name: t.quality(ngram is not None) for name, t in tallies.items()},
         total=total.quality(ngram is not None),
     )
@@ -201,5 +239,20 @@ def quality_problems(report: QualityReport) -> list[str]:
             "bank.toml (every phrase of [families.params.phrases], headings, questions, "
             "openings) and other parameters (vocabularies, sizes), then rebuild "
             "(or mark the bank `public = true` if it is meant to be public)"
+        )
+    cracked = [
+        f"{solver} answers {name} ({pct}%)"
+        for name, fq in report.families.items()
+        for solver, pct in fq.generic.items()
+        if pct > GENERIC_LIMIT
+    ]
+    if cracked and not report.public_bank:
+        problems.append(
+            f"generic model-free solvers (exam_builder.solvers) crack families: "
+            f"{', '.join(cracked)} (limit {GENERIC_LIMIT}% per solver and family): a bundle "
+            "of hand-written rules answers them whatever their wording; give each of them a "
+            "structure these solvers do not read (see the maintainers' exam page: several "
+            "hops, distractors, answers composed of two facts, no fixed format), or leave the "
+            "family out"
         )
     return problems

@@ -29,7 +29,7 @@ from exam_builder.bank import BankError
 from exam_builder.build import BuildError, build_exam, prepare_exam
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
-from exam_builder.quality import FamilyQuality
+from exam_builder.quality import GENERIC_LIMIT, FamilyQuality
 from toolkit.commands.console import make_console
 from toolkit.corpus import CorpusError, default_corpus
 
@@ -47,7 +47,7 @@ def quality_table(manifest: Manifest) -> Table:
     table = Table(
         title="Quality report (percent exact)", title_justify="left", caption_justify="left"
     )
-    columns = ("family", "questions", "reference", "baseline", "copy", "public engine")
+    columns = ("family", "questions", "reference", "baseline", "copy", "public engine", "generic")
     for name in (*columns, "longest prompt"):
         family = name == "family"  # never wrapped: the narrow terminal squeezes the numbers
         table.add_column(name, justify="left" if family else "right", no_wrap=family)
@@ -60,6 +60,7 @@ def quality_table(manifest: Manifest) -> Table:
             _pct(fq.baseline),
             _pct(fq.copy_),
             _pct(fq.public_engine),
+            _pct(fq.generic_any),
             f"{fq.max_prompt_bytes} B",
         )
 
@@ -74,7 +75,43 @@ def quality_table(manifest: Manifest) -> Table:
         + " (must be <= 5); copy: longest earlier match continued; public engine: the "
         "built-in solvers with default parameters ("
         + ("public bank: not gated" if report.public_bank else "must be <= 5")
-        + ")."
+        + "); generic: some generic solver (the best per question; table below)."
+    )
+    return table
+
+
+def generic_table(manifest: Manifest) -> Table | None:
+    """Generic solver x family (percent exact), the table the generic gate reads; None when
+    the manifest predates the generic solvers."""
+    report = manifest.quality
+    if not report.generic_solvers:
+        return None
+    table = Table(
+        title="Generic model-free solvers (percent exact)",
+        title_justify="left",
+        caption_justify="left",
+    )
+    table.add_column("solver", no_wrap=True)
+    for name in report.families:
+        table.add_column(name, justify="right")
+    table.add_column("structure it reads")
+    for solver, structure in report.generic_solvers.items():
+        cells = []
+        for fq in report.families.values():
+            pct = fq.generic.get(solver)
+            text = _pct(pct)
+            cells.append(
+                f"[bold]{text}[/bold]" if pct is not None and pct > GENERIC_LIMIT else text
+            )
+        table.add_row(solver, *cells, structure)
+    table.caption = (
+        "Each solver reads the prompt's structure, not its wording, and guesses without the "
+        "answer's length (right when its guess starts with the answer). "
+        + (
+            "Public bank: not gated."
+            if report.public_bank
+            else f"Each must be <= {GENERIC_LIMIT:g} per family (bold: above)."
+        )
     )
     return table
 
@@ -111,6 +148,9 @@ def _progress_bars(console: Console) -> Iterator[Callable[[str, int, int], None]
 
 def _summary(console: Console, manifest: Manifest) -> None:
     console.print(quality_table(manifest))
+    generic = generic_table(manifest)
+    if generic is not None:
+        console.print(generic)
     console.print(
         f"bank {manifest.bank_id} (sha256 {manifest.bank_sha256[:SHORT_HASH]}), "
         f"builder {manifest.builder_version}, {manifest.questions} questions"
@@ -158,7 +198,9 @@ def build_exam_command(
     The same bank always gives the same bytes, hence the same hash. The build refuses to
     write inside a git working tree (a hidden exam must never be committed) unless
     --allow-in-repo, refuses to overwrite an existing exam, and refuses an exam whose
-    reference solver is below 100% or whose English baseline is above 5% on any family.
+    reference solver is below 100% or whose English baseline is above 5% on any family;
+    for a bank that is not public, also one where the public engine's solvers or any
+    generic model-free solver answer more than 5% of a family (it prints that table).
     With --check it only reports, which is handy while editing a bank.
 
     \b

@@ -1,0 +1,120 @@
+"""Solvers that compute: number progressions, clock arithmetic, string rules from examples."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+
+from exam_builder.families.symbolic import FIXED_RULES
+from exam_builder.solvers.base import Solver
+from exam_builder.solvers.text import Prompt, tokens
+
+_INT = re.compile(r"(?<![\w:.-])-?\d+(?![\w:.]\d|\w)")
+_CLOCK = re.compile(r"(?<!\d)(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?!\d)")
+MAX_EXAMPLES = 8
+"""Example lines whose affixes the string-rule solver tries as rules."""
+MAX_TERM = 1000
+"""The furthest term a progression solver computes."""
+
+
+def rule_of(terms: list[int]) -> Callable[[int], int] | None:
+    """term(n) (1-based) of a progression fitting every term: arithmetic, geometric,
+    constant second difference, or each term the sum of the two before; None if none fits."""
+    if len(terms) < 3:
+        return None
+    d = [y - x for x, y in itertools.pairwise(terms)]
+    if len(set(d)) == 1:
+        return lambda n: terms[0] + (n - 1) * d[0]
+    if terms[0] and terms[1] % terms[0] == 0:
+        r = terms[1] // terms[0]
+        if all(y == x * r for x, y in itertools.pairwise(terms)):
+            return lambda n: terms[0] * r ** (n - 1)
+    dd = [y - x for x, y in itertools.pairwise(d)]
+    if len(set(dd)) == 1:
+        return lambda n: terms[0] + d[0] * (n - 1) + dd[0] * (n - 1) * (n - 2) // 2
+    if all(terms[i] == terms[i - 1] + terms[i - 2] for i in range(2, len(terms))):
+
+        def fib(n: int) -> int:
+            x, y = terms[0], terms[1]
+            for _ in range(n - 1):
+                x, y = y, x + y
+            return x
+
+        return fib
+    return None
+
+
+def _progression(p: Prompt) -> str | None:
+    """Continue the latest run of at least three numbers on one line: the next term, or term
+    k when the question holds one number k beyond the terms shown."""
+    asked = [int(t) for t in _INT.findall(p.question)]
+    if len(asked) >= 3 and (rule := rule_of(asked)) is not None:
+        return str(rule(len(asked) + 1))
+    for line in reversed(p.context.split("\n")):
+        terms = [int(t) for t in _INT.findall(line)]
+        rule = rule_of(terms)
+        if rule is None:
+            continue
+        n = len(terms) + 1
+        if len(asked) == 1 and len(terms) < asked[0] <= MAX_TERM:
+            n = asked[0]
+        return str(rule(n))
+    return None
+
+
+def _clock(p: Prompt) -> str | None:
+    """A clock time plus a number of minutes, both on the latest line naming the key."""
+    for key in p.keys:
+        for line, words in reversed(p.sentences):
+            if key not in words:
+                continue
+            times = list(_CLOCK.finditer(line))
+            rest = _CLOCK.sub(" ", line)
+            minutes = [int(t) for t in _INT.findall(rest)]
+            if len(times) == 1 and len(minutes) == 1:
+                total = int(times[0]["h"]) * 60 + int(times[0]["m"]) + minutes[0]
+                return f"{total // 60 % 24:02d}:{total % 60:02d}"
+    return None
+
+
+def _appender(affix: str, at_end: bool) -> Callable[[str], str]:
+    return (lambda w: w + affix) if at_end else (lambda w: affix + w)
+
+
+def _affix_rules(source: str, target: str) -> dict[str, Callable[[str], str]]:
+    """The public rule list, plus the suffix or prefix that turns `source` into `target`."""
+    rules = dict(FIXED_RULES)
+    extra = len(target) - len(source)
+    if extra > 0 and target.startswith(source):
+        rules["suffix"] = _appender(target[len(source) :], at_end=True)
+    if extra > 0 and target.endswith(source):
+        rules["prefix"] = _appender(target[:extra], at_end=False)
+    return rules
+
+
+def _string_rule(p: Prompt) -> str | None:
+    """Example lines that start like the question pair a source token (at some position i of
+    the question) with the token that follows the question's length; the string rule (of the
+    public rule list, or an affix) that explains the most examples is applied to token i."""
+    asked = p.question_tokens
+    j = len(asked)
+    examples = [t for t in (tokens(line) for line in p.context.split("\n")) if len(t) > j]
+    best: tuple[int, str] | None = None
+    for i in range(j):
+        pairs = [(t[i], t[j]) for t in examples]
+        rules = {}
+        for pair in pairs[:MAX_EXAMPLES]:
+            rules.update({(n, r(asked[i])): r for n, r in _affix_rules(*pair).items()})
+        for (_, guess), rule in rules.items():
+            fits = sum(rule(s) == d for s, d in pairs)
+            if fits >= 2 and (best is None or fits > best[0]):
+                best = (fits, guess)
+    return None if best is None else best[1]
+
+
+PROGRESSION = Solver(
+    "progression", "arithmetic, geometric, quadratic or additive numbers continued", _progression
+)
+CLOCK = Solver("clock", "a time plus the minutes stated beside the key", _clock)
+STRING_RULE = Solver("string_rule", "a string rule induced from example pairs", _string_rule)

@@ -1,0 +1,119 @@
+"""Reading a prompt without knowing its wording: the question line, tokens, keys, sentences.
+
+Every generic solver starts from the same few structural facts of a prompt: the answer follows
+its unfinished last line (the *question*); everything before is the *context*; a *token* is a
+run of letters and digits, possibly joined by `-`, `:`, `@` or `.` (so codes like
+`KV-4821`, times like `08:15` and addresses stay whole); a *key* is a token of the question
+that also occurs in the context, but rarely there (the name or value being asked about, not a
+word of the wording, which repeats). Masked earlier answers (`MASK`) are never tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from functools import cached_property
+
+from exam_builder.document import MASK
+
+TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-:@.][A-Za-z0-9]+)*")
+"""A word, number, code, clock time or address."""
+KEY_MAX_COUNT = 3
+"""A question token seen more often than this in the context is wording, not a key."""
+SEPARATOR = r"(?:\s*(?:[:=|]|->|=>)\s*|\s+(?:is|are|was|means|equals)\s+)(?:(?:a|an|the)\s+)?"
+"""What joins a key to its value in a definition: `X: Y`, `X = Y`, `X -> Y`, `X is Y`..."""
+_DEFINITION = re.compile(
+    rf"(?<![A-Za-z0-9])(?=(?P<a>{TOKEN.pattern}){SEPARATOR}(?P<b>{TOKEN.pattern}))"
+)
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n")
+
+
+def tokens(text: str) -> list[str]:
+    """The tokens of `text`, in order."""
+    return TOKEN.findall(text)
+
+
+def sentences(text: str) -> list[str]:
+    """`text` cut at line ends and at sentence ends (`.`, `!`, `?`, `;` before a space)."""
+    return [s for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """A prompt as a solver sees it: the question line and the context before it."""
+
+    text: str
+
+    @cached_property
+    def question(self) -> str:
+        """The unfinished last line: the answer continues it."""
+        return self.text.rsplit("\n", 1)[-1]
+
+    @cached_property
+    def context(self) -> str:
+        """Everything before the question line."""
+        return self.text[: len(self.text) - len(self.question)]
+
+    @cached_property
+    def counts(self) -> Counter[str]:
+        """How often each token occurs in the context."""
+        return Counter(tokens(self.context))
+
+    @cached_property
+    def question_tokens(self) -> list[str]:
+        return tokens(self.question)
+
+    @cached_property
+    def sentences(self) -> list[tuple[str, list[str]]]:
+        """The context's sentences (see `sentences`), each with its tokens."""
+        return [(s, tokens(s)) for s in sentences(self.context)]
+
+    @cached_property
+    def _masked_lines(self) -> list[str]:
+        return [line for line in self.context.split("\n") if MASK in line]
+
+    def masked(self, sentence: str) -> bool:
+        """Whether `sentence` is on a context line holding a mask (an earlier question)."""
+        return any(sentence in line for line in self._masked_lines)
+
+    @cached_property
+    def definitions(self) -> list[tuple[str, str]]:
+        """Every (left, right) token pair of the context joined by a `SEPARATOR`, in order."""
+        return [(m["a"], m["b"]) for m in _DEFINITION.finditer(self.context)]
+
+    @cached_property
+    def spoken(self) -> str:
+        """The question's tokens, lowercased, space-separated and space-framed."""
+        return " " + " ".join(self.question_tokens).lower() + " "
+
+    def mentions(self, text: str) -> bool:
+        """Whether the question holds `text` as whole tokens (case-insensitive)."""
+        words = tokens(text)
+        return bool(words) and " " + " ".join(words).lower() + " " in self.spoken
+
+    @cached_property
+    def keys(self) -> list[str]:
+        """The question's keys, the last-mentioned first (see the module docstring)."""
+        out: list[str] = []
+        for token in reversed(self.question_tokens):
+            if 0 < self.counts[token] <= KEY_MAX_COUNT and token not in out:
+                out.append(token)
+        return out
+
+
+def stem(token: str) -> str:
+    """A crude stem for matching words of a question to words of the context: lowercase, at
+    most four characters (`make` matches `maker`, `live` matches `lives`)."""
+    return token.lower()[:4]
+
+
+def clean(value: str) -> str | None:
+    """A guess cut before any masked span; None when nothing is left."""
+    value = value.split(MASK, 1)[0]
+    return value or None
+
+
+def word_pattern(token: str) -> str:
+    """A regex matching `token` as a whole token."""
+    return rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])"
