@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from exam_builder.document import MASK
 from exam_builder.solvers.text import Prompt
 
 MAX_GUESS_CHARS = 256
@@ -44,4 +45,7 @@ def run(solver: Solver, prompt: str | Prompt) -> str | None:
         guess = solver.guess(prompt if isinstance(prompt, Prompt) else Prompt(prompt))
     except (ValueError, IndexError, KeyError, ZeroDivisionError, OverflowError):
         return None  # a prompt that does not have the structure: no guess
-    return None if guess is None else guess[:MAX_GUESS_CHARS]
+    if guess is None:
+        return None
+    # A masked span hides an answer: nothing after it is known, so the guess stops there.
+    return guess.split(MASK[0], 1)[0][:MAX_GUESS_CHARS] or None

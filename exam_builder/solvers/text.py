@@ -57,8 +57,10 @@ class Prompt:
 
     @cached_property
     def counts(self) -> Counter[str]:
-        """How often each token occurs in the context."""
-        return Counter(tokens(self.context))
+        """How often each token occurs in the context, lines holding a mask (earlier
+        questions: wording) left out."""
+        lines = [line for line in self.context.split("\n") if MASK not in line]
+        return Counter(tokens("\n".join(lines)))
 
     @cached_property
     def question_tokens(self) -> list[str]:
