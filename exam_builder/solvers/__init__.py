@@ -15,7 +15,7 @@ from exam_builder.solvers.base import MAX_GUESS_CHARS, Solver, graded, run
 from exam_builder.solvers.copying import INDUCTION, NGRAM
 from exam_builder.solvers.lookup import DEFINITION, LAST_VALUE, RELATION
 from exam_builder.solvers.records import LABELLED_FIELD, LIST_NEXT, TABLE_FIELD
-from exam_builder.solvers.sequences import CLOCK, PROGRESSION, STRING_RULE
+from exam_builder.solvers.sequences import CLOCK, NUMBER_RULE, PROGRESSION, STRING_RULE
 
 GENERIC: dict[str, Solver] = {
     s.name: s
@@ -27,6 +27,7 @@ GENERIC: dict[str, Solver] = {
         LABELLED_FIELD,
         LIST_NEXT,
         PROGRESSION,
+        NUMBER_RULE,
         CLOCK,
         STRING_RULE,
         INDUCTION,

@@ -5,20 +5,37 @@ from __future__ import annotations
 import re
 
 from exam_builder.solvers.base import Solver
-from exam_builder.solvers.text import Prompt, stem
+from exam_builder.solvers.text import SEPARATOR, TOKEN, Prompt, stem
 
 _QUOTED = re.compile(r"[\"'](?P<phrase>[^\"'\n]+)[\"']")
 _AFFIX = re.compile(r"(?<![A-Za-z0-9])-(?P<affix>[a-z]+)\b")
 
 
-def define(p: Prompt, key: str) -> str | None:
-    """The partner of `key` in its latest definition (`key SEP value` or `value SEP key`)."""
-    for left, right in reversed(p.definitions):
-        if left == key and right != key:
-            return right
+GAP = 24
+"""Characters (a few words, no sentence end) allowed between a key and its separator, as in
+`Orvak's badge: KV-4821`."""
+
+
+_FORWARD = re.compile(rf"[^\n.!?]{{0,{GAP}}}?{SEPARATOR}(?P<v>{TOKEN.pattern}[^\n]*)")
+
+
+def define(p: Prompt, key: str, whole: bool = True) -> str | None:
+    """What the latest definition of `key` gives it: after `key [a few words] SEP`, the rest of
+    that line (`whole`) or its first token; or the token before `SEP key`."""
+    best: tuple[int, str] | None = None
+    for start in p.occurrences(key):
+        m = _FORWARD.match(p.context, start + len(key))
+        if m:
+            value = m["v"] if whole else TOKEN.match(m["v"])[0]  # type: ignore[index]
+            if value != key:
+                best = (start, value)
+    for start, left, right in reversed(p.definitions):
+        if best is not None and start < best[0]:
+            break
         if right == key and left != key:
-            return left
-    return None
+            best = (start, left)
+            break
+    return None if best is None else best[1]
 
 
 def _definition(p: Prompt) -> str | None:
@@ -27,9 +44,9 @@ def _definition(p: Prompt) -> str | None:
         affix = list(_AFFIX.finditer(p.context))
         out = []
         for word in quoted[-1]["phrase"].split():
-            value = define(p, word)
+            value = define(p, word, whole=False)
             if value is None and affix and word.endswith("s"):
-                stem = define(p, word[:-1])
+                stem = define(p, word[:-1], whole=False)
                 value = None if stem is None else stem + affix[-1]["affix"]
             if value is None:
                 return None

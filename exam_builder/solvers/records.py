@@ -9,19 +9,29 @@ from exam_builder.solvers.base import Solver
 from exam_builder.solvers.text import Prompt, clean, tokens
 
 _DELIMITERS = ("|", "\t", ";", ",")
-_LABEL = re.compile(r"^\s*(?P<label>[A-Za-z][A-Za-z0-9 _-]{0,30}?)\s*:\s*(?P<value>\S.*)$", re.M)
+_FIELD = re.compile(
+    r"(?:^|(?<=[\s;,|]))(?P<label>[A-Za-z][A-Za-z0-9_-]*)[^\S\n]*[:=][^\S\n]*(?P<value>[^;,|\n]+)",
+    re.M,
+)
 _LIST_SEP = re.compile(r"\s*(?:,|;|->|>|/)\s*")
 _ITEM = r"[A-Za-z0-9][A-Za-z0-9'-]*"
 _LIST = re.compile(rf"{_ITEM}(?:\s*(?:,|;|->|>|/)\s*{_ITEM}){{2,}}")
+_ENUMERATED = re.compile(r"^\s*(?:\d+[.):]|[-*+\u2022]|#\d+)\s+(?P<item>\S.*?)\s*$")
+MAX_ITEM_WORDS = 4
+"""Most words of one list item (a longer part is prose, not an item)."""
 
 
 def _cells(line: str, delimiter: str) -> list[str]:
+    line = line.strip()
+    if delimiter in "|" and line.startswith(delimiter) and line.endswith(delimiter):
+        line = line[1:-1]  # a framed row: | a | b |
     return [c.strip() for c in line.split(delimiter)]
 
 
 def tables(context: str) -> list[tuple[list[str], list[list[str]]]]:
     """Every (header, rows) of the context: a delimited line of at least two cells followed
-    by lines with the same number of cells, split by the same delimiter."""
+    (after at most one blank or rule line) by lines with the same number of cells, split by
+    the same delimiter."""
     lines = context.split("\n")
     out = []
     i = 0
@@ -30,15 +40,18 @@ def tables(context: str) -> list[tuple[list[str], list[list[str]]]]:
             header = _cells(lines[i], delimiter)
             if len(header) < 2 or not all(header):
                 continue
+            first = i + 1
+            if first < len(lines) and not re.sub(r"[-=|+:\s]", "", lines[first]):
+                first += 1  # a blank line or a rule under the header
             rows = []
-            for line in lines[i + 1 :]:
+            for line in lines[first:]:
                 cells = _cells(line, delimiter)
                 if len(cells) != len(header):
                     break
                 rows.append(cells)
             if rows:
                 out.append((header, rows))
-                i += len(rows)
+                i = first + len(rows) - 1
                 break
         i += 1
     return out
@@ -46,7 +59,9 @@ def tables(context: str) -> list[tuple[list[str], list[list[str]]]]:
 
 def _table_field(p: Prompt) -> str | None:
     """A cell of the row the question names, in the column the question names (or, when the
-    question names a cell's own column, the row's first cell: a reverse look-up)."""
+    question names a cell's own column, the row's first cell: a reverse look-up; or, when it
+    names no column but a number k, the row's k-th cell)."""
+    numbers = [int(t) for t in p.question_tokens if t.isdigit()]
     for header, rows in reversed(tables(p.context)):
         named = [k for k, h in enumerate(header) if p.mentions(h)]
         for row in rows:
@@ -60,48 +75,82 @@ def _table_field(p: Prompt) -> str | None:
                     return clean(row[other[-1]])
                 if col in named and col != 0:
                     return clean(row[0])
+                if not named and len(numbers) == 1 and 1 <= numbers[0] <= len(row):
+                    return clean(row[numbers[0] - 1])
     return None
+
+
+def _units(context: str) -> list[str]:
+    """Records a labelled field can belong to: blank-line separated blocks, then single lines
+    holding two fields or more."""
+    blocks = [b.strip() for b in re.split(r"\n[^\S\n]*\n", context) if b.strip()]
+    lines = [line for line in context.split("\n") if len(_FIELD.findall(line)) >= 2]
+    return blocks + lines
 
 
 def _labelled_field(p: Prompt) -> str | None:
-    """The value of a `Label: value` line named by the question, in the block (blank-line
-    separated) that holds another key of the question or whose first line has its number."""
-    blocks = [b for b in re.split(r"\n\s*\n", p.context) if b.strip()]
-    asked = p.question_tokens
-    numbers = [t for t in asked if t.isdigit()]
-    for block in reversed(blocks):
-        fields = {m["label"].lower(): m["value"].strip() for m in _LABEL.finditer(block)}
-        labels = [lab for lab in fields if p.mentions(lab)]
-        if not labels:
+    """The value of a `label: value` (or `label=value`) field named by the question, in the
+    latest record (block or line) that holds a key of the question (outside its labels) or
+    whose first line holds the question's only number."""
+    numbers = [t for t in p.question_tokens if t.isdigit()]
+    found: tuple[int, str] | None = None
+    for unit in _units(p.context):
+        fields = [(m["label"], m["value"].strip()) for m in _FIELD.finditer(unit)]
+        asked = [(lab, value) for lab, value in fields if p.mentions(lab)]
+        if not asked:
             continue
-        first = tokens(block.strip().split("\n", 1)[0])
-        keyed = any(n in first for n in numbers) or any(
-            k in tokens(block) and not any(k.lower() in lab.split() for lab in fields)
-            for k in p.keys
+        labels = {lab.lower() for lab, _ in fields}
+        words = tokens(unit)
+        first = tokens(unit.split("\n", 1)[0])
+        keyed = (len(numbers) == 1 and numbers[0] in first) or any(
+            k in words and k.lower() not in labels for k in p.keys
         )
-        if keyed:
-            for label in labels:
-                value = fields[label]
-                if not any(k in tokens(value) for k in p.keys):
-                    return clean(value)
-    return None
+        if not keyed:
+            continue
+        for _, value in asked:
+            if not any(k in tokens(value) for k in p.keys):
+                at = p.context.rfind(unit)
+                if found is None or at > found[0]:
+                    found = (at, value)
+                break
+    return None if found is None else clean(found[1])
 
 
 def lists(context: str) -> list[list[str]]:
-    """Every list of at least three items in the context (items joined by `,` `;` `->` ...)."""
-    return [_LIST_SEP.split(m.group()) for m in _LIST.finditer(context)]
+    """Every list of at least three items in the context, in order: items joined on one line
+    (by `,` `;` `->` `>` `/`; single words, or short phrases after a line's last colon) and
+    items on consecutive lines that start with a number or a bullet."""
+    out: list[tuple[int, list[str]]] = []
+    for m in _LIST.finditer(context):
+        out.append((m.start(), _LIST_SEP.split(m.group())))
+    at = 0
+    run: list[str] = []
+    for line in [*context.split("\n"), ""]:
+        tail = line.rsplit(": ", 1)[-1].strip().rstrip(".")
+        parts = [x.strip() for x in re.split(r"[,;]", tail)]
+        if len(parts) >= 3 and all(0 < len(x.split()) <= MAX_ITEM_WORDS for x in parts):
+            out.append((at + len(line) - len(tail), parts))
+        item = _ENUMERATED.match(line)
+        if item:
+            run.append(item["item"].rstrip("."))
+        else:
+            if len(run) >= 3:
+                out.append((at, run))
+            run = []
+        at += len(line) + 1
+    return [items for _, items in sorted(out, key=lambda x: x[0])]
 
 
 def _list_next(p: Prompt) -> str | None:
-    """The item after the question's key in a list; else the k-th item when the question has
-    the number k; else the last item of the latest list."""
+    """The item after one the question names, in the latest list holding it; else the k-th
+    item when the question has the one number k; else the last item of the latest list."""
     found = lists(p.context)
     if not found:
         return None
-    for key in p.keys:
-        for items in reversed(found):
-            if key in items[:-1]:
-                return items[items.index(key) + 1]
+    for items in reversed(found):
+        for k, item in enumerate(items[:-1]):
+            if MASK not in item and p.mentions(item):
+                return items[k + 1]
     numbers = [int(t) for t in p.question_tokens if t.isdigit()]
     if len(numbers) == 1 and 1 <= numbers[0] <= len(found[-1]):
         return found[-1][numbers[0] - 1]

@@ -5,7 +5,9 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable
+from fractions import Fraction
 
+from exam_builder.document import MASK
 from exam_builder.families.symbolic import FIXED_RULES
 from exam_builder.solvers.base import Solver
 from exam_builder.solvers.text import Prompt, tokens
@@ -63,6 +65,52 @@ def _progression(p: Prompt) -> str | None:
     return None
 
 
+def _shaped(p: Prompt) -> list[tuple[list[int], int]]:
+    """(inputs, output) of the context lines shaped like the question (the same text once
+    numbers are blanked, up to the question's end): inputs at the question's numbers' places,
+    output the number after them."""
+    shape = _INT.sub("#", p.question)
+    width = len(_INT.findall(p.question))
+    points = []
+    for line in p.context.split("\n"):
+        if MASK in line or not _INT.sub("#", line).startswith(shape):
+            continue
+        numbers = [int(t) for t in _INT.findall(line)]
+        if len(numbers) > width:
+            points.append((numbers[:width], numbers[width]))
+    return points
+
+
+def _number_rule(p: Prompt) -> str | None:
+    """A number rule fitted to earlier lines shaped like the question: with no input, their
+    outputs continued as a progression; with one input x, a progression over x (when the x
+    step evenly) or else y = a*x + b through every line."""
+    points = _shaped(p)
+    asked = [int(t) for t in _INT.findall(p.question)]
+    if len(points) < 2 or len(asked) > 1:
+        return None
+    if not asked:
+        rule = rule_of([y for _, y in points])
+        return None if rule is None else str(rule(len(points) + 1))
+    pts = sorted({x[0]: y for x, y in points}.items())
+    if len(pts) < 2:
+        return None
+    x = asked[0]
+    steps = {b[0] - a[0] for a, b in itertools.pairwise(pts)}
+    if len(steps) == 1 and (x - pts[0][0]) % (step := steps.pop()) == 0:
+        rule = rule_of([y for _, y in pts])
+        n = (x - pts[0][0]) // step + 1
+        if rule is not None and 1 <= n <= MAX_TERM:
+            return str(rule(n))
+    (x0, y0), (x1, y1) = pts[0], pts[1]
+    a = Fraction(y1 - y0, x1 - x0)
+    b = y0 - a * x0
+    if all(a * xi + b == yi for xi, yi in pts):
+        y = a * x + b
+        return str(y.numerator) if y.denominator == 1 else None
+    return None
+
+
 def _clock(p: Prompt) -> str | None:
     """A clock time plus a number of minutes, both on the latest line naming the key."""
     for key in p.keys:
@@ -115,6 +163,9 @@ def _string_rule(p: Prompt) -> str | None:
 
 PROGRESSION = Solver(
     "progression", "arithmetic, geometric, quadratic or additive numbers continued", _progression
+)
+NUMBER_RULE = Solver(
+    "number_rule", "a number rule fitted to earlier lines shaped like the question", _number_rule
 )
 CLOCK = Solver("clock", "a time plus the minutes stated beside the key", _clock)
 STRING_RULE = Solver("string_rule", "a string rule induced from example pairs", _string_rule)

@@ -4,8 +4,9 @@ Every generic solver starts from the same few structural facts of a prompt: the 
 its unfinished last line (the *question*); everything before is the *context*; a *token* is a
 run of letters and digits, possibly joined by `-`, `:`, `@` or `.` (so codes like
 `KV-4821`, times like `08:15` and addresses stay whole); a *key* is a token of the question
-that also occurs in the context, but rarely there (the name or value being asked about, not a
-word of the wording, which repeats). Masked earlier answers (`MASK`) are never tokens.
+that also occurs in the context, preferably rarely there (the name or value being asked about,
+not a word of the wording, which repeats). Masked earlier answers (`MASK`) are never tokens,
+and lines holding one (earlier questions) do not count as context for rarity.
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from exam_builder.document import MASK
 TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-:@.][A-Za-z0-9]+)*")
 """A word, number, code, clock time or address."""
 KEY_MAX_COUNT = 3
-"""A question token seen more often than this in the context is wording, not a key."""
+"""A question token seen more often than this in the context is more likely wording than a key
+(it is still tried, after the rare ones)."""
+MAX_KEYS = 8
+"""Keys a solver tries at most: this bounds its work by the length of the context."""
 SEPARATOR = r"(?:\s*(?:[:=|]|->|=>)\s*|\s+(?:is|are|was|means|equals)\s+)(?:(?:a|an|the)\s+)?"
 """What joins a key to its value in a definition: `X: Y`, `X = Y`, `X -> Y`, `X is Y`..."""
 _DEFINITION = re.compile(
@@ -80,9 +84,25 @@ class Prompt:
         return any(sentence in line for line in self._masked_lines)
 
     @cached_property
-    def definitions(self) -> list[tuple[str, str]]:
-        """Every (left, right) token pair of the context joined by a `SEPARATOR`, in order."""
-        return [(m["a"], m["b"]) for m in _DEFINITION.finditer(self.context)]
+    def definitions(self) -> list[tuple[int, str, str]]:
+        """Every (offset, left, right) token pair of the context joined by a `SEPARATOR`."""
+        return [(m.start(), m["a"], m["b"]) for m in _DEFINITION.finditer(self.context)]
+
+    def occurrences(self, token: str) -> list[int]:
+        """Offsets of `token` as a whole token in the context, in order."""
+        if not token:
+            return []
+        out = []
+        text = self.context
+        at = text.find(token)
+        while at >= 0:
+            end = at + len(token)
+            if (at == 0 or not text[at - 1].isalnum()) and (
+                end == len(text) or not text[end].isalnum()
+            ):
+                out.append(at)
+            at = text.find(token, at + 1)
+        return out
 
     @cached_property
     def spoken(self) -> str:
@@ -96,12 +116,12 @@ class Prompt:
 
     @cached_property
     def keys(self) -> list[str]:
-        """The question's keys, the last-mentioned first (see the module docstring)."""
-        out: list[str] = []
-        for token in reversed(self.question_tokens):
-            if 0 < self.counts[token] <= KEY_MAX_COUNT and token not in out:
-                out.append(token)
-        return out
+        """The question's keys, at most `MAX_KEYS`: its rare tokens (see the module docstring),
+        the last-mentioned first, then its other tokens of the context, the rarest first."""
+        seen = [t for t in dict.fromkeys(reversed(self.question_tokens)) if self.counts[t]]
+        rare = [t for t in seen if self.counts[t] <= KEY_MAX_COUNT]
+        common = sorted((t for t in seen if t not in rare), key=lambda t: self.counts[t])
+        return (rare + common)[:MAX_KEYS]
 
 
 def stem(token: str) -> str:

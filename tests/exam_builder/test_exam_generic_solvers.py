@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from exam_helpers import SYLLABLES, MakeBank
 
 from exam_builder.bank import Bank, load_bank
-from exam_builder.build import BuildError, build_exam
+from exam_builder.build import BuildError, build_exam, prepare_exam
 from exam_builder.document import visible_tail
 from exam_builder.generate import GeneratedDocument, generate_documents
 from exam_builder.solvers import GENERIC, MAX_GUESS_CHARS, Solver, graded, run
@@ -239,3 +239,187 @@ def test_solvers_share_one_parse_and_survive_any_prompt(demo_bank: Bank) -> None
         for solver in GENERIC.values():
             guess = run(solver, prompt)
             assert guess is None or (isinstance(guess, str) and "▒" not in guess)
+
+
+# Attacks: plug-in families in wording the engine never used, each with a classic structure
+# (written the way a bank author might). The public engine reads none; one generic solver
+# reads each, and the gate must refuse the bank naming that solver and family.
+_HEAD = """
+import re
+from exam_builder.document import Document
+from exam_builder.families.base import Family, Params, last_line
+"""
+
+CRACKED = {
+    "badges": (
+        "definition",
+        """
+def generate(rng, params, lexicon):
+    rows = [(lexicon.name(), lexicon.word()) for _ in range(5)]
+    doc = Document()
+    for name, code in rows:
+        doc.say(f"{name}'s badge: {code}\\n")
+    for name, code in rng.sample(rows, 3):
+        doc.say(f"Show me the badge of {name}, please. ")
+        doc.ask(code)
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    name = re.search(r"badge of (\\w+),", last_line(prompt))[1]
+    return re.search(rf"{name}'s badge: (\\w+)", prompt)[1]
+""",
+    ),
+    "harbour": (
+        "table_field",
+        """
+COLUMNS = ["port", "cargo", "flag"]
+
+def generate(rng, params, lexicon):
+    ships = {lexicon.name(): [lexicon.name(), lexicon.word(), lexicon.word()] for _ in range(5)}
+    doc = Document()
+    doc.say("| ship | " + " | ".join(COLUMNS) + " |\\n|---|---|---|---|\\n")
+    for ship, cells in ships.items():
+        doc.say(f"| {ship} | " + " | ".join(cells) + " |\\n")
+    for ship in rng.sample(list(ships), 3):
+        k = rng.randrange(3)
+        doc.say(f"What {COLUMNS[k]} for {ship}? ")
+        doc.ask(ships[ship][k])
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    col, ship = re.fullmatch(r"What (\\w+) for (\\w+)\\? ", last_line(prompt)).groups()
+    row = re.search(rf"^\\| {ship} \\| (.*) \\|$", prompt, re.M)[1].split(" | ")
+    return row[COLUMNS.index(col)]
+""",
+    ),
+    "chain": (
+        "list_next",
+        """
+def generate(rng, params, lexicon):
+    items = lexicon.words(6)
+    doc = Document()
+    doc.say("Order of the rite\\n")
+    for i, item in enumerate(items, 1):
+        doc.say(f"{i}. {item}\\n")
+    for k in rng.sample(range(5), 3):
+        doc.say(f"Right after {items[k]} we have ")
+        doc.ask(items[k + 1])
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    item = last_line(prompt).split()[2]
+    items = re.findall(r"^\\d+\\. (\\w+)$", prompt, re.M)
+    return items[items.index(item) + 1]
+""",
+    ),
+    "tally": (
+        "number_rule",
+        """
+def generate(rng, params, lexicon):
+    start, step = rng.randint(100, 400), rng.randint(7, 40)
+    doc = Document()
+    doc.say(f"Tally kept at {lexicon.name()}\\n")
+    for day in range(1, 6):
+        doc.say(f"Day {day}: {start + step * (day - 1)}\\n")
+    for day in rng.sample(range(6, 15), 3):
+        doc.say(f"Day {day}: ")
+        doc.ask(str(start + step * (day - 1)))
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    day = int(re.fullmatch(r"Day (\\d+): ", last_line(prompt))[1])
+    shown = [int(v) for v in re.findall(r"^Day \\d+: (\\d+)$", prompt, re.M)]
+    return str(shown[0] + (shown[1] - shown[0]) * (day - 1))
+""",
+    ),
+    "feeder": (
+        "number_rule",
+        """
+def generate(rng, params, lexicon):
+    m, c = rng.randint(2, 9), rng.randint(3, 60)
+    doc = Document()
+    xs = rng.sample(range(10, 99), 7)
+    for x in xs[:4]:
+        doc.say(f"feed {x} -> {m * x + c}\\n")
+    for x in xs[4:]:
+        doc.say(f"feed {x} -> ")
+        doc.ask(str(m * x + c))
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    x = int(re.fullmatch(r"feed (\\d+) -> ", last_line(prompt))[1])
+    pairs = re.findall(r"feed (\\d+) -> (\\d+)", prompt)[:2]
+    (x0, y0), (x1, y1) = [tuple(map(int, p)) for p in pairs]
+    m = (y1 - y0) // (x1 - x0)
+    return str(y0 + m * (x - x0))
+""",
+    ),
+    "manifests": (
+        "labelled_field",
+        """
+def generate(rng, params, lexicon):
+    rows = [(lexicon.name(), lexicon.name(), lexicon.word()) for _ in range(4)]
+    doc = Document()
+    for name, port, cargo in rows:
+        doc.say(f"{name} - port={port}; cargo={cargo}\\n")
+    for name, port, cargo in rng.sample(rows, 3):
+        doc.say(f"Hold of {name} carries cargo ")
+        doc.ask(cargo)
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    name = last_line(prompt).split()[2]
+    return re.search(rf"^{name} - port=\\w+; cargo=(\\w+)$", prompt, re.M)[1]
+""",
+    ),
+    "sightings": (
+        "last_value",
+        """
+def generate(rng, params, lexicon):
+    people = lexicon.names(3)
+    seen = {}
+    doc = Document()
+    for _ in range(7):
+        who = rng.choice(people)
+        seen[who] = lexicon.name()
+        doc.say(f"Later {who} turned up near {seen[who]}. ")
+    doc.say("\\n")
+    for who in [w for w in people if w in seen]:
+        doc.say(f"Last seen, {who} was close to ")
+        doc.ask(seen[who])
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    who = last_line(prompt).split()[2]
+    return re.findall(rf"{who} turned up near (\\w+)\\.", prompt)[-1]
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize("family", list(CRACKED))
+def test_the_gate_refuses_a_new_wording_of_a_known_structure(
+    family: str, make_bank: MakeBank, tmp_path: Path
+) -> None:
+    solver, source = CRACKED[family]
+    bank = make_bank(
+        f'id = "attack"\nseed = "s"\nsyllables = {SYLLABLES}\n'
+        f'[[families]]\nfamily = "{family}"\ncount = 12\n',
+        {
+            f"{family}.py": _HEAD
+            + source
+            + (f'\nFAMILY = Family("{family}", Params, generate, solve, "attack")\n')
+        },
+    )
+    prepared = prepare_exam(bank, english_text=None)
+    quality = prepared.manifest.quality.families[family]
+    assert quality.reference == 100.0 and quality.public_engine == 0.0
+    [problem] = prepared.problems
+    assert f"{solver} answers {family} (" in problem, quality.generic
