@@ -16,6 +16,7 @@ GAP = 24
 `Orvak's badge: KV-4821`."""
 
 
+_SEPARATED = re.compile(rf"{SEPARATOR}(?P<v>{TOKEN.pattern}.*)")
 _FORWARD = re.compile(rf"[^\n.!?]{{0,{GAP}}}?{SEPARATOR}(?P<v>{TOKEN.pattern}[^\n]*)")
 
 
@@ -60,30 +61,57 @@ def _definition(p: Prompt) -> str | None:
 
 
 def _relation(p: Prompt) -> str | None:
-    """The context sentence sharing the most (rare-weighted) stems with the question; its
-    first value-like token (capitalised or with a digit) that the question lacks, else its
-    last new rare token."""
+    """The context sentence sharing the most (rare-weighted) stems with the question, from its
+    first value-like token (capitalised or with a digit) that the question lacks, else from
+    its last new rare token."""
     asked = {stem(t) for t in p.question_tokens}
-    best: tuple[float, list[str]] | None = None
+    best: tuple[float, str, list[str]] | None = None
     for sentence, words in p.sentences:
         if p.masked(sentence):
             continue
         score = sum(1.0 / max(1, p.counts[t]) for t in set(words) if stem(t) in asked)
         if score and (best is None or score > best[0]):
-            best = (score, words)
+            best = (score, sentence, words)
     if best is None:
         return None
-    fresh = [(i, t) for i, t in enumerate(best[1]) if stem(t) not in asked and p.counts[t] <= 2]
-    valued = [t for i, t in fresh if (i and t[0].isupper()) or any(c.isdigit() for c in t)]
-    return valued[0] if valued else (fresh[-1][1] if fresh else None)
+    _, sentence, words = best
+    fresh = [i for i, t in enumerate(words) if stem(t) not in asked and p.counts[t] <= 2]
+    valued = [
+        i for i in fresh if (i and words[i][0].isupper()) or any(c.isdigit() for c in words[i])
+    ]
+    if not fresh:
+        return None
+    start = list(TOKEN.finditer(sentence))[valued[0] if valued else fresh[-1]].start()
+    return sentence[start:]  # the rest of the sentence: the answer may be several words
 
 
 def _last_value(p: Prompt) -> str | None:
-    """The last token of the latest context sentence that names the question's key."""
+    """In the latest context sentence that names the question's key: what follows the key's
+    separator (`X = 7`, `X: at Vosk`), else the sentence's last token."""
     for key in p.keys:
         for sentence, words in reversed(p.sentences):
-            if key in words and not p.masked(sentence) and words[-1] != key:
+            if key not in words or p.masked(sentence):
+                continue
+            at = sentence.rfind(key)
+            m = _SEPARATED.match(sentence, at + len(key)) if at >= 0 else None
+            if m:
+                return m["v"]
+            if words[-1] != key:
                 return words[-1]
+    return None
+
+
+_AFTER = re.compile(r"[^\w\n\u2592]*(?P<v>\w[^\n]*)")
+
+
+def _after_key(p: Prompt) -> str | None:
+    """What follows the latest occurrence of the question's key in the context (past any
+    punctuation), to the end of that line: pairs written side by side, `Orvak zimbar`."""
+    for key in p.keys:
+        for start in reversed(p.occurrences(key)):
+            m = _AFTER.match(p.context, start + len(key))
+            if m:
+                return m["v"]
     return None
 
 
@@ -92,3 +120,4 @@ DEFINITION = Solver(
 )
 RELATION = Solver("relation", "the context sentence that best overlaps the question", _relation)
 LAST_VALUE = Solver("last_value", "the last value given for the question's name", _last_value)
+AFTER_KEY = Solver("after_key", "what follows the key's latest mention", _after_key)

@@ -8,14 +8,16 @@ from exam_builder.document import MASK
 from exam_builder.solvers.base import Solver
 from exam_builder.solvers.text import Prompt, clean, tokens
 
-_DELIMITERS = ("|", "\t", ";", ",")
+_DELIMITERS = ("|", "\t", ";", ",", "  ")
+"""Cell delimiters of a table, tried in this order (two spaces: aligned columns)."""
 _FIELD = re.compile(
     r"(?:^|(?<=[\s;,|]))(?P<label>[A-Za-z][A-Za-z0-9_-]*)[^\S\n]*[:=][^\S\n]*(?P<value>[^;,|\n]+)",
     re.M,
 )
-_LIST_SEP = re.compile(r"\s*(?:,|;|->|>|/)\s*")
+_JOIN = r"(?:\s*(?:,\s*(?:and|then)\s|,|;|->|>|/|\u2192)\s*|\s+(?:then|and)\s+)"
+_LIST_SEP = re.compile(_JOIN)
 _ITEM = r"[A-Za-z0-9][A-Za-z0-9'-]*"
-_LIST = re.compile(rf"{_ITEM}(?:\s*(?:,|;|->|>|/)\s*{_ITEM}){{2,}}")
+_LIST = re.compile(rf"{_ITEM}(?:{_JOIN}{_ITEM}){{2,}}")
 _ENUMERATED = re.compile(r"^\s*(?:\d+[.):]|[-*+\u2022]|#\d+)\s+(?P<item>\S.*?)\s*$")
 MAX_ITEM_WORDS = 4
 """Most words of one list item (a longer part is prose, not an item)."""
@@ -25,6 +27,8 @@ def _cells(line: str, delimiter: str) -> list[str]:
     line = line.strip()
     if delimiter in "|" and line.startswith(delimiter) and line.endswith(delimiter):
         line = line[1:-1]  # a framed row: | a | b |
+    if delimiter == "  ":
+        return re.split(r" {2,}", line)
     return [c.strip() for c in line.split(delimiter)]
 
 
@@ -118,8 +122,8 @@ def _labelled_field(p: Prompt) -> str | None:
 
 def lists(context: str) -> list[list[str]]:
     """Every list of at least three items in the context, in order: items joined on one line
-    (by `,` `;` `->` `>` `/`; single words, or short phrases after a line's last colon) and
-    items on consecutive lines that start with a number or a bullet."""
+    (by `,` `;` `->` `>` `/` `then` `and`: single words; or short phrases after a line's last
+    colon) and items on consecutive lines that start with a number or a bullet."""
     out: list[tuple[int, list[str]]] = []
     for m in _LIST.finditer(context):
         out.append((m.start(), _LIST_SEP.split(m.group())))

@@ -16,6 +16,8 @@ _INT = re.compile(r"(?<![\w:.-])-?\d+(?![\w:.]\d|\w)")
 _CLOCK = re.compile(r"(?<!\d)(?P<h>[01]?\d|2[0-3]):(?P<m>[0-5]\d)(?!\d)")
 MAX_EXAMPLES = 8
 """Example lines whose affixes the string-rule solver tries as rules."""
+MAX_RUN = 12
+"""The most trailing numbers of the prompt the progression solver fits."""
 MAX_TERM = 1000
 """The furthest term a progression solver computes."""
 
@@ -48,11 +50,18 @@ def rule_of(terms: list[int]) -> Callable[[int], int] | None:
 
 
 def _progression(p: Prompt) -> str | None:
-    """Continue the latest run of at least three numbers on one line: the next term, or term
-    k when the question holds one number k beyond the terms shown."""
+    """Continue the numbers the prompt ends with (at least three on the question line, or,
+    when it has none, the longest run of the context's last numbers that fits); else the
+    latest line of at least three numbers: its next term, or term k when the question holds
+    one number k beyond the terms shown."""
     asked = [int(t) for t in _INT.findall(p.question)]
     if len(asked) >= 3 and (rule := rule_of(asked)) is not None:
         return str(rule(len(asked) + 1))
+    if not asked:
+        last = [int(t) for t in _INT.findall(p.context)][-MAX_RUN:]
+        for size in range(len(last), 2, -1):
+            if (rule := rule_of(last[-size:])) is not None:
+                return str(rule(size + 1))
     for line in reversed(p.context.split("\n")):
         terms = [int(t) for t in _INT.findall(line)]
         rule = rule_of(terms)

@@ -25,8 +25,14 @@ KEY_MAX_COUNT = 3
 (it is still tried, after the rare ones)."""
 MAX_KEYS = 8
 """Keys a solver tries at most: this bounds its work by the length of the context."""
-SEPARATOR = r"(?:\s*(?:[:=|]|->|=>)\s*|\s+(?:is|are|was|means|equals)\s+)(?:(?:a|an|the)\s+)?"
-"""What joins a key to its value in a definition: `X: Y`, `X = Y`, `X -> Y`, `X is Y`..."""
+SEPARATOR = (
+    r"(?:[^\S\n]*(?::=|[:=|\t]|->|=>|\u2192|\u2014|\u2013)[^\S\n]*|[^\S\n]+-[^\S\n]+"
+    r"|[^\S\n]+(?:is|are|was|were|means|equals|stands for)[^\S\n]+)"
+    r"(?:(?:a|an|the|called|named)[^\S\n]+)?"
+)
+"""What joins a key to its value in a definition on one line: `X: Y`, `X = Y`, `X := Y`,
+`X -> Y`, `X => Y`, `X - Y` (or an en or em dash, or an arrow), `X<tab>Y`, `X is Y`,
+`X means Y`, `X is called Y`..."""
 _DEFINITION = re.compile(
     rf"(?<![A-Za-z0-9])(?=(?P<a>{TOKEN.pattern}){SEPARATOR}(?P<b>{TOKEN.pattern}))"
 )

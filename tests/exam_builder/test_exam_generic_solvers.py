@@ -397,6 +397,42 @@ def solve(prompt, params):
     return re.findall(rf"{who} turned up near (\\w+)\\.", prompt)[-1]
 """,
     ),
+    "ciphers": (
+        "after_key",
+        """
+def generate(rng, params, lexicon):
+    rows = [(lexicon.word(), f"{lexicon.word()}-{rng.randint(100, 999)}") for _ in range(5)]
+    doc = Document()
+    for word, code in rows:
+        doc.say(f"{word} {code}\\n")
+    for word, code in rng.sample(rows, 3):
+        doc.say(f"Cipher for {word} ~ ")
+        doc.ask(code)
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    word = last_line(prompt).split()[2]
+    return re.search(rf"^{word} (\\S+)$", prompt, re.M)[1]
+""",
+    ),
+    "drumbeats": (
+        "progression",
+        """
+def generate(rng, params, lexicon):
+    start, ratio = rng.randint(2, 9), rng.randint(2, 3)
+    doc = Document()
+    doc.say(f"The drums of {lexicon.name()} beat\\n")
+    for k in range(5):
+        doc.say(f"{start * ratio ** k}\\n")
+    doc.ask(str(start * ratio ** 5))
+    return doc
+
+def solve(prompt, params):
+    beats = [int(v) for v in prompt.split()[-3:]]
+    return str(beats[-1] * beats[-1] // beats[-2])
+""",
+    ),
 }
 
 
