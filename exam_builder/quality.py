@@ -29,13 +29,14 @@ grader judges a bundle's output.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from exam_builder.bank import Bank, BankError
 from exam_builder.baselines import copy_continue, trained_ngram
 from exam_builder.document import visible_tail
-from exam_builder.families import BUILTIN
+from exam_builder.families import BUILTIN, AnyFamily, Params
 from exam_builder.generate import GeneratedDocument, Progress
 from exam_builder.solvers import GENERIC, graded, run
 from exam_builder.solvers.text import Prompt
@@ -140,12 +141,19 @@ class _Tally:
         )
 
 
+@cache
+def _engine_defaults() -> list[tuple[AnyFamily, Params]]:
+    """Every built-in family with its default parameters (built once: validating them is
+    most of the public engine's cost)."""
+    return [(family, family.params()) for family in BUILTIN.values()]
+
+
 def public_engine_answers(prompt: str) -> set[str]:
     """What the built-in solvers, each with its default parameters, answer to `prompt`."""
     answers: set[str] = set()
-    for family in BUILTIN.values():
+    for family, params in _engine_defaults():
         try:
-            answers.add(family.solve(prompt, family.params()))
+            answers.add(family.solve(prompt, params))
         except Exception:  # a solver that cannot read the prompt: no answer from it
             continue
     return answers

@@ -5,9 +5,12 @@ from __future__ import annotations
 import pytest
 from exam_helpers import REPO
 
-from exam_builder.bank import BankFile
+from exam_builder.bank import Bank, BankFile
 from exam_builder.document import MASK
 from exam_builder.families import BUILTIN
+from exam_builder.generate import generate_documents
+from exam_builder.quality import quality_report
+from exam_builder.solvers import GENERIC
 
 PAGE = REPO / "site" / "docs" / "maintainers" / "exams.md"
 
@@ -38,3 +41,15 @@ def test_bank_fields_and_mask_are_documented() -> None:
     for name in BankFile.model_fields:
         assert f"`{name}`" in text
     assert MASK in text and "`questions`" in text
+
+
+def test_the_demo_banks_generic_table_is_current(demo_bank: Bank) -> None:
+    """The maintainers' page shows the generic solvers on the demo bank: the numbers the
+    engine gives today, one row per solver."""
+    text = PAGE.read_text(encoding="utf-8")
+    report = quality_report(demo_bank, generate_documents(demo_bank), None)
+    assert list(report.generic_solvers) == list(GENERIC)
+    for solver in GENERIC:
+        cells = [f"{fq.generic[solver]:.1f}" for fq in report.families.values()]
+        assert f"| `{solver}` | " + " | ".join(cells) + " |" in text, solver
+        assert f"| `{solver}` | " in text.split("How to read the tables")[0], solver
