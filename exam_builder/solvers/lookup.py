@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import re
 
+from exam_builder.document import MASK
 from exam_builder.solvers.base import Solver
-from exam_builder.solvers.text import SEPARATOR, TOKEN, Prompt, stem
+from exam_builder.solvers.text import KEY_MAX_COUNT, SEPARATOR, TOKEN, Prompt, stem
 
 _QUOTED = re.compile(r"[\"'](?P<phrase>[^\"'\n]+)[\"']")
 _AFFIX = re.compile(r"(?<![A-Za-z0-9])-(?P<affix>[a-z]+)\b")
@@ -101,17 +102,29 @@ def _last_value(p: Prompt) -> str | None:
     return None
 
 
-_AFTER = re.compile(r"[^\w\n\u2592]*(?P<v>\w[^\n]*)")
+_CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
+WORDING_SKIP = 6
+"""Wording tokens `after_key` skips at most between a key and its value."""
 
 
 def _after_key(p: Prompt) -> str | None:
-    """What follows the latest occurrence of the question's key in the context (past any
-    punctuation), to the end of that line: pairs written side by side, `Orvak zimbar`."""
+    """After the latest mention of the question's key (outside earlier questions), within its
+    clause and its next `WORDING_SKIP` + 1 tokens: the text from the first value-like token
+    (capitalised or with a digit) that is not wording (frequent in the context), else from the
+    first rare one: `Orvak zimbar`, `Orvak lives in Vosk`, `Orvak comes before Tellin`."""
     for key in p.keys:
         for start in reversed(p.occurrences(key)):
-            m = _AFTER.match(p.context, start + len(key))
-            if m:
-                return m["v"]
+            end = _CLAUSE_END.search(p.context, start + len(key))
+            clause = p.context[start + len(key) : end.start() if end else len(p.context)]
+            if p.masked(clause) or MASK in clause:
+                continue
+            near = [m for m in TOKEN.finditer(clause)][: WORDING_SKIP + 1]
+            rare = [m for m in near if p.counts[m.group()] <= KEY_MAX_COUNT and m.group() != key]
+            valued = [
+                m for m in rare if m.group()[0].isupper() or any(c.isdigit() for c in m.group())
+            ]
+            if rare:
+                return clause[(valued or rare)[0].start() :]
     return None
 
 
@@ -120,4 +133,6 @@ DEFINITION = Solver(
 )
 RELATION = Solver("relation", "the context sentence that best overlaps the question", _relation)
 LAST_VALUE = Solver("last_value", "the last value given for the question's name", _last_value)
-AFTER_KEY = Solver("after_key", "what follows the key's latest mention", _after_key)
+AFTER_KEY = Solver(
+    "after_key", "the first non-wording word after the key's latest mention", _after_key
+)

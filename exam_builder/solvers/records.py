@@ -65,7 +65,7 @@ def _table_field(p: Prompt) -> str | None:
     """A cell of the row the question names, in the column the question names (or, when the
     question names a cell's own column, the row's first cell: a reverse look-up; or, when it
     names no column but a number k, the row's k-th cell)."""
-    numbers = [int(t) for t in p.question_tokens if t.isdigit()]
+    numbers = p.indices
     for header, rows in reversed(tables(p.context)):
         named = [k for k, h in enumerate(header) if p.mentions(h)]
         for row in rows:
@@ -152,10 +152,12 @@ def _list_next(p: Prompt) -> str | None:
     if not found:
         return None
     for items in reversed(found):
-        for k, item in enumerate(items[:-1]):
-            if MASK not in item and p.mentions(item):
-                return items[k + 1]
-    numbers = [int(t) for t in p.question_tokens if t.isdigit()]
+        spoken = [" " + " ".join(tokens(item)).lower() + " " for item in items[:-1]]
+        named = [(p.spoken.rfind(s), k) for k, s in enumerate(spoken) if s.strip()]
+        named = [(at, k) for at, k in named if at >= 0 and MASK not in items[k]]
+        if named:
+            return items[max(named)[1] + 1]  # after the item the question names last
+    numbers = p.indices
     if len(numbers) == 1 and 1 <= numbers[0] <= len(found[-1]):
         return found[-1][numbers[0] - 1]
     return found[-1][-1]

@@ -53,11 +53,12 @@ def _progression(p: Prompt) -> str | None:
     """Continue the numbers the prompt ends with (at least three on the question line, or,
     when it has none, the longest run of the context's last numbers that fits); else the
     latest line of at least three numbers: its next term, or term k when the question holds
-    one number k beyond the terms shown."""
+    one number k (or ordinal) beyond the terms shown."""
     asked = [int(t) for t in _INT.findall(p.question)]
     if len(asked) >= 3 and (rule := rule_of(asked)) is not None:
         return str(rule(len(asked) + 1))
-    if not asked:
+    index = p.indices
+    if not index:
         last = [int(t) for t in _INT.findall(p.context)][-MAX_RUN:]
         for size in range(len(last), 2, -1):
             if (rule := rule_of(last[-size:])) is not None:
@@ -68,8 +69,8 @@ def _progression(p: Prompt) -> str | None:
         if rule is None:
             continue
         n = len(terms) + 1
-        if len(asked) == 1 and len(terms) < asked[0] <= MAX_TERM:
-            n = asked[0]
+        if len(index) == 1 and len(terms) < index[0] <= MAX_TERM:
+            n = index[0]
         return str(rule(n))
     return None
 

@@ -23,6 +23,9 @@ TOKEN = re.compile(r"[A-Za-z0-9]+(?:[-:@.][A-Za-z0-9]+)*")
 KEY_MAX_COUNT = 3
 """A question token seen more often than this in the context is more likely wording than a key
 (it is still tried, after the rare ones)."""
+ORDINALS: tuple[str, ...] = ("first", "second", "third", "fourth", "fifth", "sixth")
+ORDINALS += ("seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth")
+"""Ordinal words a question may name a position with."""
 MAX_KEYS = 8
 """Keys a solver tries at most: this bounds its work by the length of the context."""
 SEPARATOR = (
@@ -75,6 +78,21 @@ class Prompt:
     @cached_property
     def question_tokens(self) -> list[str]:
         return tokens(self.question)
+
+    @cached_property
+    def indices(self) -> list[int]:
+        """The positions the question may ask for: its whole numbers and ordinals (`8`,
+        `8th`, `eighth`), in order."""
+        out = []
+        for token in self.question_tokens:
+            word = token.lower()
+            if word.isdigit():
+                out.append(int(word))
+            elif word[:-2].isdigit() and word[-2:] in ("st", "nd", "rd", "th"):
+                out.append(int(word[:-2]))
+            elif word in ORDINALS:
+                out.append(ORDINALS.index(word) + 1)
+        return out
 
     @cached_property
     def sentences(self) -> list[tuple[str, list[str]]]:

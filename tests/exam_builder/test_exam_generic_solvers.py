@@ -433,6 +433,47 @@ def solve(prompt, params):
     return str(beats[-1] * beats[-1] // beats[-2])
 """,
     ),
+    "succession": (
+        "after_key",
+        """
+def generate(rng, params, lexicon):
+    heirs = lexicon.words(7)
+    lines = [f"{a} is followed by {b}." for a, b in zip(heirs, heirs[1:])]
+    rng.shuffle(lines)
+    doc = Document()
+    doc.say(" ".join(lines) + "\\n")
+    for k in rng.sample(range(6), 3):
+        doc.say(f"Heir to {heirs[k]}? ")
+        doc.ask(heirs[k + 1])
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    heir = last_line(prompt).split()[2][:-1]
+    return re.search(rf"\\b{heir} is followed by (\\w+)", prompt)[1]
+""",
+    ),
+    "beats": (
+        "progression",
+        """
+ORDINAL = ["seventh", "eighth", "ninth", "tenth"]
+
+def generate(rng, params, lexicon):
+    a, d = rng.randint(100, 300), rng.randint(3, 30)
+    doc = Document()
+    doc.say(f"Beats of {lexicon.name()}: " + " ".join(str(a + d * k) for k in range(6)) + "\\n")
+    for k in rng.sample(range(4), 3):
+        doc.say(f"The {ORDINAL[k]} one falls on ")
+        doc.ask(str(a + d * (k + 6)))
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    k = ORDINAL.index(last_line(prompt).split()[1]) + 7
+    a, b = [int(v) for v in prompt.split("\\n")[0].split(": ")[1].split()[:2]]
+    return str(a + (b - a) * (k - 1))
+""",
+    ),
 }
 
 
