@@ -11,6 +11,8 @@ LONGEST_MATCH = 256
 """The longest suffix the induction solver looks for (characters)."""
 NGRAM_ORDER = 6
 """The longest context of the prompt n-gram model (characters)."""
+MAX_SEEN = 64
+"""Latest occurrences of a context the n-gram model counts (this bounds its work)."""
 CONTINUATION = 64
 """Characters a copying solver writes at most (it stops at a line end)."""
 
@@ -34,7 +36,8 @@ def _induction(p: Prompt) -> str | None:
 
 def _ngram(p: Prompt) -> str | None:
     """Greedy generation by a character n-gram model learned from the prompt alone: the most
-    frequent next character after the longest context seen before (ties: the latest)."""
+    frequent next character after the longest context seen before, among its latest
+    `MAX_SEEN` occurrences (ties: the character seen last in the prompt)."""
     text = p.text
     out = ""
     for _ in range(CONTINUATION):
@@ -43,10 +46,13 @@ def _ngram(p: Prompt) -> str | None:
         for k in range(min(NGRAM_ORDER, len(current) - 1), 0, -1):
             context = current[-k:]
             follow: Counter[str] = Counter()
-            pos = text.find(context)
-            while 0 <= pos < len(text) - k:
+            end = len(text) - 1  # an occurrence must leave a character after it
+            for _ in range(MAX_SEEN):
+                pos = text.rfind(context, 0, end)
+                if pos < 0:
+                    break
                 follow[text[pos + k]] += 1
-                pos = text.find(context, pos + 1)
+                end = pos + k - 1
             if follow:
                 top = max(follow.values())
                 nxt = next(c for c in reversed(text) if follow.get(c) == top)

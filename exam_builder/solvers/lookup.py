@@ -103,6 +103,8 @@ def _last_value(p: Prompt) -> str | None:
 
 
 _CLAUSE_END = re.compile(r"[.!?;](?:\s|$)|\n")
+MAX_MENTIONS = 8
+"""Latest mentions of a key `after_key` looks behind (this bounds its work)."""
 WORDING_SKIP = 6
 """Wording tokens `after_key` skips at most between a key and its value."""
 
@@ -113,7 +115,7 @@ def _after_key(p: Prompt) -> str | None:
     (capitalised or with a digit) that is not wording (frequent in the context), else from the
     first rare one: `Orvak zimbar`, `Orvak lives in Vosk`, `Orvak comes before Tellin`."""
     for key in p.keys:
-        for start in reversed(p.occurrences(key)):
+        for start in p.occurrences(key)[-MAX_MENTIONS:][::-1]:
             end = _CLAUSE_END.search(p.context, start + len(key))
             clause = p.context[start + len(key) : end.start() if end else len(p.context)]
             if p.masked(clause) or MASK in clause:

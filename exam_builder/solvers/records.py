@@ -16,7 +16,7 @@ _FIELD = re.compile(
 )
 _JOIN = r"(?:\s*(?:,\s*(?:and|then)\s|,|;|->|>|/|\u2192)\s*|\s+(?:then|and)\s+)"
 _LIST_SEP = re.compile(_JOIN)
-_ITEM = r"[A-Za-z0-9][A-Za-z0-9'-]*"
+_ITEM = r"(?<![A-Za-z0-9'-])[A-Za-z0-9][A-Za-z0-9'-]*+"
 _LIST = re.compile(rf"{_ITEM}(?:{_JOIN}{_ITEM}){{2,}}")
 _ENUMERATED = re.compile(r"^\s*(?:\d+[.):]|[-*+\u2022]|#\d+)\s+(?P<item>\S.*?)\s*$")
 MAX_ITEM_WORDS = 4
