@@ -146,8 +146,10 @@ def lists(context: str) -> list[list[str]]:
 
 
 def _list_next(p: Prompt) -> str | None:
-    """The item after one the question names, in the latest list holding it; else the k-th
-    item when the question has the one number k; else the last item of the latest list."""
+    """From the item after the one the question names last, in the latest list holding it;
+    else from the k-th item when the question has the one number k; else the latest list
+    backwards. The rest of the list follows (`b, c, d`): a guess starting with the right item
+    is right, and so is one for "the next two" or "the list backwards"."""
     found = lists(p.context)
     if not found:
         return None
@@ -156,11 +158,11 @@ def _list_next(p: Prompt) -> str | None:
         named = [(p.spoken.rfind(s), k) for k, s in enumerate(spoken) if s.strip()]
         named = [(at, k) for at, k in named if at >= 0 and MASK not in items[k]]
         if named:
-            return items[max(named)[1] + 1]  # after the item the question names last
+            return ", ".join(items[max(named)[1] + 1 :])
     numbers = p.indices
     if len(numbers) == 1 and 1 <= numbers[0] <= len(found[-1]):
-        return found[-1][numbers[0] - 1]
-    return found[-1][-1]
+        return ", ".join(found[-1][numbers[0] - 1 :])
+    return ", ".join(reversed(found[-1]))
 
 
 TABLE_FIELD = Solver(

@@ -121,8 +121,23 @@ def _number_rule(p: Prompt) -> str | None:
     return None
 
 
+def _minutes(m: re.Match[str]) -> int:
+    return int(m["h"]) * 60 + int(m["m"])
+
+
 def _clock(p: Prompt) -> str | None:
-    """A clock time plus a number of minutes, both on the latest line naming the key."""
+    """When the question holds a time: the context line (from its start) whose time comes
+    next. Otherwise a clock time plus a number of minutes, both on the latest line naming the
+    key."""
+    asked = list(_CLOCK.finditer(p.question))
+    if len(asked) == 1:
+        after = _minutes(asked[0])
+        later = [
+            (_minutes(m), line.strip())
+            for line in p.context.split("\n")
+            if MASK not in line and (m := _CLOCK.search(line)) and _minutes(m) > after
+        ]
+        return min(later)[1] if later else None
     for key in p.keys:
         for line, words in reversed(p.sentences):
             if key not in words:
@@ -131,7 +146,7 @@ def _clock(p: Prompt) -> str | None:
             rest = _CLOCK.sub(" ", line)
             minutes = [int(t) for t in _INT.findall(rest)]
             if len(times) == 1 and len(minutes) == 1:
-                total = int(times[0]["h"]) * 60 + int(times[0]["m"]) + minutes[0]
+                total = _minutes(times[0]) + minutes[0]
                 return f"{total // 60 % 24:02d}:{total % 60:02d}"
     return None
 
@@ -177,5 +192,5 @@ PROGRESSION = Solver(
 NUMBER_RULE = Solver(
     "number_rule", "a number rule fitted to earlier lines shaped like the question", _number_rule
 )
-CLOCK = Solver("clock", "a time plus the minutes stated beside the key", _clock)
+CLOCK = Solver("clock", "a time plus the minutes beside the key, or the next time listed", _clock)
 STRING_RULE = Solver("string_rule", "a string rule induced from example pairs", _string_rule)

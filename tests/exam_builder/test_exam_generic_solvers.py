@@ -49,9 +49,9 @@ DEMO_TARGETS = {
     "relation": ("passages", 80.0),
     "table_field": ("records", 90.0),
     "labelled_field": ("extraction", 40.0),
-    "list_next": ("lists", 50.0),
+    "list_next": ("lists", 75.0),
     "progression": ("numeric", 90.0),
-    "clock": ("schedules", 50.0),
+    "clock": ("schedules", 80.0),
     "string_rule": ("symbolic", 90.0),
 }
 
@@ -472,6 +472,29 @@ def solve(prompt, params):
     k = ORDINAL.index(last_line(prompt).split()[1]) + 7
     a, b = [int(v) for v in prompt.split("\\n")[0].split(": ")[1].split()[:2]]
     return str(a + (b - a) * (k - 1))
+""",
+    ),
+    "bells": (
+        "clock",
+        """
+def generate(rng, params, lexicon):
+    slots = sorted(rng.sample(range(6 * 12, 20 * 12), 6))
+    bells = [(lexicon.name(), f"{s // 12:02d}:{s % 12 * 5:02d}") for s in slots]
+    order = list(bells)
+    rng.shuffle(order)
+    doc = Document()
+    for name, time in order:
+        doc.say(f"{name} rings at {time}\\n")
+    for k in rng.sample(range(5), 3):
+        doc.say(f"Once {bells[k][1]} is past, the next to ring is ")
+        doc.ask(bells[k + 1][0])
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    after = last_line(prompt).split()[1]
+    rings = re.findall(r"^(\\w+) rings at (\\d\\d:\\d\\d)$", prompt, re.M)
+    return min((t, n) for n, t in rings if t > after)[1]
 """,
     ),
 }
