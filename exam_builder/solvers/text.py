@@ -26,6 +26,8 @@ KEY_MAX_COUNT = 3
 ORDINALS: tuple[str, ...] = ("first", "second", "third", "fourth", "fifth", "sixth")
 ORDINALS += ("seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth")
 """Ordinal words a question may name a position with."""
+SHORT_LINE = 3
+"""Tokens a last line may have at most to be read with the line above it (see `question`)."""
 MAX_KEYS = 8
 """Keys a solver tries at most: this bounds its work by the length of the context."""
 SEPARATOR = (
@@ -60,8 +62,18 @@ class Prompt:
 
     @cached_property
     def question(self) -> str:
-        """The unfinished last line: the answer continues it."""
-        return self.text.rsplit("\n", 1)[-1]
+        """The unfinished last line: the answer continues it. When that line is short and
+        names nothing of the text before it (earlier questions aside), while the line above
+        names something earlier (`A: ` under `Q: Where does Talmi live?`), that line too."""
+        lines = self.text.split("\n")
+        last = tokens(lines[-1])
+        if len(lines) >= 3 and MASK not in lines[-2] and len(last) <= SHORT_LINE:
+            earlier = set(tokens("\n".join(x for x in lines[:-2] if MASK not in x)))
+            if not earlier.union(tokens(lines[-2])).intersection(last) and earlier.intersection(
+                tokens(lines[-2])
+            ):
+                return lines[-2] + "\n" + lines[-1]
+        return lines[-1]
 
     @cached_property
     def context(self) -> str:
@@ -72,8 +84,8 @@ class Prompt:
     def counts(self) -> Counter[str]:
         """How often each token occurs in the context, lines holding a mask (earlier
         questions: wording) left out."""
-        lines = [line for line in self.context.split("\n") if MASK not in line]
-        return Counter(tokens("\n".join(lines)))
+        masked = set(self._masked_lines)
+        return Counter(tokens("\n".join(x for x in self.context.split("\n") if x not in masked)))
 
     @cached_property
     def question_tokens(self) -> list[str]:
@@ -101,10 +113,17 @@ class Prompt:
 
     @cached_property
     def _masked_lines(self) -> list[str]:
-        return [line for line in self.context.split("\n") if MASK in line]
+        lines = self.context.split("\n")
+        span = self.question.count("\n")  # a question of two lines: so were earlier ones
+        return [
+            line
+            for i, line in enumerate(lines)
+            if any(MASK in lines[j] for j in range(i, min(i + span + 1, len(lines))))
+        ]
 
     def masked(self, sentence: str) -> bool:
-        """Whether `sentence` is on a context line holding a mask (an earlier question)."""
+        """Whether `sentence` is on a context line of an earlier question: a line holding a
+        mask (or, when the question takes two lines, the line above one)."""
         return any(sentence in line for line in self._masked_lines)
 
     @cached_property
@@ -158,8 +177,3 @@ def clean(value: str) -> str | None:
     """A guess cut before any masked span; None when nothing is left."""
     value = value.split(MASK, 1)[0]
     return value or None
-
-
-def word_pattern(token: str) -> str:
-    """A regex matching `token` as a whole token."""
-    return rf"(?<![A-Za-z0-9]){re.escape(token)}(?![A-Za-z0-9])"

@@ -497,6 +497,29 @@ def solve(prompt, params):
     return min((t, n) for n, t in rings if t > after)[1]
 """,
     ),
+    "interview": (
+        "relation",
+        """
+def generate(rng, params, lexicon):
+    people = lexicon.names(4)
+    lamps = {x: lexicon.name() for x in people}
+    goats = {x: lexicon.name() for x in people}
+    facts = [f"{x} keeps a lamp named {lamps[x]}." for x in people]
+    facts += [f"{x} owns a goat named {goats[x]}." for x in people]
+    rng.shuffle(facts)
+    doc = Document()
+    doc.say(" ".join(facts) + "\\n")
+    for x in rng.sample(people, 3):
+        doc.say(f"Q: How is the lamp of {x} called?\\nA: ")
+        doc.ask(lamps[x])
+        doc.say("\\n")
+    return doc
+
+def solve(prompt, params):
+    who = prompt.split("\\n")[-2].split()[-2]
+    return re.search(rf"{who} keeps a lamp named (\\w+)\\.", prompt)[1]
+""",
+    ),
 }
 
 
