@@ -40,20 +40,28 @@ def define(p: Prompt, key: str, whole: bool = True) -> str | None:
     return None if best is None else best[1]
 
 
+def _translate(p: Prompt, phrase: str) -> str | None:
+    """`phrase` word by word through the definitions (a plural `-s` by the latest `-affix` the
+    context shows); None when a word has no definition."""
+    affix = list(_AFFIX.finditer(p.context))
+    out = []
+    for word in phrase.split():
+        value = define(p, word, whole=False)
+        if value is None and affix and word.endswith("s"):
+            stem = define(p, word[:-1], whole=False)
+            value = None if stem is None else stem + affix[-1]["affix"]
+        if value is None:
+            return None
+        out.append(value)
+    return " ".join(out)
+
+
 def _definition(p: Prompt) -> str | None:
+    """A quoted phrase of the question translated; else the latest definition of the
+    question's first key that has one (see `define`)."""
     quoted = list(_QUOTED.finditer(p.question))
-    if quoted:  # a phrase to translate: each word by its definition (plurals by an affix)
-        affix = list(_AFFIX.finditer(p.context))
-        out = []
-        for word in quoted[-1]["phrase"].split():
-            value = define(p, word, whole=False)
-            if value is None and affix and word.endswith("s"):
-                stem = define(p, word[:-1], whole=False)
-                value = None if stem is None else stem + affix[-1]["affix"]
-            if value is None:
-                return None
-            out.append(value)
-        return " ".join(out)
+    if quoted and (phrase := _translate(p, quoted[-1]["phrase"])) is not None:
+        return phrase
     for key in p.keys:
         value = define(p, key)
         if value is not None:
