@@ -131,4 +131,3 @@ def write_run(results: Path, run: dict[str, Any], artifacts: dict[str, str] | No
     path = folder / f"{run['run_id']}.json"
     path.write_text(json.dumps(sign_run(results, run), indent=2), encoding="utf-8")
     return path
-

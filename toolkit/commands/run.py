@@ -41,7 +41,15 @@ from toolkit.run.recovery import recover_runs
 from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
-from toolkit.signing import Keyring, SigningError, Verdict, check, keyring_path, load_keyring
+from toolkit.signing import (
+    Keyring,
+    SigningError,
+    Verdict,
+    check,
+    keyring_path,
+    load_keyring,
+    local_key,
+)
 from toolkit.stats import results_problems
 from toolkit.stats.loading import signature_problem
 from toolkit.tracks import RegistryError, Track, get_track
@@ -247,6 +255,10 @@ def run_command(
     """
     console = make_console(stderr=True)
     model = _model_for(agent, model)
+    try:
+        local_key()  # the result will be signed: a key that cannot sign stops the run now
+    except SigningError as exc:
+        raise click.UsageError(str(exc)) from exc
     registry_dir = find_registry(results_dir, registry)
     try:
         the_track = get_track(registry_dir, track)
