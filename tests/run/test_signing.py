@@ -24,6 +24,7 @@ from tests.signed_results import sign_run
 from toolkit import signing
 from toolkit.campaign.collect import pack_run, unpack_run
 from toolkit.cli import cli
+from toolkit.protected import protected_paths
 from toolkit.results import RunResult, load_run, save_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stats"))
@@ -83,6 +84,12 @@ def test_the_key_is_made_once_private_and_outside_results(home: Path, tmp_path: 
     for file in (tmp_path / "results").rglob("*"):
         if file.is_file():
             assert b"PRIVATE" not in file.read_bytes() and pem not in file.read_bytes()
+
+
+def test_every_sandbox_hides_the_key() -> None:
+    """The key lives under a path that every role's sandbox and every grading hides."""
+    hidden = protected_paths()
+    assert any(signing.key_path().resolve().is_relative_to(p) for p in hidden), hidden
 
 
 def test_a_key_that_others_can_read_is_refused(home: Path) -> None:
