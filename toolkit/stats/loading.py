@@ -128,7 +128,8 @@ def _load(path: Path) -> tuple[RunResult, bytes]:
 
 
 def signature_problem(path: Path, reason: str) -> str:
-    """The one wording of a file whose signature does not hold (validate, verify, the site)."""
+    """The one wording of a file whose signature does not hold (`runs validate`, per file and
+    per folder: the two checks report it once)."""
     return f"{path}: signature: {reason}"
 
 
