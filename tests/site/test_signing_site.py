@@ -31,3 +31,5 @@ def test_an_unverified_run_is_flagged_and_never_ranked(tmp_path: Path) -> None:
     assert "1 unverified" in board and "90.0" not in board
     row = (site / "rows" / "v1-test" / "forged-model.html").read_text(encoding="utf-8")
     assert "no: unverified" in row and "does not match the content" in row
+    honest = (site / "rows" / "v1-test" / "honest-model.html").read_text(encoding="utf-8")
+    assert "holds: key <code>ed25519:" in honest
