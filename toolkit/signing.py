@@ -266,7 +266,11 @@ def check(raw: bytes, keyring: Keyring) -> Verdict:
     if data.get("signature") is None:
         listed = keyring.listed_unsigned(str(data.get("track")), str(data.get("run_id")))
         if listed is None:
-            return Verdict(False, f"unsigned: {KEYRING_FILE} lists no such unsigned file")
+            return Verdict(
+                False,
+                f"unsigned: the file carries no signature, and {KEYRING_FILE} does not list it "
+                "as written before signing",
+            )
         sha = hashlib.sha256(raw).hexdigest()
         if sha != listed.sha256:
             return Verdict(
