@@ -26,6 +26,7 @@ from toolkit.campaign.collect import pack_run, unpack_run
 from toolkit.cli import cli
 from toolkit.protected import protected_paths
 from toolkit.results import RunResult, load_run, save_run
+from toolkit.run.recovery import Marker, recover_runs, runs_root, write_marker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stats"))
 from results_factory import run_dict, track_dict, write_registry
@@ -140,6 +141,30 @@ def test_a_folder_with_a_key_list_only_changes_through_keys_trust(tmp_path: Path
     done = CliRunner().invoke(cli, ["keys", "trust", "--results", str(results)])
     assert done.exit_code == 0 and "added" in done.output
     assert _validate(results)[0] == 0
+
+
+def test_a_recovered_run_is_signed(tmp_path: Path) -> None:
+    """`runs recover` writes the result of a run whose harness died: through save_run too."""
+    results = tmp_path / "results"
+    artifacts = results / "v1-test" / "r0"
+    artifacts.mkdir(parents=True)
+    harness = runs_root() / "r0" / "harness"
+    skeleton = RunResult.model_validate(
+        run_dict("r0", status="invalid", promoted=None, candidates=[])
+    )
+    marker = Marker(
+        pid=2**22 + 7,  # no such process: the harness is dead
+        pid_start=None,
+        results_dir=str(results),
+        artifacts=str(artifacts),
+        skeleton=skeleton,
+    )
+    write_marker(harness, marker)
+    (path,) = recover_runs()
+    result = load_run(path)
+    assert result.status == "invalid" and result.signature is not None
+    keyring = signing.load_keyring(results / signing.KEYRING_FILE)
+    assert signing.check(path.read_bytes(), keyring).verified
 
 
 def test_the_campaign_driver_signs_what_it_collects(
