@@ -4,7 +4,9 @@ Everything is synthetic TEST DATA generated into a temporary folder (model names
 repository's results/ is never touched. Prints seconds for each stage, and ratios against
 references measured in the same process, so numbers from different machines can be compared:
 
-- load: read + validate every results file (pydantic), vs a bare `json.loads` of the same files;
+- load: read + validate every results file (pydantic) and check its ed25519 signature, vs a bare
+  `json.loads` of the same files (every synthetic run is signed, with a key made for the run of
+  the benchmark in its temporary folder);
 - statistics: rows, mean, SE and overlap-aware ranks for every track (target < 1 s);
 - build: `mkdocs build --strict` of the whole site (target < 60 s on 2 cores), vs a build of
   an empty results folder (mkdocs + theme overhead).
@@ -25,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolkit import signing
 from toolkit.stats import leaderboard, load_results
 
 REPO = Path(__file__).resolve().parent.parent
@@ -133,7 +136,9 @@ def generate(root: Path, runs: int, rows: int, tracks: int, with_artifacts: bool
                 "audit": f"{run_id}/audit.jsonl",
             }
         run = _run(run_id, track, model, effort, i // rows, rng, artifacts)
+        run["signature"] = signing.sign(run).model_dump()
         (folder / f"{run_id}.json").write_text(json.dumps(run), "utf-8")
+    signing.trust(root, signing.local_public())
 
 
 def _build(results: Path, out: Path) -> float:
@@ -168,6 +173,7 @@ def main() -> None:
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="ari-bench-site-") as tmp:
+        os.environ["ARI_HOME"] = str(Path(tmp) / "home")  # the signing key, made for this run
         results = Path(tmp) / "results"
         start = time.perf_counter()
         generate(results, args.runs, args.rows, args.tracks, not args.no_artifacts)
@@ -184,6 +190,9 @@ def main() -> None:
         start = time.perf_counter()
         loaded = load_results(results)
         load_s = time.perf_counter() - start
+
+        unverified = sum(1 for r in loaded.runs if r.unverified)
+        assert unverified == 0, f"{unverified} synthetic runs do not verify"
 
         start = time.perf_counter()
         boards = {t: leaderboard(loaded, t) for t in loaded.tracks}

@@ -24,6 +24,9 @@ from pydantic import (
     model_validator,
 )
 
+from toolkit import signing
+from toolkit.signing import Signature
+
 SCHEMA_VERSION = 1
 
 RunStatus = Literal["valid", "failed", "invalid"]
@@ -278,6 +281,12 @@ class RunResult(_Model):
     placement: Placement | None = Field(
         default=None, description="Where the run ran (node, pinned GPU); null in older files."
     )
+    signature: Signature | None = Field(
+        default=None,
+        description="The harness's ed25519 signature of this file less this field (see "
+        "toolkit/signing.py; the key is listed in the results folder's signing_keys.json); "
+        "null only in files written before results were signed.",
+    )
 
     @field_validator("families")
     @classmethod
@@ -356,8 +365,16 @@ def write_json_atomic(path: Path, text: str) -> None:
 
 
 def save_run(result: RunResult, results_dir: Path) -> Path:
-    """Write `results/<track>/<run_id>.json` atomically and return its path."""
+    """Sign `result` with this machine's key (setting its `signature`) and write
+    `results/<track>/<run_id>.json` atomically; return its path.
+
+    Every writer of result files (a run, a recovered run, a campaign's driver) comes here: this
+    is the one place that signs. A results folder without a key list gets one listing this
+    machine's key (`toolkit.signing.start_keyring`)."""
     path = results_dir / result.track / f"{result.run_id}.json"
+    result.signature = None
+    result.signature = signing.sign(json.loads(result.model_dump_json()))
+    signing.start_keyring(results_dir)
     write_json_atomic(path, result.model_dump_json(indent=2) + "\n")
     return path
 

@@ -6,7 +6,9 @@ records a change of protocol semantics within a track: what changed, when, which
 introduced, and whether runs graded before it are rerun or kept as legacy.
 
 Files: `results/tracks.json` (a list of tracks) and `results/protocol_fixes.json` (a list of
-fixes). Both are validated here; errors name the file and the field.
+fixes). Both are validated here; errors name the file and the field. Beside them,
+`results/signing_keys.json` lists the public keys whose result signatures the folder accepts
+(`toolkit.signing`).
 """
 
 from __future__ import annotations

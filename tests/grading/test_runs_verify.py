@@ -100,7 +100,8 @@ def test_a_changed_family_count_is_caught(copy: tuple[Path, Path]) -> None:
     _edit(result_file, {"families.records.passed": 1, "families.extraction.passed": 2})
     code, lines = _verify(result_file, exam)
     assert code == 1, lines
-    assert [x for x in lines if x.startswith("mismatch:")] == [
+    # (the edit also breaks the harness's signature: tests/grading/test_signing_verify.py)
+    assert [x for x in lines if x.startswith("mismatch:") and "signature" not in x] == [
         "mismatch: family extraction: the result says 2/3, the re-grade gives 3/3",
         "mismatch: family records: the result says 1/3, the re-grade gives 0/3",
     ]

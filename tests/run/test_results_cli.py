@@ -7,6 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from tests.signed_results import sign_run
 from toolkit.cli import cli
 from toolkit.results import json_schema
 
@@ -37,7 +38,7 @@ GOOD = {
 def _write(root: Path, name: str, data: dict[str, object]) -> Path:
     path = root / "demo-cpu" / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data))
+    path.write_text(json.dumps(sign_run(root, data)))
     return path
 
 

@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.signed_results import sign_run
+
 EXAM = "3f571c9c" + "0" * 56  # full hash whose published prefix is 3f571c9c (test data)
 PUBLIC = "b" * 64
 BRIEF = "c" * 64
@@ -127,5 +129,5 @@ def write_run(results: Path, run: dict[str, Any], artifacts: dict[str, str] | No
             (folder / rel).write_text(text, encoding="utf-8")
             run["artifacts"][name] = rel
     path = folder / f"{run['run_id']}.json"
-    path.write_text(json.dumps(run, indent=2), encoding="utf-8")
+    path.write_text(json.dumps(sign_run(results, run), indent=2), encoding="utf-8")
     return path

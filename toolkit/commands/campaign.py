@@ -24,6 +24,7 @@ from toolkit.campaign.view import LiveView, PlainView, summary
 from toolkit.commands.leaderboard import leaderboard_command
 from toolkit.results import ResultsError
 from toolkit.run.recovery import recover_runs
+from toolkit.signing import SigningError, local_key
 
 FILE = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 BUDGET = click.option(
@@ -192,6 +193,10 @@ def run_command(
         raise click.UsageError("--ray-resource and --address are for --engine ray")
     if engine == "ray" and (gpus is not None or slots is not None):
         raise click.UsageError("--gpus and --slots are for --engine local; Ray assigns GPUs")
+    try:
+        local_key()  # the driver signs what it writes: a key that cannot sign stops us now
+    except SigningError as exc:
+        raise click.UsageError(str(exc)) from None
     console = Console(stderr=True)
     _plan(campaign)  # a bad result file stops us here, with its name
     for path in recover_runs():

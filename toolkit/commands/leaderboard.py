@@ -38,6 +38,8 @@ def _flags(row: Row) -> str:
         flags.append(f"{len(row.repeats)} repeat(s) of a counted seed, not averaged")
     if row.off_rules:
         flags.append(f"{len(row.off_rules)} run(s) off the track's rules, not averaged")
+    if row.unverified:
+        flags.append(f"{len(row.unverified)} unverified run(s) (signature), not counted")
     return ", ".join(flags)
 
 
@@ -89,8 +91,10 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
 
     A row counts one run per distinct seed, run under the track's rules; fewer seeds than the
     track requires make it provisional. Invalid runs are awaiting rerun; runs graded under a
-    superseded protocol revision are legacy rows, shown last and never ranked. A rank like
-    "2–4" is the range of places the row could hold: its interval (mean ± SE) overlaps others.
+    superseded protocol revision are legacy rows, shown last and never ranked. A run whose
+    result file is not signed by a key of the folder's signing_keys.json is unverified: noted
+    on its row, never counted. A rank like "2–4" is the range of places the row could hold:
+    its interval (mean ± SE) overlaps others.
 
     \b
     Example:

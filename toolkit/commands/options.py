@@ -61,3 +61,16 @@ def cpus_option(what: str) -> Callable[[F], F]:
         help=f"CPU quota of {what}, in cores (e.g. 8 or 2.5; enforced by the kernel, recorded); "
         "default: none, the host's cores are shared.",
     )
+
+
+def keys_option() -> Callable[[F], F]:
+    """`--keys FILE`: the signing_keys.json that result signatures are checked against."""
+    return click.option(
+        "--keys",
+        "keys_file",
+        type=click.Path(dir_okay=False, exists=True, path_type=Path),
+        default=None,
+        help="signing_keys.json listing the accepted signing keys (default: the one in the "
+        "results folder that holds each file). Pass a copy you trust to check a folder "
+        "someone submitted.",
+    )

@@ -26,6 +26,7 @@ from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
     cpus_option,
     find_registry,
+    keys_option,
     registry_option,
     results_dir_option,
 )
@@ -40,7 +41,17 @@ from toolkit.run.recovery import recover_runs
 from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
+from toolkit.signing import (
+    Keyring,
+    SigningError,
+    Verdict,
+    check,
+    keyring_path,
+    load_keyring,
+    local_key,
+)
 from toolkit.stats import results_problems
+from toolkit.stats.loading import signature_problem
 from toolkit.tracks import RegistryError, Track, get_track
 
 # Environment variables whose values must never reach the agent's workspace (checked there).
@@ -244,6 +255,10 @@ def run_command(
     """
     console = make_console(stderr=True)
     model = _model_for(agent, model)
+    try:
+        local_key()  # the result will be signed: a key that cannot sign stops the run now
+    except SigningError as exc:
+        raise click.UsageError(str(exc)) from exc
     registry_dir = find_registry(results_dir, registry)
     try:
         the_track = get_track(registry_dir, track)
@@ -357,9 +372,45 @@ def run_command(
     state.discard_run(result.run_id)
     path = results_dir / result.track / f"{result.run_id}.json"
     print_result(result, path, make_console())
+    _note_untrusted_key(path, results_dir, console)
     warn_if_in_worktree(results_dir, the_track, console)
     if result.status == "invalid":
         raise SystemExit(1)
+
+
+def _note_untrusted_key(path: Path, results_dir: Path, console: Console) -> None:
+    """The run is signed; say so when the folder's key list does not accept the signature."""
+    try:
+        verdict = check(path.read_bytes(), load_keyring(keyring_path(results_dir)))
+    except (OSError, SigningError) as exc:
+        console.print(f"[bold yellow]note:[/bold yellow] cannot check the signature: {exc}")
+        return
+    if not verdict.verified:
+        console.print(
+            f"[bold yellow]note:[/bold yellow] {verdict.reason}: readers of {results_dir} will "
+            f"see this run as unverified; if this machine's key should sign for that folder, "
+            f"list it: toolkit keys trust --results {results_dir}"
+        )
+
+
+class _Keyrings:
+    """The key list each result file is checked against: --keys, else its results folder's."""
+
+    def __init__(self, keys_file: Path | None) -> None:
+        self.keys_file = keys_file
+        self.loaded: dict[Path, Keyring] = {}
+
+    def path_for(self, result_file: Path) -> Path:
+        return self.keys_file or keyring_path(result_file.parent.parent)
+
+    def of(self, result_file: Path) -> Keyring:
+        path = self.path_for(result_file)
+        if path not in self.loaded:
+            self.loaded[path] = load_keyring(path)
+        return self.loaded[path]
+
+    def check(self, result_file: Path) -> Verdict:
+        return check(result_file.read_bytes(), self.of(result_file))
 
 
 @click.group("runs")
@@ -410,11 +461,15 @@ def _result_files(paths: tuple[Path, ...]) -> list[Path]:
 
 @runs_group.command("validate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-def validate_command(paths: tuple[Path, ...]) -> None:
-    """Check result files against the run model (and their histories, when beside them).
+@keys_option()
+def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
+    """Check result files against the run model, their histories and their signatures.
 
     PATHS are result files or results folders (every <track>/<run_id>.json inside). Errors name
-    the file and the field; the exit status is 1 if any file is bad.
+    the file and the field; the exit status is 1 if any file is bad. A file whose signature does
+    not verify against the accepted keys (signing_keys.json of its results folder, or --keys) is
+    bad: unsigned, signed by a key not listed, or changed since it was signed. A file that
+    signing_keys.json lists as written before signing, unchanged, passes as unverified.
 
     \b
     Example:
@@ -423,6 +478,7 @@ def validate_command(paths: tuple[Path, ...]) -> None:
     bad = 0
     reported: set[str] = set()  # each problem once, however many checks find it
     files = _result_files(paths)
+    keyrings = _Keyrings(keys_file)
     for file in files:
         try:
             result = load_run(file)
@@ -434,16 +490,24 @@ def validate_command(paths: tuple[Path, ...]) -> None:
             # The logs still end where the result recorded (a rewrite with fresh hashes).
             for problem in check_logs(file, result):
                 raise ChainError(f"{file}: {problem}")
-        except (ResultsError, ChainError) as exc:
+            verdict = keyrings.check(file)
+            if not verdict.verified and not verdict.listed_unsigned:
+                raise ResultsError(signature_problem(file, verdict.reason or ""))
+        except (ResultsError, ChainError, SigningError, OSError) as exc:
             click.echo(f"error: {exc}", err=True)
             reported.add(str(exc))
             bad += 1
             continue
-        click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%)")
+        flag = f"; unverified: {verdict.reason}" if not verdict.verified else ""
+        click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
     # A results folder with its registry is also checked the way the site reads it (tracks,
-    # protocol fixes, totals, artifacts, duplicates): what passes here builds.
+    # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.
     for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
-        for problem in results_problems(folder):
+        try:
+            keyring = load_keyring(keys_file) if keys_file else None
+        except SigningError as exc:
+            raise click.UsageError(str(exc)) from exc
+        for problem in results_problems(folder, keyring):
             if problem not in reported:
                 click.echo(f"error: {problem}", err=True)
                 reported.add(problem)
@@ -470,13 +534,18 @@ def validate_command(paths: tuple[Path, ...]) -> None:
     help="Sandbox backend of the re-grade.",
 )
 @click.option("--device", default=None, help="Device of the re-grade (default: the run's).")
-def verify_command(result_file: Path, exam: Path, backend: str, device: str | None) -> None:
-    """Check a published result against its artifacts: re-grade its promoted archive.
+@keys_option()
+def verify_command(
+    result_file: Path, exam: Path, backend: str, device: str | None, keys_file: Path | None
+) -> None:
+    """Check a published result against its signature and artifacts: re-grade its archive.
 
-    Checks that the audit log and the history end where the result recorded, that EXAM is
+    Checks that the file is signed by a key its results folder accepts (signing_keys.json, or
+    --keys), that the audit log and the history end where the result recorded, that EXAM is
     the run's exam (SHA-256), that the stored archive of the promoted candidate
     (<results>/<track>/<run_id>/candidates/<id>.tar.gz) is the one promoted, and that grading
-    it again gives the result's score, per-family counts and bits per byte. Exit status 0
+    it again gives the result's status, score, per-family counts and bits per byte. Every
+    result with a promoted candidate is re-graded, whatever its status says. Exit status 0
     when everything matches, 1 with one line per mismatch. This is how a maintainer checks a
     submitted result.
 
@@ -486,14 +555,19 @@ def verify_command(result_file: Path, exam: Path, backend: str, device: str | No
     """
     try:
         result = load_run(result_file)
-    except ResultsError as exc:
+        verdict = _Keyrings(keys_file).check(result_file)
+    except (ResultsError, SigningError) as exc:
         raise click.UsageError(str(exc)) from exc
+    signature: list[str] = []
+    if not verdict.verified and not verdict.listed_unsigned:
+        signature.append(f"signature: {verdict.reason}")
     try:
         problems, report = verify_run(
             result_file, result, exam, backend=backend, device=device, progress=True
         )
     except ExamFileError as exc:
         raise click.UsageError(f"{exc} (pass --exam with the run's exam.jsonl)") from exc
+    problems = signature + problems
     for problem in problems:
         click.echo(f"mismatch: {problem}")
     if problems:
@@ -502,9 +576,10 @@ def verify_command(result_file: Path, exam: Path, backend: str, device: str | No
         f"re-graded {result.promoted.id if result.promoted else ''}: "
         f"{report.score.passed}/{report.score.total}"
         if report is not None
-        else f"nothing to re-grade ({result.status}, no graded candidate)"
+        else f"nothing to re-grade ({result.status}, no promoted candidate)"
     )
-    click.echo(f"ok: {result_file} ({result.status}; {what}; logs and hashes match)")
+    signed = "signature holds" if verdict.verified else f"unverified: {verdict.reason}"
+    click.echo(f"ok: {result_file} ({result.status}; {what}; {signed}; logs and hashes match)")
 
 
 def _bytes(n: int) -> str:

@@ -8,7 +8,13 @@ This is how a maintainer checks a submitted result (`toolkit runs verify RESULT 
 3. the promoted candidate's stored archive (`<run>/candidates/<id>.tar.gz`) is the one the
    history recorded (SHA-256);
 4. that archive, graded again on the exam with the run's grading parameters, gives the
-   result's score, per-family counts and bits per byte (within `BPB_TOLERANCE`).
+   result's status, score, per-family counts and bits per byte (within `BPB_TOLERANCE`).
+
+Every result that names a promoted candidate is re-graded, whatever its status says: a file
+that calls itself `invalid` or `failed` is checked like a valid one, and a status the re-grade
+contradicts is a mismatch (an archive that grades fine under a result that says the run failed
+grading, or was lost to an infrastructure failure; a valid result whose archive fails). The
+file's signature (`toolkit.signing`) is checked by the command, beside these.
 
 Every check that fails is one line; none stops the others. The re-grade runs on the device the
 run was graded on unless told otherwise: greedy generation on other hardware may differ.
@@ -75,14 +81,15 @@ def _params(result: RunResult) -> tuple[GradingParams, int, str]:
 
 
 def compare(result: RunResult, report: GradeReport) -> list[str]:
-    """Where a re-grade disagrees with the published result."""
-    if result.status == "failed":
+    """Where a re-grade disagrees with the published result (its status included)."""
+    graded = f"{report.score.passed}/{report.score.total} ({report.score.percent:.1f}%)"
+    if result.status != "valid":
         if report.ok:
             return [
-                f"status: the result says the promoted candidate failed grading, but it grades "
-                f"fine now ({report.score.passed}/{report.score.total})"
+                f"status: the result says {result.status}, but its promoted archive grades as "
+                f"a valid run: {graded}"
             ]
-        return []
+        return []  # a failed grading, as the result says (or an invalid run's, which scores 0)
     problems: list[str] = []
     if not report.ok:
         problems.append(f"status: the result is valid, but the re-grade fails: {report.reason}")
@@ -132,8 +139,13 @@ def verify_run(
         )
         return problems, None
     promoted = result.promoted
-    if result.status == "invalid" or promoted is None:
-        return problems, None  # nothing was graded: nothing to re-grade
+    if promoted is None:
+        if result.status == "valid":
+            problems.append(
+                f"status: the result says valid with {result.score.passed}/"
+                f"{result.score.total}, but it promoted no candidate: nothing could be graded"
+            )
+        return problems, None  # no promoted candidate: nothing to re-grade
     archive = run_folder(result_file, result) / CANDIDATES_DIR / f"{promoted.id}.tar.gz"
     if not archive.is_file():
         return [*problems, f"archive: {archive} is missing"], None

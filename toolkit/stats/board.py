@@ -8,7 +8,9 @@ A row is (track, model, reasoning effort). Which of its runs count:
 - only runs under the track's rules (`toolkit.stats.rules`): a run whose budget, limits, exam,
   grading parameters or pinned training data differ is listed apart with what differed;
 - `invalid` runs (infrastructure failures) never count: awaiting rerun until their seed has a
-  counted run.
+  counted run;
+- only runs whose file is as a listed key signed it (`toolkit.signing`): an *unverified* run
+  (unsigned, signed by an unlisted key, or changed since) is listed on the row, never counted.
 
 The row's score is the mean of the counted runs' exam percent (a failed run scores 0), with the
 standard error: sample standard deviation (ddof 1) over sqrt(n). Runs graded under a superseded
@@ -50,7 +52,7 @@ from toolkit.tracks import ProtocolFix, Track
 # Below this float gap between two interval ends, the exact comparison decides.
 _FLOAT_MARGIN = 1e-9
 
-RunRole = Literal["counted", "repeat", "off-rules", "awaiting-rerun", "rerun-done"]
+RunRole = Literal["counted", "repeat", "off-rules", "awaiting-rerun", "rerun-done", "unverified"]
 
 
 class RunEntry(BaseModel):
@@ -63,7 +65,8 @@ class RunEntry(BaseModel):
     status: str = Field(description="valid, failed or invalid.")
     role: RunRole = Field(
         description="counted; repeat (a later run of a seed that already counts); off-rules "
-        "(not under the track's rules); awaiting-rerun / rerun-done (invalid runs)."
+        "(not under the track's rules); awaiting-rerun / rerun-done (invalid runs); "
+        "unverified (its file's signature does not hold)."
     )
     note: str | None = Field(description="Why the run does not count; None when it counts.")
 
@@ -135,6 +138,10 @@ class Row(BaseModel):
     @property
     def off_rules(self) -> list[RunEntry]:
         return [r for r in self.runs if r.role == "off-rules"]
+
+    @property
+    def unverified(self) -> list[RunEntry]:
+        return [r for r in self.runs if r.role == "unverified"]
 
     @property
     def label(self) -> str:
@@ -231,14 +238,19 @@ def _utc(when: datetime) -> datetime:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _entries(runs: list[RunResult], rules: TrackRules) -> list[RunEntry]:
-    """Each run's role in its row (see the module docstring), in (seed, start, id) order."""
+def _entries(
+    runs: list[RunResult], rules: TrackRules, unverified: dict[str, str] | None = None
+) -> list[RunEntry]:
+    """Each run's role in its row (see the module docstring), in (seed, start, id) order.
+    `unverified`: run id -> why its file's signature does not hold."""
     runs = sorted(runs, key=lambda r: (r.seed, _utc(r.started_at), r.run_id))
     counted: dict[int, str] = {}  # seed -> the run that counts for it
     entries: list[tuple[RunResult, RunRole, str | None]] = []
     for run in runs:
         differences = rules.differences(run)
-        if differences:
+        if unverified and run.run_id in unverified:
+            entries.append((run, "unverified", f"unverified ({unverified[run.run_id]})"))
+        elif differences:
             entries.append(
                 (run, "off-rules", "not under the track's rules: " + "; ".join(differences))
             )
@@ -278,10 +290,11 @@ def _row(
     runs: list[RunResult],
     fixes: list[ProtocolFix],
     slug: str,
+    unverified: dict[str, str] | None = None,
 ) -> tuple[Row, Interval | None]:
     model, effort, legacy_rev = key
     track = rules.track
-    entries = _entries(runs, rules)
+    entries = _entries(runs, rules, unverified)
     by_id = {r.run_id: r for r in runs}
     scored = [by_id[e.run_id] for e in entries if e.counted]
     interval = exact_interval([percent(r) for r in scored]) if scored else None
@@ -317,8 +330,11 @@ def leaderboard(results: ResultsSet, track: Track | str) -> list[Row]:
     if isinstance(track, str):
         track = results.tracks[track]
     groups: dict[tuple[str, str | None, int], list[RunResult]] = defaultdict(list)
+    unverified: dict[str, str] = {}
     for loaded in results.runs_of(track.id):
         run = loaded.result
+        if loaded.unverified is not None:
+            unverified[run.run_id] = loaded.unverified
         revision = run.config.protocol_revision
         legacy_rev = revision if revision < track.protocol_revision else 0
         groups[(run.model, run.effort or None, legacy_rev)].append(run)
@@ -331,7 +347,7 @@ def leaderboard(results: ResultsSet, track: Track | str) -> list[Row]:
         if slug in used:  # two spellings that slugify alike: keep both pages apart
             slug += "-" + hashlib.sha256(repr(key).encode()).hexdigest()[:6]
         used.add(slug)
-        row, interval = _row(rules, key, groups[key], results.fixes, slug)
+        row, interval = _row(rules, key, groups[key], results.fixes, slug, unverified)
         rows.append(row)
         intervals.append(interval)
     return _rank(rows, intervals)

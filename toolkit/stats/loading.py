@@ -8,6 +8,12 @@ are really there (and inside `results/`). Every problem is one `ResultsError` li
 file and the field, because `mkdocs build` shows exactly that line to whoever published the
 bad file.
 
+Each file's signature is checked against the folder's `signing_keys.json` (`toolkit.signing`).
+A file that is unsigned, signed by a key the list omits, or changed since it was signed is not
+an error here: the run is loaded and flagged `unverified` (with the reason), and the statistics
+never count it. `results_problems` (what `toolkit runs validate` reports) does list it, except a
+file the key list names as written before signing, unchanged.
+
 A run graded on another exam than its track's is not malformed: it is a run that was not under
 the track's rules, and the statistics list it apart (`toolkit.stats.rules`). Its total is then
 that exam's, so the total is checked only against the track's own exam.
@@ -24,6 +30,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from toolkit.results import ResultsError, RunResult, load_run
+from toolkit.signing import Keyring, SigningError, check, keyring_path, load_keyring
 from toolkit.tracks import ProtocolFix, RegistryError, Track, load_fixes, load_tracks
 
 
@@ -33,6 +40,8 @@ class LoadedRun:
 
     path: Path
     result: RunResult
+    unverified: str | None = None
+    """Why the file is not as a listed key signed it; None when its signature holds."""
 
     def artifact_path(self, name: str) -> Path:
         """Absolute path of one of the run's artifacts (listed relative to its JSON file)."""
@@ -48,6 +57,7 @@ class ResultsSet:
     tracks: dict[str, Track]
     fixes: list[ProtocolFix]
     runs: list[LoadedRun] = field(default_factory=list)
+    keyring: Keyring = field(default_factory=Keyring)
 
     def runs_of(self, track_id: str) -> list[LoadedRun]:
         """The runs of one track, in file order."""
@@ -106,18 +116,29 @@ def _check_run(path: Path, run: RunResult, tracks: dict[str, Track], root: str) 
             raise ResultsError(f"{path}: field 'artifacts.{name}': no such file '{rel}'")
 
 
-def _load(path: Path) -> RunResult:
+def _load(path: Path) -> tuple[RunResult, bytes]:
     """`load_run`, with a fast path: pydantic parses the JSON bytes itself (about 1.5x faster);
-    on any failure `load_run` reads the file again to word the error the one standard way."""
+    on any failure `load_run` reads the file again to word the error the one standard way.
+    The bytes come back too: the signature is checked on them."""
     try:
-        return RunResult.model_validate_json(path.read_bytes())
+        raw = path.read_bytes()
+        return RunResult.model_validate_json(raw), raw
     except (ValidationError, OSError):
-        return load_run(path)
+        return load_run(path), path.read_bytes()  # load_run words the error
 
 
-def _scan(results_dir: Path, problems: list[str] | None) -> ResultsSet:
+def signature_problem(path: Path, reason: str) -> str:
+    """The one wording of a file whose signature does not hold (`runs validate`, per file and
+    per folder: the two checks report it once)."""
+    return f"{path}: signature: {reason}"
+
+
+def _scan(
+    results_dir: Path, problems: list[str] | None, keyring: Keyring | None = None
+) -> ResultsSet:
     """Load and check everything; raise on the first problem, or (given a list) note every
-    problem in it, one per file, and carry on with the files that are good."""
+    problem in it, one per file, and carry on with the files that are good. Signatures are
+    checked against `keyring`, by default the folder's own `signing_keys.json`."""
     root = str(results_dir.resolve())
     if not os.path.isdir(root):
         what = "is not a folder" if os.path.exists(root) else "does not exist"
@@ -127,11 +148,16 @@ def _scan(results_dir: Path, problems: list[str] | None) -> ResultsSet:
         )
     tracks = load_tracks(results_dir)
     fixes = load_fixes(results_dir, tracks)
+    if keyring is None:
+        try:
+            keyring = load_keyring(keyring_path(results_dir))
+        except SigningError as exc:
+            raise RegistryError(str(exc)) from None
     runs: list[LoadedRun] = []
     seen: dict[str, Path] = {}
     for path in sorted(results_dir.glob("*/*.json")):
         try:
-            run = _load(path)
+            run, raw = _load(path)
             if run.run_id in seen:
                 raise ResultsError(
                     f"{path}: field 'run_id': duplicate run id '{run.run_id}' "
@@ -144,26 +170,32 @@ def _scan(results_dir: Path, problems: list[str] | None) -> ResultsSet:
             problems.append(str(exc))
             continue
         seen[run.run_id] = path
-        runs.append(LoadedRun(path=path, result=run))
-    return ResultsSet(results_dir=results_dir, tracks=tracks, fixes=fixes, runs=runs)
+        verdict = check(raw, keyring)
+        if problems is not None and not verdict.verified and not verdict.listed_unsigned:
+            problems.append(signature_problem(path, verdict.reason or ""))
+        runs.append(LoadedRun(path=path, result=run, unverified=verdict.reason))
+    return ResultsSet(
+        results_dir=results_dir, tracks=tracks, fixes=fixes, runs=runs, keyring=keyring
+    )
 
 
-def load_results(results_dir: Path) -> ResultsSet:
+def load_results(results_dir: Path, keyring: Keyring | None = None) -> ResultsSet:
     """Load the registry and every `results/<track>/<run_id>.json`, checking them together.
 
     An empty folder is a benchmark with no results yet; a folder that does not exist is a
     mistake (a typo in --results would otherwise publish an empty leaderboard).
     Raises `ResultsError` (or `RegistryError`, a sibling) with one line naming file and field.
+    A run whose signature does not hold is loaded, flagged (`LoadedRun.unverified`).
     """
-    return _scan(results_dir, None)
+    return _scan(results_dir, None, keyring)
 
 
-def results_problems(results_dir: Path) -> list[str]:
+def results_problems(results_dir: Path, keyring: Keyring | None = None) -> list[str]:
     """Every problem of a results folder, one line per bad file (the registry's first problem
     stops the check: without the registry no run can be checked). [] when it all loads."""
     problems: list[str] = []
     try:
-        _scan(results_dir, problems)
+        _scan(results_dir, problems, keyring)
     except (ResultsError, RegistryError) as exc:
         problems.append(str(exc))
     return problems
@@ -176,4 +208,5 @@ __all__ = [
     "ResultsSet",
     "load_results",
     "results_problems",
+    "signature_problem",
 ]

@@ -108,8 +108,9 @@ class TrackBoard:
 
     @property
     def set_apart(self) -> int:
-        """Runs listed on row pages but not counted: repeats of a seed, runs off the rules."""
-        return sum(len(r.repeats) + len(r.off_rules) for r in self.rows)
+        """Runs listed on row pages but not counted: repeats of a seed, runs off the rules,
+        unverified runs."""
+        return sum(len(r.repeats) + len(r.off_rules) + len(r.unverified) for r in self.rows)
 
     @property
     def awaiting(self) -> int:
