@@ -174,7 +174,7 @@ def test_a_stream_is_passed_on_as_it_comes(relays: Callable[..., ProviderRelay])
         ("POST", "/v1/../v1/chat/completions", _body(), 403, "relative path"),
         ("POST", "/v1/chat%2Fcompletions", _body(), 403, "encoded"),
         ("POST", "/v1/chat/completions", _body(model="stronger-model"), 403, "only model"),
-        ("POST", "/v1/chat/completions", b"not json", 403, "not JSON"),
+        ("POST", "/v1/chat/completions", b"not json", 400, "not JSON"),
         ("POST", "/v1/chat/completions", _body(plugins=[{"id": "web"}]), 403, "'plugins'"),
         (
             "POST",
