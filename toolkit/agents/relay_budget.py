@@ -24,6 +24,7 @@ import threading
 from dataclasses import dataclass
 
 from toolkit.agents.provider_api import Tokens
+from toolkit.tracks import Track
 
 DEFAULT_MAX_OUTPUT_TOKENS = 32_000
 BYTES_PER_TOKEN = 4
@@ -47,6 +48,18 @@ class RelayLimits:
             raise ValueError("max_tokens_total must be at least 1")
         if self.max_cost_usd is not None and not self.max_cost_usd > 0:
             raise ValueError("max_cost_usd must be more than 0")
+
+
+def limits_for(
+    track: Track, max_tokens_total: int | None = None, max_cost_usd: float | None = None
+) -> RelayLimits:
+    """The track's limits, with a run's own budget (a campaign's, or `toolkit run`'s flags)
+    where it gives one."""
+    return RelayLimits(
+        max_output_tokens=track.max_output_tokens,
+        max_tokens_total=max_tokens_total or track.max_tokens_total,
+        max_cost_usd=max_cost_usd or track.max_cost_usd,
+    )
 
 
 def price(cost: dict[str, float], tokens: Tokens) -> float:
