@@ -18,7 +18,8 @@ forwards the bytes it got:
 - the output per call is capped by the track (`max_output_tokens`): each field that bounds it
   (`max_tokens`, `max_completion_tokens`, `max_output_tokens`, `maxOutputTokens`) is lowered
   to the cap, and the API's own field is set to the cap where the call sent none; a value
-  that is not a positive whole number is refused (400);
+  that is not a positive whole number is refused (400). Anthropic's `max_tokens` also holds
+  the thinking budget, which the effort pin keeps the scaffold's: it comes on top of the cap;
 - a streamed chat call always asks for the usage (`stream_options.include_usage`), which the
   budget counts;
 - headers are built anew (`upstream_headers`): the relay's own content type, host, length and
@@ -288,10 +289,22 @@ def _holder(body: dict[str, Any], keys: tuple[str, ...], create: bool) -> dict[s
     return holder if isinstance(holder, dict) else None
 
 
+def _thinking_budget(kind: str, body: dict[str, Any]) -> int:
+    """Anthropic counts the thinking budget in `max_tokens` (the scaffold adds it on top of its
+    answer's limit): the budget, which the effort pin keeps the scaffold's, comes on top of the
+    cap."""
+    thinking = body.get("thinking") if kind == "anthropic" else None
+    if not isinstance(thinking, dict) or thinking.get("type") != "enabled":
+        return 0
+    budget = thinking.get("budget_tokens")
+    return budget if isinstance(budget, int) and not isinstance(budget, bool) and budget > 0 else 0
+
+
 def clean(kind: str, path: str, body: dict[str, Any], max_output_tokens: int) -> Cleaned:
     """The call's body reduced to what its API's allow-list passes, the answer count pinned to
     one and the output capped at `max_output_tokens`; `Refused` for a bad limit."""
     api = api_of(kind, path)
+    max_output_tokens += _thinking_budget(kind, body)
     out = Cleaned(body={}, output_cap=max_output_tokens)
     for key, value in body.items():
         if key not in api.fields:

@@ -1,0 +1,443 @@
+"""Attacks on what the relay passes on: a call of the run's model that asks the provider for
+more than the run may have (many answers, a huge answer, a pricier tier, a beta feature, fields
+the relay does not know), and bodies crafted to be read one way by the relay and another by the
+provider (duplicate keys, not JSON, too large). A real relay, the scripted provider on the
+host's loopback, plain HTTP clients in the role of the model's own commands.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.agents.fake_provider import FakeProvider, Reply
+from toolkit.agents.provider_api import CREDENTIALS
+from toolkit.agents.relay import ProviderRelay
+from toolkit.agents.relay_budget import RelayLimits
+
+KEY = "sk-ari-policy-test-77aa"
+MODEL = "fake-model"
+CAP = 4096
+ENDPOINT = {
+    "openai-compatible": "/v1/chat/completions",
+    "openai": "/v1/chat/completions",
+    "openai-responses": "/v1/responses",
+    "anthropic": "/v1/messages",
+    "google": f"/v1/models/{MODEL}:streamGenerateContent?alt=sse",
+}
+# What a relayed call's headers may hold: the relay's own, and the few a caller may choose.
+RELAY_HEADERS = {"host", "content-type", "content-length", "accept-encoding", "user-agent"}
+CALLER_HEADERS = {"accept", "anthropic-version", "anthropic-beta"}
+
+RelayFactory = Callable[..., ProviderRelay]
+
+
+@pytest.fixture
+def relays(tmp_path: Path) -> Iterator[RelayFactory]:
+    made: list[ProviderRelay] = []
+
+    def make(provider: FakeProvider, kind: str = "openai-compatible", **kw: object) -> ProviderRelay:
+        kind = "openai" if kind == "openai-responses" else kind
+        options: dict[str, object] = {"stall_limit_s": 30.0, "probe_wait_max_s": 2.0}
+        options["limits"] = RelayLimits(max_output_tokens=CAP)
+        options.update(kw)
+        relay = ProviderRelay(
+            kind=kind,
+            base_url=provider.base_url,
+            model=MODEL,
+            key=KEY,
+            credential=CREDENTIALS[kind],
+            log_path=tmp_path / "provider.jsonl",
+            **options,  # type: ignore[arg-type]
+        ).start()
+        made.append(relay)
+        return relay
+
+    yield make
+    for relay in made:
+        relay.close()
+
+
+def body_for(api: str, **extra: object) -> dict[str, object]:
+    """A call as the scaffold's client would send it, for each API."""
+    text = "the secret plan"
+    body: dict[str, object]
+    if api == "google":
+        body = {"contents": [{"role": "user", "parts": [{"text": text}]}]}
+    elif api == "openai-responses":
+        body = {"model": MODEL, "input": text, "stream": True}
+    else:
+        body = {"model": MODEL, "messages": [{"role": "user", "content": text}], "stream": True}
+    body.update(extra)
+    return body
+
+
+def send(
+    relay: ProviderRelay,
+    api: str,
+    body: dict[str, object] | bytes,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, dict[str, object]]:
+    conn = http.client.HTTPConnection("127.0.0.1", relay.port, timeout=60)
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    conn.request("POST", ENDPOINT[api], body=data, headers=headers or {})
+    answer = conn.getresponse()
+    got = answer.read()
+    conn.close()
+    try:
+        parsed = json.loads(got)
+    except ValueError:
+        parsed = {"raw": got.decode(errors="replace")}
+    return answer.status, parsed if isinstance(parsed, dict) else {"raw": parsed}
+
+
+def message(answer: dict[str, object]) -> str:
+    error = answer.get("error")
+    return str(error.get("message")) if isinstance(error, dict) else ""
+
+
+def log_entries(tmp_path: Path, kind: str) -> list[dict[str, object]]:
+    lines = (tmp_path / "provider.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["kind"] == kind]
+
+
+# -- many answers, huge answers ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api", "extra", "where"),
+    [
+        ("openai-compatible", {"n": 64}, ("n",)),
+        ("openai", {"n": 64}, ("n",)),
+        ("google", {"generationConfig": {"candidateCount": 8}}, ("generationConfig", "candidateCount")),
+    ],
+)
+def test_a_call_gets_one_answer_whatever_it_asks(
+    relays: RelayFactory, tmp_path: Path, api: str, extra: dict[str, object], where: tuple[str, ...]
+) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, api)
+        status, _ = send(relay, api, body_for(api, **extra))
+    assert status == 200
+    (request,) = p.requests
+    value: object = request.body
+    for key in where:
+        assert isinstance(value, dict)
+        value = value[key]
+    assert value == 1
+    (entry,) = log_entries(tmp_path, "call")
+    assert entry["pinned"] == [".".join(where)]
+
+
+@pytest.mark.parametrize(
+    ("api", "extra", "where"),
+    [
+        ("openai-compatible", {"max_tokens": 100_000}, [("max_tokens",)]),
+        ("openai", {"max_completion_tokens": 10**9}, [("max_completion_tokens",)]),
+        (
+            "openai",
+            {"max_tokens": 100_000, "max_completion_tokens": 100_000},
+            [("max_tokens",), ("max_completion_tokens",)],
+        ),
+        ("openai-responses", {"max_output_tokens": 100_000}, [("max_output_tokens",)]),
+        ("anthropic", {"max_tokens": 100_000}, [("max_tokens",)]),
+        (
+            "google",
+            {"generationConfig": {"maxOutputTokens": 100_000}},
+            [("generationConfig", "maxOutputTokens")],
+        ),
+        # No limit at all: the API's own limit field is set to the cap.
+        ("openai-compatible", {}, [("max_tokens",)]),
+        ("openai", {}, [("max_completion_tokens",)]),
+        ("openai-responses", {}, [("max_output_tokens",)]),
+        ("anthropic", {}, [("max_tokens",)]),
+        ("google", {}, [("generationConfig", "maxOutputTokens")]),
+    ],
+)
+def test_the_output_of_a_call_is_capped_by_the_track(
+    relays: RelayFactory, api: str, extra: dict[str, object], where: list[tuple[str, ...]]
+) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, api)
+        status, _ = send(relay, api, body_for(api, **extra))
+    assert status == 200
+    (request,) = p.requests
+    for keys in where:
+        value: object = request.body
+        for key in keys:
+            assert isinstance(value, dict)
+            value = value[key]
+        assert value == CAP, keys
+
+
+def test_a_limit_under_the_cap_stays_and_anthropic_thinking_comes_on_top(
+    relays: RelayFactory,
+) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, "openai-compatible")
+        assert send(relay, "openai-compatible", body_for("openai", max_tokens=100))[0] == 200
+        thinking = {"type": "enabled", "budget_tokens": 16_000}
+        relay = relays(p, "anthropic")
+        body = body_for("anthropic", max_tokens=10**6, thinking=thinking)
+        assert send(relay, "anthropic", body)[0] == 200
+    assert p.requests[0].body["max_tokens"] == 100
+    assert p.requests[1].body["max_tokens"] == CAP + 16_000
+
+
+@pytest.mark.parametrize("value", ["100000", -1, 0, 1.5, True, None, [1], 1e30])
+def test_a_limit_that_is_not_a_positive_whole_number_is_refused(
+    relays: RelayFactory, value: object
+) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p)
+        status, answer = send(relay, "openai-compatible", body_for("chat", max_tokens=value))
+    assert status == 400 and "positive whole number" in message(answer)
+    assert p.requests == []
+
+
+# -- fields and headers the relay does not know --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api", "extra", "dropped"),
+    [
+        (
+            "openai-compatible",
+            {"service_tier": "priority", "provider": {"order": ["pricey"]}, "x_anything": 1},
+            {"service_tier", "provider", "x_anything"},
+        ),
+        ("openai", {"service_tier": "priority", "prediction": {"type": "content"}}, None),
+        ("openai-responses", {"service_tier": "flex", "conversation": "conv_1"}, None),
+        ("anthropic", {"service_tier": "auto", "speed": "fast", "context_management": {}}, None),
+        ("google", {"cachedContent": "cachedContents/x", "labels": {"a": "b"}}, None),
+        # Google also reads snake_case names: an alias must not slip past the pin or the cap.
+        (
+            "google",
+            {"generation_config": {"candidate_count": 8, "max_output_tokens": 10**6}},
+            {"generation_config"},
+        ),
+        (
+            "openai-compatible",
+            {"stream_options": {"include_usage": False, "include_obfuscation": True}},
+            {"stream_options.include_obfuscation"},
+        ),
+    ],
+)
+def test_fields_off_the_allow_list_never_reach_the_provider(
+    relays: RelayFactory,
+    tmp_path: Path,
+    api: str,
+    extra: dict[str, object],
+    dropped: set[str] | None,
+) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, api)
+        status, _ = send(relay, api, body_for(api, **extra))
+    assert status == 200
+    (request,) = p.requests
+    top = {k.split(".")[0] for k in extra}
+    assert not (top - {"stream_options"}) & set(request.body)
+    if api == "openai-compatible" and "stream_options" in extra:
+        # A streamed chat call always asks for its usage (the budget counts it).
+        assert request.body["stream_options"] == {"include_usage": True}
+    (entry,) = log_entries(tmp_path, "call")
+    logged = entry["dropped"]
+    assert isinstance(logged, list)
+    assert set(logged) == (dropped if dropped is not None else set(extra))
+
+
+def test_headers_are_rebuilt_from_the_allow_list(relays: RelayFactory, tmp_path: Path) -> None:
+    sneaky = {
+        "anthropic-beta": "fine-grained-tool-streaming-2025-05-14, context-1m-2025-08-07,"
+        "code-execution-2025-08-25,files-api-2025-04-14,mcp-client-2025-04-04",
+        "anthropic-version": "2023-06-01",
+        "OpenAI-Beta": "assistants=v2",
+        "X-Stainless-Retry-Count": "0",
+        "HTTP-Referer": "https://evil.example",
+        "X-Forwarded-For": "10.0.0.1",
+        "x-session-id": "ses_1",
+        "Accept": "text/event-stream",
+        "User-Agent": "model-made/1.0",
+        "x-api-key": "sk-someone-elses",
+    }
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, "anthropic")
+        assert send(relay, "anthropic", body_for("anthropic"), sneaky)[0] == 200
+        relay = relays(p, "anthropic")
+        bad_version = {"anthropic-version": "2023-06-01\t; x=1", "anthropic-beta": "evil"}
+        assert send(relay, "anthropic", body_for("anthropic"), bad_version)[0] == 200
+    first, second = ({k.lower(): v for k, v in r.headers.items()} for r in p.requests)
+    assert set(first) <= RELAY_HEADERS | CALLER_HEADERS | {"x-api-key"}
+    assert first["x-api-key"] == KEY
+    assert first["anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14"
+    assert first["accept"] == "text/event-stream"
+    assert first["user-agent"] == "ari-bench-relay"
+    assert "anthropic-beta" not in second and second["anthropic-version"] == "2023-06-01"
+    entry = log_entries(tmp_path, "call")[0]
+    logged = entry["dropped"]
+    assert isinstance(logged, list)
+    assert "anthropic-beta:context-1m-2025-08-07" in logged and "header:openai-beta" in logged
+
+
+# -- bodies read one way by the relay and another by the provider -----------------------------
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"model": "fake-model", "model": "stronger-model", "messages": []}',
+        b'{"model": "stronger-model", "model": "fake-model", "messages": []}',
+        b'{"model": "fake-model", "mod\\u0065l": "stronger-model", "messages": []}',
+        b'{"model": "fake-model", "messages": [], "n": 1, "n": 64}',
+        b'{"model": "fake-model", "messages": [{"role": "user", "role": "system"}]}',
+    ],
+)
+def test_a_body_with_a_duplicate_key_is_refused(relays: RelayFactory, raw: bytes) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p)
+        status, answer = send(relay, "openai-compatible", raw)
+    assert status == 400 and "repeats the key" in message(answer)
+    assert p.requests == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (b"not json", "not JSON"),
+        (b"", "not JSON"),
+        (b'["fake-model"]', "not a JSON object"),
+        (b'{"model": "fake-model", "messages": []} trailing', "not JSON"),
+        (b'{"model": "fake-model", "messages": [], "temperature": NaN}', "NaN"),
+        (b'{"model": "fake-model", "messages": [], "temperature": 1e999}', "out of range"),
+        (b'{"model": "fake-model", "messages": ["\xff\xfe"]}', "not UTF-8"),
+        ('{"model": "fake-model", "messages": []}'.encode("utf-16"), "not UTF-8"),
+        (b"\xef\xbb\xbf" + b'{"model": "fake-model", "messages": []}', "not JSON"),
+        (b'{"model": "fake-model", "messages": ["\\ud800"]}', "not valid Unicode"),
+        (b'{"model": "fake-model", "messages": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "JSON"),
+    ],
+)
+def test_a_body_that_is_not_one_json_object_is_refused(
+    relays: RelayFactory, tmp_path: Path, raw: bytes, why: str
+) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p)
+        status, answer = send(relay, "openai-compatible", raw)
+    assert status == 400 and why in message(answer)
+    assert p.requests == []
+    (entry,) = log_entries(tmp_path, "refused")
+    assert entry["status"] == 400
+
+
+def test_the_provider_gets_the_body_the_relay_wrote_never_the_bytes_it_got(
+    relays: RelayFactory,
+) -> None:
+    sent = (
+        b'{ "model" : "fake-model",\n "messages": [{"role": "user", "content": "caf\\u00e9"}],'
+        b'\n "stream": true, "temperature": 0.5 }   '
+    )
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p)
+        assert send(relay, "openai-compatible", sent)[0] == 200
+    (request,) = p.requests
+    expected = {
+        "model": MODEL,
+        "messages": [{"role": "user", "content": "café"}],
+        "stream": True,
+        "temperature": 0.5,
+        "max_tokens": CAP,
+        "stream_options": {"include_usage": True},
+    }
+    assert request.raw == json.dumps(expected, ensure_ascii=False, separators=(",", ":")).encode()
+    assert request.headers["Content-Length"] == str(len(request.raw))
+
+
+def _flood(port: int, head: bytes, parts: Iterator[bytes]) -> tuple[bytes, int]:
+    """Send `head`, then `parts` for as long as the relay reads them, from a second thread;
+    return the relay's answer and how many body bytes left."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sent = 0
+
+    def push() -> None:
+        nonlocal sent
+        try:
+            sock.sendall(head)
+            for part in parts:
+                sock.sendall(part)
+                sent += len(part)
+        except OSError:
+            pass  # the relay stopped reading and closed the connection
+
+    pusher = threading.Thread(target=push, daemon=True)
+    pusher.start()
+    answer = b""
+    try:
+        while chunk := sock.recv(65536):
+            answer += chunk
+    except OSError:
+        pass
+    pusher.join(timeout=60)
+    sock.close()
+    return answer, sent
+
+
+HUNDRED_MB = 100 * 2**20
+
+
+def _head(extra: str) -> bytes:
+    return f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n{extra}\r\n".encode()
+
+
+def test_a_body_of_100_mb_is_refused_unread(relays: RelayFactory) -> None:
+    block = b"x" * 2**20
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p)
+        head = _head(f"Content-Length: {HUNDRED_MB}\r\n")
+        answer, _ = _flood(relay.port, head, iter([block] * 100))
+        assert answer.startswith(b"HTTP/1.1 413") and b"too large" in answer
+        chunked = _head("Transfer-Encoding: chunked\r\n")
+        parts = (b"%x\r\n%s\r\n" % (len(block), block) for _ in range(100))
+        answer, sent = _flood(relay.port, chunked, parts)
+        assert answer.startswith(b"HTTP/1.1 413") and b"too large" in answer
+        assert sent < HUNDRED_MB  # it stopped reading at its limit
+        # The relay still serves the run's calls.
+        assert send(relay, "openai-compatible", body_for("chat"))[0] == 200
+    assert len(p.requests) == 1
+
+
+# -- the relay's own answers, in each provider's format --------------------------------------------
+
+
+def test_the_relays_errors_come_in_the_providers_own_format(relays: RelayFactory) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        anthropic = relays(p, "anthropic")
+        status, answer = send(anthropic, "anthropic", b'{"model": 1, "model": 2}')
+        assert status == 400 and answer["type"] == "error"
+        assert "repeats the key" in message(answer)
+        google = relays(p, "google")
+        status, answer = send(google, "google", b"[]")
+        error = answer["error"]
+        assert status == 400 and isinstance(error, dict)
+        assert error["code"] == 400 and error["status"] == "INVALID_ARGUMENT"
+        openai = relays(p, "openai")
+        status, answer = send(openai, "openai", body_for("chat", model="stronger-model"))
+        error = answer["error"]
+        assert status == 403 and isinstance(error, dict) and error["type"] == "ari_relay"
+    assert p.requests == []
+
+
+def test_anthropics_effort_setting_stays_the_scaffolds(relays: RelayFactory) -> None:
+    """Newer Claude models take the effort as `output_config.effort`: pinned like `thinking`."""
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, "anthropic")
+        low = body_for("anthropic", output_config={"effort": "low"})
+        assert send(relay, "anthropic", low)[0] == 200
+        high = body_for("anthropic", output_config={"effort": "high"})
+        status, answer = send(relay, "anthropic", high)
+    assert status == 403 and "reasoning-effort" in message(answer)
+    assert len(p.requests) == 1
