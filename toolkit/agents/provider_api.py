@@ -17,6 +17,9 @@ Per kind it needs to know:
   passes), and what marks an error inside a stream that began well;
 - a minimal request of the harness's own (`probe`), to ask the provider whether it works when
   the relay's record says it may not.
+
+Which fields and headers of an accepted call reach the provider, and how big its answer may
+be, is `relay_policy.py`'s.
 """
 
 from __future__ import annotations

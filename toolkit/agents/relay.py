@@ -17,12 +17,21 @@ request the relay:
   under its base path, for the run's model, with no provider-side tools, and with the
   reasoning-effort fields the scaffold sent before any answer reached the controller (the
   model cannot have acted before that); anything else gets a 4xx from the relay itself;
-- drops every credential header that came in and sets the real one (`Credential`), sends the
-  call to the provider's base URL (HTTPS with the certificate checked, the system's CAs), and
-  streams the answer back as it comes (an SSE stream is passed on chunk by chunk, never
-  buffered), reading the provider's own usage counts on the way;
+- never forwards the bytes it got (`relay_policy`): the body is parsed strictly (a duplicate
+  key, NaN, text that is not UTF-8: refused) and written anew from an allow-list of fields
+  per API, with one answer per call and the output capped (`RelayLimits.max_output_tokens`);
+  the headers are built anew too, from the caller's only the few the allow-list names, and
+  the real key (`Credential`);
+- keeps the run's token and cost budget (`relay_budget.Spend`): a call is passed on only
+  while it is not spent; once it is, every call gets the relay's error in the provider's
+  format and nothing more reaches the provider (the run's own doing: no provider failure);
+- sends the call to the provider's base URL (HTTPS with the certificate checked, the
+  system's CAs), and streams the answer back as it comes (an SSE stream is passed on chunk by
+  chunk, never buffered), reading the provider's own usage counts on the way;
 - writes one line to `provider.jsonl` (time, method, path, status, bytes each way, time to
-  the first byte, duration, upstream error, usage; no body, no key).
+  the first byte, duration, upstream error, usage, what it dropped, pinned or capped; no
+  body, no key), and to the harness's `agent.log` when the budget runs out, and the spend at
+  the end.
 
 The decision: a spell of calls that failed at the provider (unreachable, a broken answer, 5xx,
 429 and the other `provider_api.FAILURE_STATUSES`), with no call answered in between, is a
@@ -35,7 +44,7 @@ gets no reroll: a provider that works answers the probe.
 
 Not covered: the model's commands can send model calls of their own through the relay (same
 model, same effort, no provider-side tools): they cannot be told apart from the scaffold's,
-and they are counted in usage and logged like them.
+and they are counted in usage, logged and charged to the budget like them.
 """
 
 from __future__ import annotations
