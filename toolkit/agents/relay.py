@@ -488,7 +488,7 @@ class ProviderRelay:
         if self._closed:
             self.refuse(handler, 503, "the run is over")
             return
-        held, spent = self.spend.admit(cleaned.output_cap)
+        held, spent = self.spend.admit(cleaned.output_cap, len(data))
         if held is None:
             self._budget_spent(handler, str(spent))
             return
@@ -718,7 +718,14 @@ class ProviderRelay:
         if client_gone:
             entry["error"] = "the controller closed the connection"
         self._done(
-            entry, started, arrived, held, failure=failure, tokens=tokens, cost=reader.cost()
+            entry,
+            started,
+            arrived,
+            held,
+            failure=failure,
+            tokens=tokens,
+            cost=reader.cost(),
+            cut_short=client_gone,
         )
 
     def _done(
@@ -731,6 +738,7 @@ class ProviderRelay:
         failure: str | None,
         tokens: Tokens | None = None,
         cost: float | None = None,
+        cut_short: bool = False,
     ) -> None:
         """Count and log one call; a failure starts or continues a spell, an answer ends it.
         What the provider said it used goes to the budget."""
@@ -760,7 +768,8 @@ class ProviderRelay:
                 spell.kinds[failure.split(":", 1)[0]] += 1
                 spell.last = failure
         moved = int(str(entry["bytes_up"])) + int(str(entry["bytes_down"]))
-        spent = self.spend.settle(held, tokens, cost, answered=failure is None, bytes_moved=moved)
+        answered = failure is None
+        spent = self.spend.settle(held, tokens, cost, answered, moved, cut_short)
         self.record(entry)
         if spent is not None:
             self._announce(spent)

@@ -5,17 +5,19 @@ output, reasoning, cache reads and writes) and `max_cost_usd` dollars on model c
 limits come from the track, and a campaign or `toolkit run` may set others (`RelayLimits`).
 
 The relay asks `Spend.admit` before it passes a call on and tells `Spend.settle` what the
-provider said the call used. A call is let through while what was counted so far, plus the
-most that the calls still in flight may yet produce (each its output cap), stays under the
-limit; so calls sent at once cannot run far past it. Once a call is turned away the budget is
-spent for good: every later call gets the same error from the relay, in the provider's own
-format ("the run's token budget is spent"), and none reaches the provider. That is the run's
-own doing, never a provider failure: the run stays valid.
+provider said the call used. A call is let through while what was counted so far, plus what
+the calls still in flight may use (each its input, about one token per 4 bytes of its body,
+and its output cap), stays under the limit; so calls sent at once cannot run far past it.
+Once a call is turned away the budget is spent for good: every later call gets the same error
+from the relay, in the provider's own format ("the run's token budget is spent"), and none
+reaches the provider. That is the run's own doing, never a provider failure: the run stays
+valid.
 
 Cost: the providers file's prices (USD per million tokens by part) times the provider's
 counts; without prices, the cost the provider reports in its usage, where it reports one
 (OpenRouter does); else the cost is unknown and only the token limit holds. An answered call
-whose answer carried no usage counts one token per 4 bytes sent and received.
+whose answer carried no usage counts one token per 4 bytes sent and received (and its output
+cap when the caller hung up before the answer ended).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ class Reservation:
 
     tokens: int
     cost_usd: float
+    prompt: int = 0
+    """The part of `tokens` held for the call's input."""
     settled: bool = False
 
 
@@ -120,17 +124,21 @@ class Spend:
             )
         return None
 
-    def admit(self, output_cap: int) -> tuple[Reservation | None, str | None]:
+    def admit(self, output_cap: int, body_bytes: int = 0) -> tuple[Reservation | None, str | None]:
         """(the call's reservation, None) when it may go; (None, why) once the budget is spent.
-        The call's own reservation is not weighed against it: a lone call may use what is
-        left."""
+        A call holds its output cap and its input (about one token per 4 bytes of its body)
+        until it is settled; its own reservation is not weighed against it: a lone call may
+        use what is left."""
         with self._lock:
             if self.spent is None:
                 self.spent = self._over(in_flight=True)
             if self.spent is not None:
                 self.refused += 1
                 return None, self.spent
-            held = Reservation(output_cap, output_cap * self.prices.get("output", 0.0) / 1e6)
+            prompt = body_bytes // BYTES_PER_TOKEN
+            cost = output_cap * self.prices.get("output", 0.0)
+            cost += prompt * self.prices.get("input", 0.0)
+            held = Reservation(output_cap + prompt, cost / 1e6, prompt)
             self._held_tokens += held.tokens
             self._held_cost += held.cost_usd
             return held, None
@@ -142,8 +150,12 @@ class Spend:
         reported_cost: float | None,
         answered: bool,
         bytes_moved: int,
+        cut_short: bool = False,
     ) -> str | None:
-        """Count one call that is over; the reason the budget is now spent, the first time."""
+        """Count one call that is over; the reason the budget is now spent, the first time.
+        A call answered without usage counts one token per 4 bytes moved, and its whole
+        output cap too when the caller left before the answer ended (the provider may have
+        gone on)."""
         with self._lock:
             if held.settled:
                 return None
@@ -154,6 +166,8 @@ class Spend:
                 self.tokens += total(tokens)
             elif answered:
                 self.tokens += bytes_moved // BYTES_PER_TOKEN
+                if cut_short:
+                    self.tokens += held.tokens - held.prompt
             cost: float | None = None
             if self.prices and tokens is not None:
                 cost = price(self.prices, tokens)

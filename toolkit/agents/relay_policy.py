@@ -22,6 +22,8 @@ forwards the bytes it got:
   the thinking budget, which the effort pin keeps the scaffold's: it comes on top of the cap;
 - a streamed chat call always asks for the usage (`stream_options.include_usage`), which the
   budget counts;
+- content the provider would fetch from elsewhere (`check_content`: an image or document by
+  URL, a file stored with the provider or by URI) is refused: inline content only;
 - headers are built anew (`upstream_headers`): the relay's own content type, host, length and
   credential, and from the caller only `Accept` (a JSON or event-stream type), Anthropic's
   `anthropic-version` (a date) and the `anthropic-beta` features in `ANTHROPIC_BETAS`.
@@ -289,6 +291,50 @@ def _holder(body: dict[str, Any], keys: tuple[str, ...], create: bool) -> dict[s
     return holder if isinstance(holder, dict) else None
 
 
+# Where a call carries its conversation (and so content parts a provider may fetch).
+CONTENT_FIELDS = ("messages", "input", "system", "contents", "systemInstruction")
+
+
+def _remote(part: dict[str, Any]) -> str | None:
+    """What of the outside world a content part makes the provider fetch, if anything."""
+    kind = part.get("type")
+    if "fileData" in part or "file_data" in part:
+        return "a file by URI (fileData)"
+    if kind in ("image_url", "input_image"):
+        url = part.get("image_url")
+        url = url.get("url") if isinstance(url, dict) else url
+        if isinstance(url, str) and not url.startswith("data:"):
+            return f"an image by URL ({kind})"
+    if kind in ("input_image", "input_file", "file"):
+        inner = part.get("file")
+        inner = inner if isinstance(inner, dict) else {}
+        if any(k in d for d in (part, inner) for k in ("file_id", "file_url")):
+            return f"a stored or remote file ({kind})"
+    if kind in ("image", "document", "container_upload"):
+        source = part.get("source")
+        if kind == "container_upload" or (
+            isinstance(source, dict) and source.get("type") in ("url", "file")
+        ):
+            return f"a stored or remote {kind}"
+    return None
+
+
+def check_content(body: dict[str, Any]) -> None:
+    """`Refused` for content the provider would fetch from elsewhere (an image or document by
+    URL, a file stored with the provider): the web, or another run's files, through the key.
+    Images and files inline (base64) pass."""
+    stack: list[Any] = [body[k] for k in CONTENT_FIELDS if k in body]
+    while stack:  # no recursion: a body may be nested as deep as the parser allowed
+        value = stack.pop()
+        if isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            why = _remote(value)
+            if why is not None:
+                raise Refused(f"content the provider would fetch is not allowed: {why}")
+            stack.extend(value.values())
+
+
 def _thinking_budget(kind: str, body: dict[str, Any]) -> int:
     """Anthropic counts the thinking budget in `max_tokens` (the scaffold adds it on top of its
     answer's limit): the budget, which the effort pin keeps the scaffold's, comes on top of the
@@ -304,6 +350,7 @@ def clean(kind: str, path: str, body: dict[str, Any], max_output_tokens: int) ->
     """The call's body reduced to what its API's allow-list passes, the answer count pinned to
     one and the output capped at `max_output_tokens`; `Refused` for a bad limit."""
     api = api_of(kind, path)
+    check_content(body)
     max_output_tokens += _thinking_budget(kind, body)
     out = Cleaned(body={}, output_cap=max_output_tokens)
     for key, value in body.items():
