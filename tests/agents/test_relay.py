@@ -126,7 +126,7 @@ def test_a_call_gets_the_real_key_and_none_of_the_callers_credentials(
     dropped = {"x-api-key", "x-goog-api-key", "api-key", "cookie", "proxy-authorization"}
     dropped |= {"openai-organization", "openai-project"}
     assert not dropped & set(headers)
-    assert request.body["reasoning_effort"] == "high"  # the body goes through untouched
+    assert request.body["reasoning_effort"] == "high"  # the effort goes through as sent
     # The provider's own usage, read by the relay: what the provider reported.
     tokens = relay.totals.tokens
     assert (tokens.input, tokens.cache_read, tokens.output) == (700, 200, 40)

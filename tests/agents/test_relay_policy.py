@@ -157,6 +157,11 @@ def test_a_limit_that_is_not_a_positive_whole_number_is_refused(
             {"generation_config"},
         ),
         (
+            "google",
+            {"generationConfig": {"candidate_count": 8, "max_output_tokens": 10**6}},
+            {"generationConfig.candidate_count", "generationConfig.max_output_tokens"},
+        ),
+        (
             "openai-compatible",
             {"stream_options": {"include_usage": False, "include_obfuscation": True}},
             {"stream_options.include_obfuscation"},
@@ -175,15 +180,21 @@ def test_fields_off_the_allow_list_never_reach_the_provider(
         status, _ = send(relay, api, body_for(api, **extra))
     assert status == 200
     (request,) = p.requests
-    top = {k.split(".")[0] for k in extra}
-    assert not (top - {"stream_options"}) & set(request.body)
+    expected = dropped if dropped is not None else set(extra)
+    for name in expected:
+        *outer, last = name.split(".")
+        holder: object = request.body
+        for key in outer:
+            assert isinstance(holder, dict)
+            holder = holder[key]
+        assert isinstance(holder, dict) and last not in holder, name
     if api == "openai-compatible" and "stream_options" in extra:
         # A streamed chat call always asks for its usage (the budget counts it).
         assert request.body["stream_options"] == {"include_usage": True}
     (entry,) = log_entries(tmp_path, "call")
     logged = entry["dropped"]
     assert isinstance(logged, list)
-    assert set(logged) == (dropped if dropped is not None else set(extra))
+    assert set(logged) == expected
 
 
 def test_headers_are_rebuilt_from_the_allow_list(relays: RelayFactory, tmp_path: Path) -> None:

@@ -82,7 +82,8 @@ LOG_FILE = "provider.jsonl"
 CONNECT_TIMEOUT_S = 15.0
 READ_TIMEOUT_S = 600.0  # a provider silent this long in the middle of an answer has failed
 CLIENT_IDLE_S = 300.0
-MAX_BODY_BYTES = 32 * 2**20  # a long conversation is a few MiB; each connection may hold one
+MAX_BODY_BYTES = 16 * 2**20  # a long conversation is a few MiB; each connection may hold one
+PARSE_AT_ONCE = 2  # bodies parsed at once: a parsed body can take 25 times its bytes
 MAX_ERROR_BODY = 2**20
 MAX_CONNECTIONS = 64  # connections from the controller at once; more are closed at once
 MAX_LOG_LINES = 50_000  # then only counters: a flood of refused calls must not fill the disk
@@ -168,6 +169,16 @@ class RelayTotals:
 
 
 @dataclass
+class _Call:
+    """A call ready for the provider: the rebuilt body and headers, what was changed."""
+
+    data: bytes
+    headers: dict[str, str]
+    notes: dict[str, list[str]]
+    output_cap: int
+
+
+@dataclass
 class _Spell:
     """Calls failing at the provider with none answered in between."""
 
@@ -249,6 +260,7 @@ class ProviderRelay:
         self.spend = Spend(self.limits, prices)
         self._note = note
         self._announced = False
+        self._parsing = threading.BoundedSemaphore(PARSE_AT_ONCE)
         self.model = model
         self.upstream = Upstream.parse(base_url)
         self.credential = credential
@@ -464,40 +476,43 @@ class ProviderRelay:
         try:
             path, query = self._route(handler.path)
             check_path(self.kind, self.model, path)
-            parsed = parse_body(body)
-            effort = check_call(self.kind, self.model, parsed)
+            with self._parsing:  # a parsed body takes many times its bytes: a few at once
+                call = self._prepare(handler, path, body)
         except Refused as e:
             self.refuse(handler, e.status, str(e))
             return
-        with self._lock:
-            if not self._answered_once:
-                self._efforts.add(effort)  # the scaffold's own setting: nothing else ran yet
-            pinned = effort in self._efforts
-        if not pinned:
-            self.refuse(handler, 403, "the reasoning-effort setting must stay the scaffold's")
-            return
-        try:
-            cleaned = clean(self.kind, path, parsed, self.limits.max_output_tokens)
-            data = serialize(cleaned.body)  # never the bytes that came in
-        except Refused as e:
-            self.refuse(handler, e.status, str(e))
-            return
-        chosen = upstream_headers(self.kind, handler.headers, cleaned.dropped)
+        del body  # what came in is not kept while the call goes on
         if not self._open.is_set():
             self._open.wait(HOLD_MAX_S)
         if self._closed:
             self.refuse(handler, 503, "the run is over")
             return
-        held, spent = self.spend.admit(cleaned.output_cap, len(data))
+        held, spent = self.spend.admit(call.output_cap, len(call.data))
         if held is None:
             self._budget_spent(handler, str(spent))
             return
         try:
-            headers = self._upstream_headers(chosen, len(data))
-            self._forward(handler, path, query, data, headers, cleaned.notes(), arrived, held)
+            headers = self._upstream_headers(call.headers, len(call.data))
+            self._forward(handler, path, query, call.data, headers, call.notes, arrived, held)
         finally:
             if not held.settled:  # a call that broke off in the relay itself
                 self.spend.settle(held, None, None, answered=False, bytes_moved=0)
+
+    def _prepare(self, handler: BaseHTTPRequestHandler, path: str, body: bytes) -> _Call:
+        """The call as the provider will get it, from the body checked and rebuilt (the parsed
+        object is dropped on return); `Refused` says why not."""
+        parsed = parse_body(body)
+        effort = check_call(self.kind, self.model, parsed)
+        with self._lock:
+            if not self._answered_once:
+                self._efforts.add(effort)  # the scaffold's own setting: nothing else ran yet
+            pinned = effort in self._efforts
+        if not pinned:
+            raise Refused("the reasoning-effort setting must stay the scaffold's")
+        cleaned = clean(self.kind, path, parsed, self.limits.max_output_tokens)
+        data = serialize(cleaned.body)  # never the bytes that came in
+        headers = upstream_headers(self.kind, handler.headers, cleaned.dropped)
+        return _Call(data, headers, cleaned.notes(), cleaned.output_cap)
 
     def _budget_spent(self, handler: BaseHTTPRequestHandler, why: str) -> None:
         """The budget is spent: this call (and every later one) gets the relay's error, in the
