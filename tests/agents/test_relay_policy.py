@@ -147,7 +147,12 @@ def test_a_limit_that_is_not_a_positive_whole_number_is_refused(
             {"service_tier", "provider", "x_anything"},
         ),
         ("openai", {"service_tier": "priority", "prediction": {"type": "content"}}, None),
-        ("openai-responses", {"service_tier": "flex", "conversation": "conv_1"}, None),
+        # A stored conversation or answer (another run's, on the same key) is not reachable.
+        (
+            "openai-responses",
+            {"service_tier": "flex", "conversation": "conv_1", "previous_response_id": "resp_1"},
+            None,
+        ),
         ("anthropic", {"service_tier": "auto", "speed": "fast", "context_management": {}}, None),
         ("google", {"cachedContent": "cachedContents/x", "labels": {"a": "b"}}, None),
         # Google also reads snake_case names: an alias must not slip past the pin or the cap.

@@ -94,7 +94,6 @@ _RESPONSES = frozenset(
         "include",
         "metadata",
         "user",
-        "previous_response_id",
         "prompt_cache_key",
         "safety_identifier",
         "truncation",
