@@ -361,8 +361,12 @@ class ProviderRelay:
 
     def note(self, message: str) -> None:
         """One line for the harness's `agent.log` (when the harness gave a way to write it)."""
-        if self._note is not None:
+        if self._note is None:
+            return
+        try:
             self._note(f"provider relay: {message}")
+        except Exception:  # a note the harness cannot take must not cost a call or the run
+            self.record({"kind": "note-lost", "note": message[:500]})
 
     def spend_summary(self) -> str:
         spend, limits = self.spend, self.limits
