@@ -147,10 +147,11 @@ class Usage(_Model):
         "'scaffold' = summed from the agent scaffold's own step events (the agent's commands "
         "could alter them); null = no count.",
     )
-    cost_source: Literal["providers-file", "scaffold"] | None = Field(
+    cost_source: Literal["providers-file", "provider", "scaffold"] | None = Field(
         default=None,
         description="Where cost_usd comes from: the prices in the providers file times these "
-        "tokens, or the scaffold's own pricing of its steps; null = no cost.",
+        "tokens, the cost the provider reported with its usage (read by the relay), or the "
+        "scaffold's own pricing of its steps; null = no cost.",
     )
     model_calls: int | None = Field(
         default=None, ge=0, description="Model calls the harness's relay passed to the provider."
@@ -160,6 +161,26 @@ class Usage(_Model):
     )
     bytes_received: int | None = Field(
         default=None, ge=0, description="Answer bytes the relay received from the provider."
+    )
+    max_tokens_total: int | None = Field(
+        default=None, ge=1, description="The run's token budget in force at the relay; null: none."
+    )
+    max_cost_usd: float | None = Field(
+        default=None, gt=0, description="The run's cost budget (USD) in force; null: none."
+    )
+    budget_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        description="Tokens the relay counted against the token budget: every part of each "
+        "answered call's usage (a call answered without usage: one per 4 bytes moved).",
+    )
+    budget_spent: bool | None = Field(
+        default=None,
+        description="Whether the budget ran out, so that the relay refused further model calls "
+        "(the run's own doing: it stays valid); null: no relay.",
+    )
+    budget_refused_calls: int | None = Field(
+        default=None, ge=0, description="Model calls the relay refused once the budget was spent."
     )
 
 

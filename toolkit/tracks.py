@@ -88,6 +88,28 @@ class Track(_Model):
         pattern=r"^[0-9a-f]{8,64}$",
         description="SHA-256 of the prepared validation bytes, pinned like train_data_sha256.",
     )
+    max_output_tokens: int = Field(
+        default=32_000,
+        gt=0,
+        description="The most output one model call may ask for: the provider relay lowers "
+        "every output limit of a call (max_tokens, max_output_tokens, maxOutputTokens, ...) to "
+        "it, and sets it where a call gives none.",
+    )
+    max_tokens_total: int | None = Field(
+        default=100_000_000,
+        gt=0,
+        description="Token budget of a run: tokens of every part (input, output, reasoning, "
+        "cache reads and writes) its model calls may use in all; once spent, the relay refuses "
+        "further calls (the run stays valid). A campaign or `toolkit run --max-tokens-total` "
+        "may set another; null: no limit.",
+    )
+    max_cost_usd: float | None = Field(
+        default=250.0,
+        gt=0,
+        description="Cost budget of a run in USD, where its calls can be priced (the providers "
+        "file's prices, or the cost the provider reports); enforced like max_tokens_total. A "
+        "campaign or `toolkit run --max-cost-usd` may set another; null: no limit.",
+    )
 
     def matches_exam(self, sha256: str) -> bool:
         """Whether a full exam hash agrees with this track's (possibly short) hash."""

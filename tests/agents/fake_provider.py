@@ -42,6 +42,8 @@ class Reply:
     """Anything but 0: the stream is sent chunk by chunk (chunked encoding), this far apart."""
     headers: dict[str, str] = field(default_factory=dict)
     """Extra answer headers (e.g. retry-after on a 429)."""
+    cost: float | None = None
+    """A cost (USD) reported with the usage, as OpenRouter does; None: none."""
 
 
 @dataclass
@@ -51,6 +53,8 @@ class Request:
     body: dict[str, object]
     headers: dict[str, str]
     arrived: float
+    raw: bytes = b""
+    """The body's bytes as they arrived."""
 
     @property
     def messages(self) -> list[dict[str, object]]:
@@ -177,8 +181,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         arrived = time.monotonic()
         length = int(self.headers.get("content-length", 0))
-        body = json.loads(self.rfile.read(length) or b"{}")
-        request = Request(body=body, headers=dict(self.headers), arrived=arrived)
+        raw = self.rfile.read(length)
+        body = json.loads(raw or b"{}")
+        request = Request(body=body, headers=dict(self.headers), arrived=arrived, raw=raw)
         provider = self.server
         with provider.lock:
             provider.requests.append(request)
@@ -210,6 +215,8 @@ class _Handler(BaseHTTPRequestHandler):
             "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
             "completion_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
         }
+        if reply.cost is not None:
+            usage["cost"] = reply.cost
         last = json.loads(_chunk(None)[6:])
         last["usage"] = usage
         chunks.append(b"data: " + json.dumps(last).encode() + b"\n\n")

@@ -126,7 +126,7 @@ def test_a_call_gets_the_real_key_and_none_of_the_callers_credentials(
     dropped = {"x-api-key", "x-goog-api-key", "api-key", "cookie", "proxy-authorization"}
     dropped |= {"openai-organization", "openai-project"}
     assert not dropped & set(headers)
-    assert request.body["reasoning_effort"] == "high"  # the body goes through untouched
+    assert request.body["reasoning_effort"] == "high"  # the effort goes through as sent
     # The provider's own usage, read by the relay: what the provider reported.
     tokens = relay.totals.tokens
     assert (tokens.input, tokens.cache_read, tokens.output) == (700, 200, 40)
@@ -174,7 +174,7 @@ def test_a_stream_is_passed_on_as_it_comes(relays: Callable[..., ProviderRelay])
         ("POST", "/v1/../v1/chat/completions", _body(), 403, "relative path"),
         ("POST", "/v1/chat%2Fcompletions", _body(), 403, "encoded"),
         ("POST", "/v1/chat/completions", _body(model="stronger-model"), 403, "only model"),
-        ("POST", "/v1/chat/completions", b"not json", 403, "not JSON"),
+        ("POST", "/v1/chat/completions", b"not json", 400, "not JSON"),
         ("POST", "/v1/chat/completions", _body(plugins=[{"id": "web"}]), 403, "'plugins'"),
         (
             "POST",

@@ -18,6 +18,7 @@ e.g. exporting its session; files it writes into the run folder are listed with 
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,8 @@ class AgentContext:
     (the provider relay's log); None where the harness gives none."""
     backend: str = "local"
     """The sandbox backend of the run (where a host-side helper must listen depends on it)."""
+    log: Callable[[str], None] | None = None
+    """Writes one line to the harness's `agent.log` (the adapter's notes: a spent budget)."""
 
 
 @dataclass

@@ -35,6 +35,7 @@ else the sum over the scaffold's `step_finish` events (`source: scaffold`).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -46,10 +47,10 @@ from typing import Any
 
 from toolkit.agents.base import Agent, AgentContext, AgentOutcome
 from toolkit.agents.opencode_events import EventTally
-from toolkit.agents.provider_api import Tokens
 from toolkit.agents.providers import NPM, Provider, ProviderError, override
 from toolkit.agents.relay import LOG_FILE as PROVIDER_LOG
 from toolkit.agents.relay import ProviderRelay
+from toolkit.agents.relay_budget import RelayLimits, price
 from toolkit.agents.relay_endpoint import LOCAL, RelayEndpoint, RelayPlacementError, relay_endpoint
 from toolkit.agents.scaffold import OPENCODE_VERSION, ScaffoldError, isolated_env, require
 from toolkit.results import Usage
@@ -205,15 +206,6 @@ def _ripgrep_version(rg: Path) -> str:
     return done.stdout.split("\n", 1)[0].strip() or "unknown"
 
 
-def _priced(cost: dict[str, float], tokens: Tokens) -> float:
-    """USD from per-million prices (reasoning is billed as output)."""
-    total = tokens.input * cost.get("input", 0.0)
-    total += (tokens.output + tokens.reasoning) * cost.get("output", 0.0)
-    total += tokens.cache_read * cost.get("cache_read", 0.0)
-    total += tokens.cache_write * cost.get("cache_write", 0.0)
-    return round(total / 1e6, 6)
-
-
 class OpencodeAgent(Agent):
     """The opencode scaffold, configured for one run (see the module docstring)."""
 
@@ -232,6 +224,7 @@ class OpencodeAgent(Agent):
         effort_options: dict[str, object] | None = None,
         stall_share: float = STALL_SHARE,
         relay_options: dict[str, Any] | None = None,
+        limits: RelayLimits | None = None,
     ) -> None:
         if not 0 < stall_share <= 1:
             raise ValueError(f"stall_share must be in (0, 1], got {stall_share}")
@@ -245,6 +238,8 @@ class OpencodeAgent(Agent):
         self.stall_share = stall_share
         self.relay_options: dict[str, Any] = dict(relay_options or {})
         """Extra `ProviderRelay` settings (tests: a CA to trust, a short probe wait)."""
+        self.limits = limits or RelayLimits()
+        """What the relay lets the run have: output per call, token and cost budget."""
         self._key = api_key
         if effort_options is None:
             effort_options = {"reasoningEffort": effort} if effort else {}
@@ -267,13 +262,15 @@ class OpencodeAgent(Agent):
         base_url: str | None = None,
         key_env: str | None = None,
         environ: dict[str, str] | None = None,
+        limits: RelayLimits | None = None,
         **_: object,
     ) -> OpencodeAgent:
         """Everything checked before a run starts: provider, key, binary and version, ripgrep,
         and (native clients) the effort. `AgentSetupError` says what to fix.
 
         `base_url` / `key_env` (a campaign's per-model settings) override the provider entry's;
-        with a name the providers file lacks, they define an OpenAI-compatible provider."""
+        with a name the providers file lacks, they define an OpenAI-compatible provider.
+        `limits`: the track's output cap and budget, as the run's settings leave them."""
         environ = dict(os.environ) if environ is None else environ
         if not provider:
             raise AgentSetupError(
@@ -313,6 +310,7 @@ class OpencodeAgent(Agent):
             version=version,
             ripgrep=_ripgrep(),
             effort_options=options,
+            limits=limits,
         )
 
     # -- before the run -----------------------------------------------------------------------
@@ -360,6 +358,7 @@ class OpencodeAgent(Agent):
                 "command": self.command(),
                 "switches": SWITCHES,
                 "stall_share": self.stall_share,
+                "limits": dataclasses.asdict(self.limits),
             },
             sort_keys=True,
         )
@@ -382,6 +381,9 @@ class OpencodeAgent(Agent):
             stall_limit_s=stall_limit_s,
             bind=self._endpoint.bind,
             advertise=self._endpoint.host,
+            limits=self.limits,
+            prices=entry.cost,
+            note=ctx.log,
             **self.relay_options,
         )
 
@@ -475,35 +477,44 @@ class OpencodeAgent(Agent):
 
     def usage(self) -> Usage:
         """The provider's own counts as the relay read them where it reported any, else the
-        scaffold's sums; the relay's call and byte counts in both cases."""
+        scaffold's sums; the relay's call and byte counts and the budget in both cases."""
         claimed = self.tally.usage()
-        relay = self.relay.totals if self.relay is not None else None
-        if relay is None or relay.calls == 0:
+        if self.relay is None:
             source = "scaffold" if claimed.input_tokens is not None else None
             return claimed.model_copy(update={"source": source})
-        counts = {
-            "model_calls": relay.calls,
-            "bytes_sent": relay.bytes_up,
-            "bytes_received": relay.bytes_down,
+        relay, spend = self.relay.totals, self.relay.spend
+        counts: dict[str, object] = {
+            "max_tokens_total": spend.limits.max_tokens_total,
+            "max_cost_usd": spend.limits.max_cost_usd,
+            "budget_tokens": spend.tokens,
+            "budget_spent": spend.spent is not None,
+            "budget_refused_calls": spend.refused,
         }
+        if relay.calls:
+            counts.update(
+                model_calls=relay.calls, bytes_sent=relay.bytes_up, bytes_received=relay.bytes_down
+            )
         if relay.with_usage == 0:
             source = "scaffold" if claimed.input_tokens is not None else None
             return claimed.model_copy(update={"source": source, **counts})
         t = relay.tokens
-        tokens = {
-            "input_tokens": t.input,
-            "output_tokens": t.output,
-            "reasoning_tokens": t.reasoning,
-            "cache_read_tokens": t.cache_read,
-            "cache_write_tokens": t.cache_write,
-        }
-        cost = _priced(self.provider_entry.cost, t) if self.provider_entry.cost else None
-        return Usage(
-            **tokens,
-            cost_usd=cost if cost is not None else claimed.cost_usd,
-            source="provider",
-            cost_source="providers-file"
-            if cost is not None
-            else ("scaffold" if claimed.cost_usd is not None else None),
-            **counts,
+        cost, cost_source = None, None
+        if self.provider_entry.cost:
+            cost, cost_source = price(self.provider_entry.cost, t), "providers-file"
+        elif spend.cost_usd is not None:
+            cost, cost_source = spend.cost_usd, "provider"  # reported with the usage
+        elif claimed.cost_usd is not None:
+            cost, cost_source = claimed.cost_usd, "scaffold"
+        return Usage.model_validate(
+            {
+                "input_tokens": t.input,
+                "output_tokens": t.output,
+                "reasoning_tokens": t.reasoning,
+                "cache_read_tokens": t.cache_read,
+                "cache_write_tokens": t.cache_write,
+                "cost_usd": cost,
+                "source": "provider",
+                "cost_source": cost_source,
+                **counts,
+            }
         )

@@ -17,6 +17,9 @@ Per kind it needs to know:
   passes), and what marks an error inside a stream that began well;
 - a minimal request of the harness's own (`probe`), to ask the provider whether it works when
   the relay's record says it may not.
+
+Which fields and headers of an accepted call reach the provider, and how big its answer may
+be, is `relay_policy.py`'s.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ QUERY = {"google": frozenset({"alt"})}  # passed on; any other query parameter i
 EFFORT_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
     "openai-compatible": (("reasoning_effort",), ("reasoning",)),
     "openai": (("reasoning",), ("reasoning_effort",)),
-    "anthropic": (("thinking",),),
+    "anthropic": (("thinking",), ("output_config",)),
     "google": (("generationConfig", "thinkingConfig"),),
 }
 # Fields that make the provider reach out, run code, or pick another model for the caller.
@@ -92,7 +95,12 @@ def is_failure(status: int) -> bool:
 
 
 class Refused(ValueError):
-    """A call the relay does not pass on; the message says why (it goes back to the caller)."""
+    """A call the relay does not pass on; the message says why (it goes back to the caller,
+    with HTTP `status`: 403 for what is not allowed, 400 for a body that does not parse)."""
+
+    def __init__(self, message: str, status: int = 403) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def endpoint_paths(kind: str, model: str) -> tuple[str, ...]:
@@ -127,19 +135,17 @@ def _check_tools(kind: str, tools: object) -> None:
             raise Refused(f"provider-side tools are not allowed ({tool.get('type')})")
 
 
-def check_call(kind: str, model: str, path: str, body: bytes) -> str:
-    """Check one model call (`path` relative to the base URL); return its effort signature
-    (a canonical text of its reasoning-effort fields). `Refused` says why not."""
+def check_path(kind: str, model: str, path: str) -> None:
+    """`Refused` unless `path` (relative to the base URL) is a model call of the run's model."""
     if path not in endpoint_paths(kind, model):
         if kind == "google" and path.startswith("models/"):
             raise Refused(f"only model '{model}' may be called")
         raise Refused(f"'{path}' is not a model call of this provider")
-    try:
-        parsed = json.loads(body)
-    except ValueError as e:
-        raise Refused("the body is not JSON") from e
-    if not isinstance(parsed, dict):
-        raise Refused("the body is not a JSON object")
+
+
+def check_call(kind: str, model: str, parsed: dict[str, Any]) -> str:
+    """Check one model call's parsed body (its path passed `check_path`); return its effort
+    signature (a canonical text of its reasoning-effort fields). `Refused` says why not."""
     if kind != "google" and parsed.get("model") != model:
         raise Refused(f"only model '{model}' may be called (got {str(parsed.get('model'))[:80]!r})")
     for name in REFUSED_FIELDS[kind]:
@@ -331,3 +337,10 @@ class UsageReader:
 
     def tokens(self) -> Tokens | None:
         return normalise(self._merged) if self._merged else None
+
+    def cost(self) -> float | None:
+        """The cost the provider reported with the usage (USD), where it reports one."""
+        value = self._merged.get("cost")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        return float(value) if 0 <= value < float("inf") else None

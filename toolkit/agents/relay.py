@@ -17,12 +17,21 @@ request the relay:
   under its base path, for the run's model, with no provider-side tools, and with the
   reasoning-effort fields the scaffold sent before any answer reached the controller (the
   model cannot have acted before that); anything else gets a 4xx from the relay itself;
-- drops every credential header that came in and sets the real one (`Credential`), sends the
-  call to the provider's base URL (HTTPS with the certificate checked, the system's CAs), and
-  streams the answer back as it comes (an SSE stream is passed on chunk by chunk, never
-  buffered), reading the provider's own usage counts on the way;
+- never forwards the bytes it got (`relay_policy`): the body is parsed strictly (a duplicate
+  key, NaN, text that is not UTF-8: refused) and written anew from an allow-list of fields
+  per API, with one answer per call and the output capped (`RelayLimits.max_output_tokens`);
+  the headers are built anew too, from the caller's only the few the allow-list names, and
+  the real key (`Credential`);
+- keeps the run's token and cost budget (`relay_budget.Spend`): a call is passed on only
+  while it is not spent; once it is, every call gets the relay's error in the provider's
+  format and nothing more reaches the provider (the run's own doing: no provider failure);
+- sends the call to the provider's base URL (HTTPS with the certificate checked, the
+  system's CAs), and streams the answer back as it comes (an SSE stream is passed on chunk by
+  chunk, never buffered), reading the provider's own usage counts on the way;
 - writes one line to `provider.jsonl` (time, method, path, status, bytes each way, time to
-  the first byte, duration, upstream error, usage; no body, no key).
+  the first byte, duration, upstream error, usage, what it dropped, pinned or capped; no
+  body, no key), and to the harness's `agent.log` when the budget runs out, and the spend at
+  the end.
 
 The decision: a spell of calls that failed at the provider (unreachable, a broken answer, 5xx,
 429 and the other `provider_api.FAILURE_STATUSES`), with no call answered in between, is a
@@ -35,7 +44,7 @@ gets no reroll: a provider that works answers the probe.
 
 Not covered: the model's commands can send model calls of their own through the relay (same
 model, same effort, no provider-side tools): they cannot be told apart from the scaffold's,
-and they are counted in usage and logged like them.
+and they are counted in usage, logged and charged to the budget like them.
 """
 
 from __future__ import annotations
@@ -56,22 +65,25 @@ from typing import IO, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from toolkit.agents.provider_api import (
-    CREDENTIAL_HEADERS,
     QUERY,
     Credential,
     Refused,
     Tokens,
     UsageReader,
     check_call,
+    check_path,
     is_failure,
     probe,
 )
+from toolkit.agents.relay_budget import RelayLimits, Reservation, Spend
+from toolkit.agents.relay_policy import clean, error_body, parse_body, serialize, upstream_headers
 
 LOG_FILE = "provider.jsonl"
 CONNECT_TIMEOUT_S = 15.0
 READ_TIMEOUT_S = 600.0  # a provider silent this long in the middle of an answer has failed
 CLIENT_IDLE_S = 300.0
-MAX_BODY_BYTES = 64 * 2**20
+MAX_BODY_BYTES = 16 * 2**20  # a long conversation is a few MiB; each connection may hold one
+PARSE_AT_ONCE = 2  # bodies parsed at once: a parsed body can take 25 times its bytes
 MAX_ERROR_BODY = 2**20
 MAX_CONNECTIONS = 64  # connections from the controller at once; more are closed at once
 MAX_LOG_LINES = 50_000  # then only counters: a flood of refused calls must not fill the disk
@@ -79,6 +91,7 @@ MAX_IDLE_UPSTREAM = 4
 HOLD_MAX_S = 900.0
 PROBE_TRIES = 3
 PROBE_GAP_S = 2.0
+USER_AGENT = "ari-bench-relay"
 HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -156,6 +169,16 @@ class RelayTotals:
 
 
 @dataclass
+class _Call:
+    """A call ready for the provider: the rebuilt body and headers, what was changed."""
+
+    data: bytes
+    headers: dict[str, str]
+    notes: dict[str, list[str]]
+    output_cap: int
+
+
+@dataclass
 class _Spell:
     """Calls failing at the provider with none answered in between."""
 
@@ -228,8 +251,16 @@ class ProviderRelay:
         probe_wait_max_s: float = 60.0,
         probe_gap_s: float = PROBE_GAP_S,
         clock: Callable[[], float] = time.monotonic,
+        limits: RelayLimits | None = None,
+        prices: dict[str, float] | None = None,
+        note: Callable[[str], None] | None = None,
     ) -> None:
         self.kind = kind
+        self.limits = limits or RelayLimits()
+        self.spend = Spend(self.limits, prices)
+        self._note = note
+        self._announced = False
+        self._parsing = threading.BoundedSemaphore(PARSE_AT_ONCE)
         self.model = model
         self.upstream = Upstream.parse(base_url)
         self.credential = credential
@@ -271,6 +302,9 @@ class ProviderRelay:
                 + self.upstream.base_path,
                 "model": self.model,
                 "listen": f"{self.bind}:{self.port}",
+                "max_output_tokens": self.limits.max_output_tokens,
+                "max_tokens_total": self.limits.max_tokens_total,
+                "max_cost_usd": self.limits.max_cost_usd,
             }
         )
         return self
@@ -312,13 +346,44 @@ class ProviderRelay:
                 "with_usage": totals.with_usage,
                 "usage": totals.tokens.as_dict(),
                 "probes": totals.probes,
+                "budget_tokens": self.spend.tokens,
+                "cost_usd": self.spend.cost_usd,
+                "budget_spent": self.spend.spent is not None,
+                "budget_refused": self.spend.refused,
             },
             force=True,
         )
+        self.note(self.spend_summary())
         with self._lock:
             if self._log is not None:
                 self._log.close()
                 self._log = None
+
+    def note(self, message: str) -> None:
+        """One line for the harness's `agent.log` (when the harness gave a way to write it)."""
+        if self._note is None:
+            return
+        try:
+            self._note(f"provider relay: {message}")
+        except Exception:  # a note the harness cannot take must not cost a call or the run
+            self.record({"kind": "note-lost", "note": message[:500]})
+
+    def spend_summary(self) -> str:
+        spend, limits = self.spend, self.limits
+        tokens = f"{spend.tokens:,} tokens counted against the budget"
+        tokens += f" of {limits.max_tokens_total:,}" if limits.max_tokens_total else " (no limit)"
+        if spend.cost_usd is None:
+            cost = "cost unknown (no prices, and the provider reported none)"
+        else:
+            cost = f"${spend.cost_usd:.4f}"
+            cost += f" of ${limits.max_cost_usd:.2f}" if limits.max_cost_usd else " (no limit)"
+        ended = (
+            f"; budget spent, {spend.refused} call(s) refused ({spend.spent}); not a provider "
+            "failure"
+            if spend.spent
+            else ""
+        )
+        return f"{self.totals.calls} model call(s) passed on; {tokens}; {cost}{ended}"
 
     def record(self, entry: dict[str, object], force: bool = False) -> None:
         """One line of `provider.jsonl` (metadata only)."""
@@ -335,7 +400,12 @@ class ProviderRelay:
     # -- one call -------------------------------------------------------------------------------
 
     def refuse(
-        self, handler: BaseHTTPRequestHandler, status: int, why: str, body: bool = True
+        self,
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        why: str,
+        body: bool = True,
+        code: str = "ari_relay",
     ) -> None:
         """Answer the controller from the relay itself; nothing goes to the provider."""
         with self._lock:
@@ -349,8 +419,7 @@ class ProviderRelay:
                 "error": why,
             }
         )
-        message = json.dumps({"error": {"message": f"ari relay: {why}", "type": "ari_relay"}})
-        data = message.encode() if body else b""
+        data = error_body(self.kind, status, f"ari relay: {why}", code) if body else b""
         try:
             handler.send_response(status)
             handler.send_header("content-type", "application/json")
@@ -410,35 +479,62 @@ class ProviderRelay:
             return
         try:
             path, query = self._route(handler.path)
-            effort = check_call(self.kind, self.model, path, body)
+            check_path(self.kind, self.model, path)
+            with self._parsing:  # a parsed body takes many times its bytes: a few at once
+                call = self._prepare(handler, path, body)
         except Refused as e:
-            self.refuse(handler, 403, str(e))
+            self.refuse(handler, e.status, str(e))
             return
-        with self._lock:
-            if not self._answered_once:
-                self._efforts.add(effort)  # the scaffold's own setting: nothing else ran yet
-            pinned = effort in self._efforts
-        if not pinned:
-            self.refuse(handler, 403, "the reasoning-effort setting must stay the scaffold's")
-            return
+        del body  # what came in is not kept while the call goes on
         if not self._open.is_set():
             self._open.wait(HOLD_MAX_S)
         if self._closed:
             self.refuse(handler, 503, "the run is over")
             return
-        self._forward(handler, path, query, body, arrived)
+        held, spent = self.spend.admit(call.output_cap, len(call.data))
+        if held is None:
+            self._budget_spent(handler, str(spent))
+            return
+        try:
+            headers = self._upstream_headers(call.headers, len(call.data))
+            self._forward(handler, path, query, call.data, headers, call.notes, arrived, held)
+        finally:
+            if not held.settled:  # a call that broke off in the relay itself
+                self.spend.settle(held, None, None, answered=False, bytes_moved=0)
 
-    def _upstream_headers(self, incoming: Any, length: int) -> dict[str, str]:
-        named = {h.strip().lower() for h in incoming.get("connection", "").split(",")}
-        headers = {}
-        for name, value in incoming.items():
-            low = name.lower()
-            if low in HOP_BY_HOP or low in CREDENTIAL_HEADERS or low in named:
-                continue
-            if low == self.credential.header.lower():
-                continue
-            headers[name] = value
+    def _prepare(self, handler: BaseHTTPRequestHandler, path: str, body: bytes) -> _Call:
+        """The call as the provider will get it, from the body checked and rebuilt (the parsed
+        object is dropped on return); `Refused` says why not."""
+        parsed = parse_body(body)
+        effort = check_call(self.kind, self.model, parsed)
+        with self._lock:
+            if not self._answered_once:
+                self._efforts.add(effort)  # the scaffold's own setting: nothing else ran yet
+            pinned = effort in self._efforts
+        if not pinned:
+            raise Refused("the reasoning-effort setting must stay the scaffold's")
+        cleaned = clean(self.kind, path, parsed, self.limits.max_output_tokens)
+        data = serialize(cleaned.body)  # never the bytes that came in
+        headers = upstream_headers(self.kind, handler.headers, cleaned.dropped)
+        return _Call(data, headers, cleaned.notes(), cleaned.output_cap)
+
+    def _budget_spent(self, handler: BaseHTTPRequestHandler, why: str) -> None:
+        """The budget is spent: this call (and every later one) gets the relay's error, in the
+        provider's format, and never reaches the provider. The run's own doing: no failure."""
+        self._announce(why)
+        self.refuse(
+            handler,
+            400,
+            f"{why}; no further model calls are passed on in this run",
+            code="ari_budget_spent",
+        )
+
+    def _upstream_headers(self, chosen: dict[str, str], length: int) -> dict[str, str]:
+        """The headers the provider gets: the caller's that the policy kept, and the relay's."""
+        headers = dict(chosen)
         headers["Host"] = self.upstream.netloc
+        headers["Content-Type"] = "application/json"
+        headers["User-Agent"] = USER_AGENT
         headers["Accept-Encoding"] = "identity"  # plain bytes: the usage is read on the way
         headers["Content-Length"] = str(length)
         headers[self.credential.header] = self.credential.prefix + self._key
@@ -498,33 +594,36 @@ class ProviderRelay:
         path: str,
         query: str,
         body: bytes,
+        headers: dict[str, str],
+        notes: dict[str, list[str]],
         arrived: float,
+        held: Reservation,
     ) -> None:
         entry: dict[str, object] = {"kind": "call", "method": "POST", "path": path}
         entry.update(status=None, bytes_up=len(body), bytes_down=0, error=None, usage=None)
+        entry.update(notes)
         started = time.monotonic()
-        headers = self._upstream_headers(handler.headers, len(body))
         try:
             conn, answer = self._send("POST", self._target(path, query), body, headers)
         except (OSError, http.client.HTTPException, ssl.SSLError) as e:
             error = f"unreachable: {type(e).__name__}: {_short(e)}"
-            self._done(entry, started, arrived, failure=error)
+            self._done(entry, started, arrived, held, failure=error)
             self._answer_error(handler, 502, f"the provider is unreachable ({error})")
             return
         entry["status"] = answer.status
         if answer.status >= 300:
-            self._relay_error(handler, conn, answer, entry, started, arrived)
+            self._relay_error(handler, conn, answer, entry, started, arrived, held)
             return
-        self._stream(handler, conn, answer, entry, started, arrived)
+        self._stream(handler, conn, answer, entry, started, arrived, held)
 
     def _answer_error(self, handler: BaseHTTPRequestHandler, status: int, message: str) -> None:
-        data = json.dumps({"error": {"message": f"ari relay: {message}", "type": "ari_relay"}})
+        data = error_body(self.kind, status, f"ari relay: {message}")
         try:
             handler.send_response(status)
             handler.send_header("content-type", "application/json")
             handler.send_header("content-length", str(len(data)))
             handler.end_headers()
-            handler.wfile.write(data.encode())
+            handler.wfile.write(data)
             handler.wfile.flush()
         except OSError:
             handler.close_connection = True
@@ -543,6 +642,7 @@ class ProviderRelay:
         entry: dict[str, object],
         started: float,
         arrived: float,
+        held: Reservation,
     ) -> None:
         """An error answer: small, read whole, passed on with the key (should the provider
         quote it) blanked."""
@@ -561,7 +661,7 @@ class ProviderRelay:
         retry = answer.getheader("retry-after")
         if retry:
             entry["retry_after"] = retry[:40]
-        self._done(entry, started, arrived, failure=failure)
+        self._done(entry, started, arrived, held, failure=failure)
         try:
             self._head(handler, answer)
             handler.send_header("content-length", str(len(data)))
@@ -579,6 +679,7 @@ class ProviderRelay:
         entry: dict[str, object],
         started: float,
         arrived: float,
+        held: Reservation,
     ) -> None:
         """A good answer, passed on chunk by chunk as it comes (no buffering: SSE)."""
         reader = UsageReader(answer.getheader("content-type") or "")
@@ -635,18 +736,31 @@ class ProviderRelay:
             failure = _short(reader.error)
         if client_gone:
             entry["error"] = "the controller closed the connection"
-        self._done(entry, started, arrived, failure=failure, tokens=tokens)
+        self._done(
+            entry,
+            started,
+            arrived,
+            held,
+            failure=failure,
+            tokens=tokens,
+            cost=reader.cost(),
+            cut_short=client_gone,
+        )
 
     def _done(
         self,
         entry: dict[str, object],
         started: float,
         arrived: float,
+        held: Reservation,
         *,
         failure: str | None,
         tokens: Tokens | None = None,
+        cost: float | None = None,
+        cut_short: bool = False,
     ) -> None:
-        """Count and log one call; a failure starts or continues a spell, an answer ends it."""
+        """Count and log one call; a failure starts or continues a spell, an answer ends it.
+        What the provider said it used goes to the budget."""
         now = time.monotonic()
         entry["duration_s"] = round(now - started, 4)
         entry["relay_s"] = round(started - arrived, 4)
@@ -672,7 +786,21 @@ class ProviderRelay:
                 spell.failures += 1
                 spell.kinds[failure.split(":", 1)[0]] += 1
                 spell.last = failure
+        moved = int(str(entry["bytes_up"])) + int(str(entry["bytes_down"]))
+        answered = failure is None
+        spent = self.spend.settle(held, tokens, cost, answered, moved, cut_short)
         self.record(entry)
+        if spent is not None:
+            self._announce(spent)
+
+    def _announce(self, why: str) -> None:
+        """Say once, in `provider.jsonl` and `agent.log`, that the budget is spent."""
+        with self._lock:
+            if self._announced:
+                return
+            self._announced = True
+        self.record({"kind": "budget", "spent": why})
+        self.note(f"{why}: further model calls are refused (the run stays valid)")
 
     # -- the harness's own probe ----------------------------------------------------------------
 

@@ -107,6 +107,18 @@ class CampaignFile(_Model):
         description="CPU quota (cores) of each run's runner and gradings, so that runs sharing "
         "a box share its cores fairly; default: none.",
     )
+    max_tokens_total: int | None = Field(
+        default=None,
+        gt=0,
+        description="Token budget of each run (all parts of its model calls' usage); default: "
+        "the track's max_tokens_total.",
+    )
+    max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="Cost budget of each run in USD, where calls can be priced; default: the "
+        "track's max_cost_usd.",
+    )
 
     @field_validator("agent")
     @classmethod

@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from toolkit.agents import AGENTS, Agent
+from toolkit.agents.relay_budget import limits_for
 from toolkit.campaign.config import CampaignError, CampaignFile, ModelEntry
 from toolkit.campaign.plan import RunKey
 from toolkit.data import load_prepared
@@ -51,6 +52,8 @@ class Job(_Model):
     run_id: str | None = None
     gpu: str | None = None
     cpus: float | None = None  # the run's CPU quota, in cores
+    max_tokens_total: int | None = None  # None: the track's token budget
+    max_cost_usd: float | None = None  # None: the track's cost budget
     node: str | None = None
     attempt: int = 1
 
@@ -101,6 +104,8 @@ def make_job(
         reserved_s=reserved,
         results_dir=str(results_dir),
         cpus=campaign.cpus_per_run,
+        max_tokens_total=campaign.max_tokens_total,
+        max_cost_usd=campaign.max_cost_usd,
         attempt=attempt,
     )
 
@@ -135,7 +140,8 @@ def build_agent(job: Job) -> Agent:
             f"agent '{job.agent}' takes no {', '.join(unknown)} setting (model '{job.model}')"
         )
     try:
-        return cls.for_run(model=job.model, effort=job.effort, **settings)
+        limits = limits_for(job.track, job.max_tokens_total, job.max_cost_usd)
+        return cls.for_run(model=job.model, effort=job.effort, limits=limits, **settings)
     except (RuntimeError, ValueError) as exc:
         raise CampaignError(f"model '{job.model}': {exc}") from exc
 

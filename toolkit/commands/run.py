@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from exam_builder.exam_file import ExamFileError
 from toolkit import state
 from toolkit.agents import AGENTS, AgentSetupError, get_agent
+from toolkit.agents.relay_budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
@@ -218,6 +219,20 @@ def _model_for(agent: str, model: str | None) -> str:
     help="Device for grading (training picks its own inside the runner).",
 )
 @cpus_option("the runner and of each grading (a share of a box that runs several runs)")
+@click.option(
+    "--max-tokens-total",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Token budget of the run's model calls (all parts of their usage); once spent, the "
+    "provider relay refuses further calls. Default: the track's max_tokens_total.",
+)
+@click.option(
+    "--max-cost-usd",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Cost budget of the run's model calls in USD, where they can be priced. Default: the "
+    "track's max_cost_usd.",
+)
 @click.option("--quiet", is_flag=True, help="Do not echo the agent's console.")
 def run_command(
     model: str | None,
@@ -236,6 +251,8 @@ def run_command(
     registry: Path | None,
     device: str,
     cpus: float | None,
+    max_tokens_total: int | None,
+    max_cost_usd: float | None,
     quiet: bool,
     images_file: Path | None,
 ) -> None:
@@ -282,6 +299,7 @@ def run_command(
             provider=provider,
             providers_path=providers_path,
             any_version=any_scaffold_version,
+            limits=limits_for(the_track, max_tokens_total, max_cost_usd),
         )
     except (AgentSetupError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc

@@ -416,6 +416,7 @@ class Run:
                 home_dir=self._agent_home(),
                 artifacts=self.artifacts,
                 backend=spec.backend,
+                log=self.log,
             ),
         )
         self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)

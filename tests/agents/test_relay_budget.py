@@ -1,0 +1,248 @@
+"""The run's token and cost budget, kept by the relay: a run of calls that crosses it, calls sent
+at once near its end, the error the scaffold sees, and what the result records. A spent budget
+is the run's own doing, never a provider failure.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.agents.fake_provider import FakeProvider, Reply
+from tests.agents.relay_calls import (
+    KEY,
+    MODEL,
+    RelayFactory,
+    body_for,
+    message,
+    relay_factory,
+    send,
+)
+from toolkit.agents.opencode import OpencodeAgent
+from toolkit.agents.provider_api import PROBE_TEXT, Tokens
+from toolkit.agents.providers import Provider
+from toolkit.agents.relay import ProviderRelay
+from toolkit.agents.relay_budget import RelayLimits, Spend, limits_for
+from toolkit.campaign.config import CampaignFile
+from toolkit.campaign.job import make_job
+from toolkit.campaign.plan import RunKey
+from toolkit.results import Usage
+from toolkit.tracks import Track
+
+PER_CALL = 1000 + 40  # the fake provider's usage of one call: prompt + completion tokens
+
+
+@pytest.fixture
+def relays(tmp_path: Path) -> Iterator[RelayFactory]:
+    with relay_factory(tmp_path) as make:
+        yield make
+
+
+def _provider_entry(url: str, cost: dict[str, float] | None = None) -> Provider:
+    return Provider(
+        name="fake", kind="openai-compatible", base_url=url, key_env="K", cost=cost or {}
+    )
+
+
+def _usage_of(relay: ProviderRelay, entry: Provider) -> Usage:
+    """What the opencode adapter records in the result for this relay's run."""
+    agent = OpencodeAgent(
+        entry,
+        model=MODEL,
+        effort=None,
+        api_key=KEY,
+        binary=Path("/nonexistent/opencode"),
+        version="test",
+        ripgrep=Path("/nonexistent/rg"),
+        limits=relay.limits,
+    )
+    agent.relay = relay
+    return agent.usage()
+
+
+def test_a_run_that_crosses_its_token_budget_gets_the_budget_error_and_stays_valid(
+    relays: RelayFactory, tmp_path: Path
+) -> None:
+    notes: list[str] = []
+    limits = RelayLimits(max_output_tokens=100, max_tokens_total=2 * PER_CALL + 500)
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, limits=limits, note=notes.append, stall_limit_s=0.1)
+        for _ in range(3):  # 1040, 2080, then 3120: the third call crosses the budget
+            assert send(relay, "openai-compatible", body_for("chat"))[0] == 200
+        answers = [send(relay, "openai-compatible", body_for("chat")) for _ in range(2)]
+        # Calls refused for the budget are no provider failure: no probe, no verdict.
+        assert relay.problem() is None
+        assert relay.final_problem(exited=True) is None
+        usage = _usage_of(relay, _provider_entry(p.base_url))
+        relay.close()
+    for status, answer in answers:
+        assert status == 400 and "the run's token budget is spent" in message(answer)
+        error = answer["error"]
+        assert isinstance(error, dict) and error["code"] == "ari_budget_spent"
+    assert len(p.requests) == 3  # the provider never saw the refused calls
+    assert not [r for r in p.requests if PROBE_TEXT in json.dumps(r.body)]
+    assert relay.totals.calls == 3 and relay.totals.failed == 0
+    assert usage.budget_spent is True and usage.budget_refused_calls == 2
+    assert usage.budget_tokens == 3 * PER_CALL and usage.max_tokens_total == limits.max_tokens_total
+    assert usage.model_calls == 3 and usage.source == "provider"
+    assert Usage.model_validate_json(usage.model_dump_json()) == usage  # it goes in the result
+    # agent.log says so once, and how much was spent; provider.jsonl too.
+    spent = [n for n in notes if "token budget is spent" in n]
+    assert len(spent) == 2 and "the run stays valid" in spent[0] and "not a provider" in spent[1]
+    log = [json.loads(line) for line in (tmp_path / "provider.jsonl").read_text().splitlines()]
+    assert [e["kind"] for e in log].count("budget") == 1
+    summary = log[-1]
+    assert summary["budget_spent"] is True and summary["budget_tokens"] == 3 * PER_CALL
+
+
+@pytest.mark.parametrize("kind", ["anthropic", "google", "openai"])
+def test_the_budget_error_is_in_the_providers_own_format(relays: RelayFactory, kind: str) -> None:
+    limits = RelayLimits(max_output_tokens=100, max_tokens_total=10)
+    api = kind if kind != "openai" else "openai-responses"
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, api, limits=limits)
+        assert send(relay, api, body_for(api))[0] == 200  # a lone call may use what is left
+        status, answer = send(relay, api, body_for(api))
+    assert status == 400 and "the run's token budget is spent" in message(answer)
+    error = answer["error"]
+    assert isinstance(error, dict)
+    if kind == "anthropic":
+        assert answer["type"] == "error" and error["type"] == "ari_budget_spent"
+    elif kind == "google":
+        assert error["code"] == 400 and error["status"] == "FAILED_PRECONDITION"
+    else:
+        assert error["type"] == "ari_budget_spent"
+    assert len(p.requests) == 1
+
+
+def test_a_cost_budget_is_kept_with_the_providers_file_prices(relays: RelayFactory) -> None:
+    prices = {"input": 1000.0, "output": 1000.0}  # USD per million: $1.04 a call
+    limits = RelayLimits(max_output_tokens=100, max_cost_usd=2.0)
+    with FakeProvider(lambda r: Reply(text="hi")) as p:
+        relay = relays(p, limits=limits, prices=prices)
+        statuses = [send(relay, "openai-compatible", body_for("chat"))[0] for _ in range(4)]
+        usage = _usage_of(relay, _provider_entry(p.base_url, prices))
+    assert statuses == [200, 200, 400, 400] and len(p.requests) == 2
+    assert usage.cost_usd == pytest.approx(2.08) and usage.cost_source == "providers-file"
+    assert usage.budget_spent is True and usage.max_cost_usd == 2.0
+
+
+def test_a_cost_budget_is_kept_with_the_cost_the_provider_reports(relays: RelayFactory) -> None:
+    limits = RelayLimits(max_output_tokens=100, max_cost_usd=0.05)
+    with FakeProvider(lambda r: Reply(text="hi", cost=0.02)) as p:
+        relay = relays(p, limits=limits)
+        statuses = [send(relay, "openai-compatible", body_for("chat"))[0] for _ in range(4)]
+        usage = _usage_of(relay, _provider_entry(p.base_url))
+    assert statuses == [200, 200, 200, 400]
+    assert usage.cost_usd == pytest.approx(0.06) and usage.cost_source == "provider"
+
+
+@pytest.mark.parametrize(
+    ("cap", "padding"),
+    [(2000, ""), (100, "x" * 20_000)],  # held: the output caps; then the inputs (bytes / 4)
+)
+def test_calls_sent_at_once_cannot_run_far_past_the_budget(
+    relays: RelayFactory, cap: int, padding: str
+) -> None:
+    """Ten calls at once, near the end of the budget: each admitted call holds its output cap
+    and its input until it is answered, so only as many go as the budget could still cover."""
+    limits = RelayLimits(max_output_tokens=cap, max_tokens_total=3500 if padding == "" else 8000)
+    with FakeProvider(lambda r: Reply(text="hi", delay_s=2.0)) as p:
+        relay = relays(p, limits=limits)
+        statuses: list[int] = []
+        lock = threading.Lock()
+        body = body_for("chat", user=padding)
+
+        def one() -> None:
+            status = send(relay, "openai-compatible", body)[0]
+            with lock:
+                statuses.append(status)
+
+        threads = [threading.Thread(target=one) for _ in range(10)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert sorted(statuses) == [200, 200] + [400] * 8
+    assert len(p.requests) == 2
+
+
+def test_an_answer_without_usage_still_counts() -> None:
+    spend = Spend(RelayLimits(max_tokens_total=1000))
+    held, why = spend.admit(100)
+    assert held is not None and why is None
+    assert spend.settle(held, None, None, answered=True, bytes_moved=4000) is not None
+    assert spend.tokens == 1000  # one token per 4 bytes moved
+    assert spend.admit(100) == (None, spend.spent)
+    hung_up = Spend(RelayLimits(max_tokens_total=10**6))
+    held, _ = hung_up.admit(500, 4000)
+    assert held is not None and held.tokens == 1500
+    hung_up.settle(held, None, None, answered=True, bytes_moved=4400, cut_short=True)
+    assert hung_up.tokens == 1100 + 500  # the provider may have written its whole output
+    failed = Spend(RelayLimits(max_tokens_total=1000))
+    held, _ = failed.admit(100)
+    assert held is not None
+    assert failed.settle(held, None, None, answered=False, bytes_moved=4000) is None
+    assert failed.tokens == 0  # a call that failed at the provider is not billed
+    held, _ = failed.admit(100)
+    assert held is not None
+    failed.settle(
+        held, Tokens(input=10, output=5, reasoning=3, cache_read=7, cache_write=2), None, True, 0
+    )
+    assert failed.tokens == 27  # every part the provider counts
+
+
+# -- where the limits come from ------------------------------------------------------------------
+
+
+def _track(**extra: object) -> Track:
+    fields: dict[str, object] = {
+        "id": "t",
+        "title": "T",
+        "benchmark_version": "1.0",
+        "exam_sha256": "0" * 64,
+        "exam_questions": 100,
+        "budget_s": 3600,
+        "per_call_limit_s": 600,
+        "reserved_s": 60,
+        "size_limit_bytes": 16 * 2**20,
+        "hardware": "cpu",
+    }
+    fields.update(extra)
+    return Track.model_validate(fields)
+
+
+def test_the_limits_are_the_tracks_unless_the_run_sets_its_own(tmp_path: Path) -> None:
+    track = _track()
+    assert limits_for(track) == RelayLimits(32_000, 100_000_000, 250.0)
+    own = _track(max_output_tokens=8000, max_tokens_total=None, max_cost_usd=None)
+    assert limits_for(own) == RelayLimits(8000, None, None)
+    assert limits_for(own, 5_000_000, 12.5) == RelayLimits(8000, 5_000_000, 12.5)
+    campaign = CampaignFile.model_validate(
+        {
+            "track": "t",
+            "agent": "opencode",
+            "models": [{"name": "m", "provider": "openai"}],
+            "max_tokens_total": 1_000_000,
+            "max_cost_usd": 3.0,
+        }
+    )
+    job = make_job(campaign, track, RunKey("t", "m", None, 0), attempt=1, results_dir=tmp_path)
+    assert limits_for(job.track, job.max_tokens_total, job.max_cost_usd) == RelayLimits(
+        32_000, 1_000_000, 3.0
+    )
+
+
+def test_toolkit_run_takes_the_budget_flags() -> None:
+    from click.testing import CliRunner
+
+    from toolkit.commands.run import run_command
+
+    shown = CliRunner().invoke(run_command, ["--help"]).output
+    assert "--max-tokens-total" in shown and "--max-cost-usd" in shown
+    refused = CliRunner().invoke(run_command, ["--seed", "0", "--max-tokens-total", "0"])
+    assert refused.exit_code == 2 and "max-tokens-total" in refused.output
