@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit.campaign.child import PARENT_ENV, parent_token
 from toolkit.campaign.claims import campaign_state
 from toolkit.campaign.engine import Finished, Running, now
 from toolkit.campaign.job import Job, Report, host_name
@@ -131,6 +132,7 @@ class LocalEngine:
         job_file.write_text(job.model_dump_json(indent=2), encoding="utf-8")
         report = self._jobs / f"{run_id}.report.json"
         env = dict(os.environ)
+        env[PARENT_ENV] = parent_token()  # known before the child runs: it cannot miss our end
         if slot.gpu is not None:  # the harness's own view; its sandboxes pin by UUID
             env["CUDA_VISIBLE_DEVICES"] = slot.gpu
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # ids are nvidia-smi's (bus order)

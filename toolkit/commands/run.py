@@ -35,6 +35,7 @@ from toolkit.results import ResultsError, RunResult, json_schema, load_run
 from toolkit.run.artifacts import AUDIT_FILE
 from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
+from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.verify import check_logs, verify_run
@@ -52,7 +53,7 @@ def _secrets() -> list[str]:
 
 
 def _terminate(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+    raise Interrupted(signal.Signals(signum).name, 128 + signum)
 
 
 def _device(choice: str) -> str:

@@ -76,6 +76,7 @@ from toolkit.run.artifacts import (
 )
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
+from toolkit.run.interrupt import interrupted_by
 from toolkit.run.submissions import Grader, Submissions
 from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
 from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
@@ -231,6 +232,8 @@ class Run:
         self.transcripts: list[Transcript] = []
         self.agent_process: SandboxProcess | None = None
         self.agent_problem: str | None = None
+        self.step = "set-up"  # what the run is doing, for an interruption's reason
+        self.published = False  # the result is written: an interruption changes nothing
         self.agent_exited = False  # by itself (not killed at the deadline or for a problem)
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
@@ -344,6 +347,7 @@ class Run:
             shutil.rmtree(self.artifacts, ignore_errors=True)
             shutil.rmtree(self.work, ignore_errors=True)
             raise
+        self.step = "the agent's session"
         try:
             stop_reason = self._supervise()
         except BaseException as exc:
@@ -351,15 +355,22 @@ class Run:
             if not operator:
                 self.log(f"harness error: {traceback.format_exc()}")
             problem = self._teardown()
-            reason = (
-                f"the run was interrupted by the operator ({type(exc).__name__})"
-                if operator
-                else f"harness error during the run: {exc}"
-            )
-            result = self._finish_invalid(reason + (f"; {problem}" if problem else ""))
             if operator:
+                self._finish_interrupted(exc, problem)
                 raise
-            return result
+            reason = f"harness error during the run: {exc}"
+            return self._finish_invalid(reason + (f"; {problem}" if problem else ""))
+        try:
+            return self._after_session(stop_reason)
+        except BaseException as exc:
+            # Stopped while the run was being graded or published: recorded at once, with
+            # what was happening, not left for a later `runs recover`.
+            if not isinstance(exc, Exception) and not self.published:
+                self._finish_interrupted(exc, None)
+            raise
+
+    def _after_session(self, stop_reason: str) -> RunResult:
+        self.step = "the end of the session"
         problem = self._teardown()
         if problem:
             return self._finish_invalid(problem)
@@ -369,6 +380,14 @@ class Run:
             self.log(f"agent infrastructure problem: {agent_problem}")
             return self._finish_invalid(agent_problem)
         return self._grade_and_publish(stop_reason)
+
+    def _finish_interrupted(self, exc: BaseException, problem: str | None) -> None:
+        """Record a run stopped from outside as `invalid`, `interrupted`, saying by what and
+        during which step (a campaign reruns it without counting an attempt)."""
+        reason = f"the run was interrupted during {self.step} ({interrupted_by(exc)})"
+        result = self.skeleton(reason + (f"; {problem}" if problem else ""))
+        result.interrupted = True
+        self._publish(result)
 
     def _setup(self) -> None:
         spec = self.spec
@@ -665,6 +684,7 @@ class Run:
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)
+        self.published = True
         recovery.clear_marker(self.harness)
         reason = f" ({result.status_reason})" if result.status_reason else ""
         self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}")
@@ -695,6 +715,7 @@ class Run:
             return self._finish_invalid(
                 f"the stored archive of {promoted.id} is missing or changed"
             )
+        self.step = f"the final grading of {promoted.id}"
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
         started = time.monotonic()
         try:
