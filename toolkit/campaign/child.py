@@ -51,6 +51,7 @@ from toolkit.run.orchestrate import RunSpec, execute_run, new_run_id
 from toolkit.run.recovery import process_start
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import SandboxError
+from toolkit.sandbox.cores import pin_from_env
 
 ORPHAN_CHECK_S = 0.5
 PARENT_ENV = "ARI_CAMPAIGN_PARENT"
@@ -162,6 +163,9 @@ def main(argv: list[str]) -> int:
         print("usage: python -m toolkit.campaign.child JOB.json REPORT.json", file=sys.stderr)
         return 2
     job_file, report_file = Path(argv[0]), Path(argv[1])
+    pinned = pin_from_env()  # the slot's cores, before any thread pool exists
+    if pinned is not None:
+        print(f"pinned to cores {','.join(map(str, pinned))}", flush=True)
     started = time.time()
     report = Report(started=started, finished=started)
     code = 0
