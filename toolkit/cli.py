@@ -44,6 +44,9 @@ from toolkit.commands.images import images_group  # noqa: E402
 cli.add_command(images_group)
 
 from toolkit.commands.campaign import campaign_group  # noqa: E402
+from toolkit.commands.doctor import doctor_command  # noqa: E402
+
+cli.add_command(doctor_command)
 
 cli.add_command(campaign_group)
 

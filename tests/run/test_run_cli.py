@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from toolkit.cli import cli
@@ -18,7 +19,9 @@ def test_budget_override_is_refused_on_an_official_track() -> None:
     assert "--budget is for trying things out" in done.output
 
 
-def test_official_track_needs_its_exam() -> None:
+def test_official_track_needs_its_exam(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a host that could run it (the pre-flight passes): the exam is the next thing asked.
+    monkeypatch.setattr("toolkit.commands.run.preflight", lambda _track, _backend: None)
     done = CliRunner().invoke(cli, [*BASE, "--track", "v1-h100-1h", "--device", "cpu"])
     assert done.exit_code == 2
     assert "needs its frozen exam: pass --exam" in done.output

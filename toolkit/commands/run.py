@@ -22,6 +22,7 @@ from toolkit.agents import AGENTS, AgentSetupError, get_agent
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
+from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
     cpus_option,
@@ -271,6 +272,7 @@ def run_command(
         )
     except (AgentSetupError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
+    preflight(the_track, backend)  # before any work: a track this host cannot run is refused
     image_digests = None
     if backend == "docker":
         found = use_docker_images(images_file)

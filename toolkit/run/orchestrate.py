@@ -50,7 +50,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from exam_builder.exam_file import load_exam, sha256_file
-from toolkit import __version__
+from toolkit import __version__, floor
 from toolkit.agents import Agent, AgentContext
 from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
@@ -482,6 +482,7 @@ class Run:
             | {f"runner:{i}" for i in runner_box.isolation}
             | extra
         )
+        self._check_floor({"controller": controller.isolation, "runner": runner_box.isolation})
         self.log(f"workspace {ws}; results {self.artifacts}")
         self.log(f"controller isolation: {', '.join(controller.isolation)}")
         self.log(f"controller NOT isolated: {', '.join(controller.not_isolated)}")
@@ -502,6 +503,21 @@ class Run:
                 skeleton=self.skeleton("the harness died before the run finished"),
             ),
         )
+
+    def _check_floor(self, isolation: dict[str, list[str]]) -> None:
+        """The track's isolation floor, against what the sandboxes really have: a run that
+        cannot have it does not start (the grader's sandbox is made the same way as the
+        runner's, on the same backend)."""
+        spec = self.spec
+        gpu = spec.gpu is not None or spec.device.startswith("cuda")
+        lacking = floor.missing(spec.track.isolation_floor, isolation, gpu=gpu)
+        if lacking:
+            other = "docker" if spec.backend == "local" else "local"
+            raise WorkspaceError(
+                f"track '{spec.track.id}' needs isolation this run cannot have on the "
+                f"{spec.backend} backend: {', '.join(lacking)}; try --backend {other}, and see "
+                f"`toolkit doctor --track {spec.track.id}`"
+            )
 
     def _agent_home(self) -> Path:
         assert self.workspace is not None
