@@ -65,6 +65,8 @@ class Campaign:
 
     file: CampaignFile
     track: Track
+    registry: Path | None = None
+    """The folder whose tracks.json the track came from."""
 
     @property
     def results_dir(self) -> Path:

@@ -24,9 +24,11 @@ from toolkit.campaign.plan import TO_RUN, KeyPlan
 from toolkit.campaign.view import LiveView, PlainView, summary
 from toolkit.commands.console import make_console
 from toolkit.commands.leaderboard import leaderboard_command
+from toolkit.registry import carry_track
 from toolkit.results import ResultsError
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.recovery import recover_runs
+from toolkit.tracks import RegistryError
 
 FILE = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 BUDGET = click.option(
@@ -212,6 +214,11 @@ def run_command(
         raise click.UsageError("--gpus and --slots are for --engine local; Ray assigns GPUs")
     console = make_console(stderr=True)
     _plan(campaign)  # a bad result file stops us here, with its name
+    if campaign.registry is not None:  # the results folder carries its track (and fixes)
+        try:
+            carry_track(campaign.results_dir, campaign.registry, campaign.track)
+        except RegistryError as exc:
+            raise click.UsageError(str(exc)) from None
     for path in recover_runs():
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
     prepared: Path | None = None
@@ -248,7 +255,9 @@ def run_command(
         if prepared is not None:
             shutil.rmtree(prepared, ignore_errors=True)
     _report(progress, console)
-    if (campaign.results_dir / "tracks.json").is_file():
+    if not (campaign.results_dir / "tracks.json").is_file():
+        console.print(f"no leaderboard: {campaign.results_dir} holds no tracks.json")
+    else:
         ctx.invoke(
             leaderboard_command,
             track_id=campaign.track.id,

@@ -32,6 +32,7 @@ from toolkit.commands.options import (
 )
 from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
+from toolkit.registry import carry_track
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
 from toolkit.run.artifacts import AUDIT_FILE
 from toolkit.run.history import HISTORY_FILE, check_against
@@ -273,6 +274,10 @@ def run_command(
     except (AgentSetupError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
     preflight(the_track, backend)  # before any work: a track this host cannot run is refused
+    try:  # the results folder carries its track: the leaderboard and the site can read it
+        carry_track(results_dir, registry_dir, the_track)
+    except RegistryError as exc:
+        raise click.UsageError(str(exc)) from exc
     image_digests = None
     if backend == "docker":
         found = use_docker_images(images_file)
