@@ -80,9 +80,9 @@ def test_a_run_into_a_new_folder_can_be_read_alone(tmp_path: Path) -> None:
     out = tmp_path / "ari-results"
     env = {**os.environ, "ARI_HOME": str(tmp_path / "home")}
     env.pop("ARI_RESULTS_DIR", None)
+    argv = ["run", "--agent", "scripted", "--track", "demo-cpu", "--seed", "0", "--budget", "10"]
     run = subprocess.run(
-        [toolkit, "run", "--agent", "scripted", "--track", "demo-cpu", "--seed", "0",
-         "--budget", "10", "--device", "cpu", "--quiet", "--results", str(out)],  # fmt: skip
+        [toolkit, *argv, "--device", "cpu", "--quiet", "--results", str(out)],
         capture_output=True,
         text=True,
         env=env,
