@@ -50,3 +50,20 @@ def test_registry_demo_hashes_match_the_public_banks() -> None:
     track = get_track(REPO / "results", "demo-cpu")
     assert track.matches_exam(sha256_file(built_exam(DEMO_BANK, "demo")))
     assert sha256_file(public_set()) == track.public_set_sha256
+
+
+def test_two_runs_of_one_key_at_once_are_refused(tmp_path: Path) -> None:
+    from toolkit.campaign.claims import Claims
+    from toolkit.campaign.plan import RunKey
+
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / "tracks.json").write_text((REPO / "results" / "tracks.json").read_text())
+    held = Claims(results)  # as a run (or a campaign) going on holds it
+    assert held.claim(RunKey("demo-cpu", "scripted-baseline", None, 3))
+    argv = ["run", "--seed", "3", "--results", str(results), "--device", "cpu"]
+    done = CliRunner().invoke(cli, argv, env={"ARI_HOME": str(tmp_path / "home")})
+    assert done.exit_code == 1
+    assert "is already going on" in done.output and "use another seed" in done.output
+    assert not (tmp_path / "home" / "data").exists()  # refused before any work
+    held.release_all()

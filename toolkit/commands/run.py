@@ -20,6 +20,8 @@ from exam_builder.exam_file import ExamFileError
 from toolkit import state
 from toolkit.agents import AGENTS, AgentSetupError, get_agent
 from toolkit.agents.scripted import BASELINE_MODEL
+from toolkit.campaign.claims import Claims, holder
+from toolkit.campaign.plan import RunKey
 from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
 from toolkit.commands.doctor import preflight
@@ -278,6 +280,16 @@ def run_command(
         carry_track(results_dir, registry_dir, the_track)
     except RegistryError as exc:
         raise click.UsageError(str(exc)) from exc
+    # One run of a (track, model, effort, seed) at a time per results folder, as campaigns
+    # claim theirs (the same claims: a run and a campaign exclude each other too).
+    claims = Claims(results_dir)
+    key = RunKey(the_track.id, model, effort, seed)
+    if not claims.claim(key):
+        who = holder(results_dir, key) or "another process"
+        raise click.ClickException(
+            f"a run of {key.label()} on track '{the_track.id}' is already going on in "
+            f"{results_dir} (held by {who}); wait for it to end, or use another seed"
+        )
     image_digests = None
     if backend == "docker":
         found = use_docker_images(images_file)
