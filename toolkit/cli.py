@@ -35,6 +35,7 @@ cli.add_command(verify_exam_command)
 from toolkit.commands.grade import grade_command  # noqa: E402
 
 cli.add_command(grade_command)
+from toolkit.commands import runs_live  # noqa: E402, F401  (adds runs list/show/tail/kill)
 from toolkit.commands.run import run_command, runs_group  # noqa: E402
 
 cli.add_command(run_command)

@@ -77,6 +77,7 @@ from toolkit.run.artifacts import (
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.interrupt import interrupted_by
+from toolkit.run.journal import STOP_FILE
 from toolkit.run.submissions import Grader, Submissions
 from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
 from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
@@ -384,7 +385,11 @@ class Run:
     def _finish_interrupted(self, exc: BaseException, problem: str | None) -> None:
         """Record a run stopped from outside as `invalid`, `interrupted`, saying by what and
         during which step (a campaign reruns it without counting an attempt)."""
-        reason = f"the run was interrupted during {self.step} ({interrupted_by(exc)})"
+        try:  # `toolkit runs kill` says why before it signals
+            what = (self.harness / STOP_FILE).read_text(encoding="utf-8").strip()[:200]
+        except OSError:
+            what = interrupted_by(exc)
+        reason = f"the run was interrupted during {self.step} ({what})"
         result = self.skeleton(reason + (f"; {problem}" if problem else ""))
         result.interrupted = True
         self._publish(result)
