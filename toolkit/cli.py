@@ -48,6 +48,9 @@ from toolkit.commands.campaign import campaign_group  # noqa: E402
 from toolkit.commands.doctor import doctor_command  # noqa: E402
 
 cli.add_command(doctor_command)
+from toolkit.commands.tracks import tracks_group  # noqa: E402
+
+cli.add_command(tracks_group)
 
 cli.add_command(campaign_group)
 
