@@ -51,6 +51,9 @@ cli.add_command(doctor_command)
 from toolkit.commands.tracks import tracks_group  # noqa: E402
 
 cli.add_command(tracks_group)
+from toolkit.commands.view import view_command  # noqa: E402
+
+cli.add_command(view_command)
 
 cli.add_command(campaign_group)
 
