@@ -41,7 +41,7 @@ format: $(STAMP)  ## apply ruff's formatting and safe fixes
 	$(BIN)/ruff format .
 
 site: $(STAMP)  ## build the leaderboard site from results/ into public/
-	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	$(BIN)/mkdocs build --strict
 
 bench: $(STAMP)  ## run every benchmark (prints numbers)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -96,7 +96,7 @@ def _campaign(folder: Path) -> Path:
     file = folder / "campaign.toml"
     file.write_text(
         'track = "demo-cpu"\nagent = "scripted"\nbudget_s = 10\n'
-        f'seeds = {list(range(RUNS))}\n\n[[models]]\nname = "bench"\n'
+        f'seeds = {list(range(RUNS))}\n\n[[models]]\nname = "scripted-bench"\n'
     )
     return file
 

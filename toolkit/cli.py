@@ -35,6 +35,7 @@ cli.add_command(verify_exam_command)
 from toolkit.commands.grade import grade_command  # noqa: E402
 
 cli.add_command(grade_command)
+from toolkit.commands import runs_live  # noqa: E402, F401  (adds runs list/show/tail/kill)
 from toolkit.commands.run import run_command, runs_group  # noqa: E402
 
 cli.add_command(run_command)
@@ -44,6 +45,15 @@ from toolkit.commands.images import images_group  # noqa: E402
 cli.add_command(images_group)
 
 from toolkit.commands.campaign import campaign_group  # noqa: E402
+from toolkit.commands.doctor import doctor_command  # noqa: E402
+
+cli.add_command(doctor_command)
+from toolkit.commands.tracks import tracks_group  # noqa: E402
+
+cli.add_command(tracks_group)
+from toolkit.commands.view import view_command  # noqa: E402
+
+cli.add_command(view_command)
 
 cli.add_command(campaign_group)
 from toolkit.commands.keys import keys_group  # noqa: E402

@@ -273,6 +273,12 @@ class RunResult(_Model):
         "invalid: infrastructure failure, to be rerun, never averaged."
     )
     status_reason: str | None = Field(default=None, description="Why failed or invalid.")
+    interrupted: bool = Field(
+        default=False,
+        description="invalid because the run was stopped from outside (the operator, a signal, "
+        "its campaign driver dying), not because its infrastructure failed: a campaign reruns "
+        "it without counting an attempt.",
+    )
     score: Score = Field(description="Official score on the hidden exam.")
     bits_per_byte: float | None = Field(
         default=None, ge=0, description="Bits-per-byte on the hidden answer spans (diagnostic)."

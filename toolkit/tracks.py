@@ -18,7 +18,9 @@ import json
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+from toolkit.floor import FLOOR_WORDS
 
 T = TypeVar("T")
 
@@ -67,6 +69,18 @@ class Track(_Model):
     size_limit_bytes: int = Field(gt=0, description="Largest packed bundle (.tar.gz bytes).")
     grading: GradingParams = Field(default_factory=GradingParams, description="Grading.")
     hardware: str = Field(description="Hardware of the runner, e.g. '1x NVIDIA H100 80GB'.")
+    gpu_model: str | None = Field(
+        default=None,
+        description="The GPU model a run needs, as the driver names it (matched as a "
+        "substring, e.g. 'H100'); `toolkit run` refuses a host without one. None: no GPU "
+        "needed (demo tracks).",
+    )
+    isolation_floor: list[str] = Field(
+        default_factory=list,
+        description="Isolation a valid run needs (words of toolkit.floor: roles-isolated, "
+        "no-network, memory-per-tree, processes-per-tree, gpu-pinned); a run that cannot have "
+        "one refuses to start. Empty: the run degrades and records what it lacked.",
+    )
     workspace_disk_bytes: int | None = Field(
         default=64 * 2**30,
         gt=0,
@@ -110,6 +124,16 @@ class Track(_Model):
         "file's prices, or the cost the provider reports); enforced like max_tokens_total. A "
         "campaign or `toolkit run --max-cost-usd` may set another; null: no limit.",
     )
+
+    @field_validator("isolation_floor")
+    @classmethod
+    def _known_floor(cls, floor: list[str]) -> list[str]:
+        unknown = [w for w in floor if w not in FLOOR_WORDS]
+        if unknown:
+            raise ValueError(
+                f"unknown isolation requirement {unknown[0]!r} (known: {', '.join(FLOOR_WORDS)})"
+            )
+        return floor
 
     def matches_exam(self, sha256: str) -> bool:
         """Whether a full exam hash agrees with this track's (possibly short) hash."""

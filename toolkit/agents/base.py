@@ -119,6 +119,12 @@ class Agent(abc.ABC):
         what the controller says (the agent could forge it: a free rerun)."""
         return None
 
+    def preflight(self) -> str | None:
+        """Before the clock starts: whether the agent's model can be reached at all (one tiny
+        request of the harness's own); the problem in one line, or None. Adapters without a
+        provider have nothing to check."""
+        return None
+
     def final_problem(self, exited: bool) -> str | None:
         """Once the agent stopped and the sandboxes are gone: an infrastructure failure, if any
         (`exited`: the agent exited by itself, not killed at the deadline)."""

@@ -14,7 +14,10 @@ Both engines run each run in a fresh process of this module, which calls the too
 
 If the process that started it dies (the campaign driver killed, a Ray worker lost with its
 node), the run notices within a second, stops everything it started and records itself as
-`invalid` (an interrupted run), so no agent is left running unsupervised.
+`invalid` (interrupted: the driver died), so no agent is left running unsupervised. The starter
+names itself in the environment (`PARENT_ENV`, its pid and kernel start time) *before* this
+process exists, so a driver that dies while this module is still importing is noticed too: the
+watcher compares with that, not with whatever `getppid()` says once the imports are done.
 """
 
 from __future__ import annotations
@@ -43,11 +46,16 @@ from toolkit.data import DataError
 from toolkit.paths import state_dir
 from toolkit.results import RunResult, write_json_atomic
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
+from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run, new_run_id
+from toolkit.run.recovery import process_start
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import SandboxError
+from toolkit.sandbox.cores import pin_from_env
 
 ORPHAN_CHECK_S = 0.5
+PARENT_ENV = "ARI_CAMPAIGN_PARENT"
+"""`PID:START`: the process that started this run (its kernel start time guards pid reuse)."""
 # What a run process reports as "no result" (one line) instead of dying with a traceback.
 EXPECTED_ERRORS = (
     CampaignError,
@@ -62,14 +70,41 @@ EXPECTED_ERRORS = (
 )
 
 
+_stop_reason = "SIGTERM: the campaign was stopped"
+
+
 def _terminate(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+    raise Interrupted(_stop_reason, 128 + signum)
 
 
-def _watch_parent(parent: int) -> None:
-    """End this run like a SIGTERM once the process that started it is gone."""
-    while os.getppid() == parent:
+def parent_token(pid: int | None = None) -> str:
+    """What a starter puts in `PARENT_ENV` for the run process it is about to start."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid}:{process_start(pid) or ''}"
+
+
+def _expected_parent() -> tuple[int, str | None]:
+    """The starter named in the environment; without one (a hand-started child), the parent
+    as it is now."""
+    raw = os.environ.get(PARENT_ENV, "")
+    pid, _, start = raw.partition(":")
+    if pid.isdigit():
+        return int(pid), start or None
+    parent = os.getppid()
+    return parent, process_start(parent)
+
+
+def _parent_alive(pid: int, start: str | None) -> bool:
+    return os.getppid() == pid and (start is None or process_start(pid) == start)
+
+
+def _watch_parent(pid: int, start: str | None) -> None:
+    """End this run like a SIGTERM once the process that started it is gone (at once if it
+    was gone before this process got here)."""
+    global _stop_reason
+    while _parent_alive(pid, start):
         time.sleep(ORPHAN_CHECK_S)
+    _stop_reason = "its campaign driver died"
     os.kill(os.getpid(), signal.SIGTERM)
 
 
@@ -128,17 +163,19 @@ def main(argv: list[str]) -> int:
         print("usage: python -m toolkit.campaign.child JOB.json REPORT.json", file=sys.stderr)
         return 2
     job_file, report_file = Path(argv[0]), Path(argv[1])
-    signal.signal(signal.SIGTERM, _terminate)
-    threading.Thread(target=_watch_parent, args=(os.getppid(),), daemon=True).start()
+    pinned = pin_from_env()  # the slot's cores, before any thread pool exists
+    if pinned is not None:
+        print(f"pinned to cores {','.join(map(str, pinned))}", flush=True)
     started = time.time()
-    job = Job.model_validate_json(job_file.read_text(encoding="utf-8"))
-    if job.run_id is None:
-        job.run_id = new_run_id(job.model, job.seed)
-    report = Report(
-        run_id=job.run_id, started=started, finished=started, node=job.node, gpu=job.gpu
-    )
+    report = Report(started=started, finished=started)
     code = 0
-    try:
+    signal.signal(signal.SIGTERM, _terminate)
+    try:  # from here on, a stop (the driver gone, SIGTERM) still leaves a report
+        threading.Thread(target=_watch_parent, args=_expected_parent(), daemon=True).start()
+        job = Job.model_validate_json(job_file.read_text(encoding="utf-8"))
+        if job.run_id is None:
+            job.run_id = new_run_id(job.model, job.seed)
+        report.run_id, report.node, report.gpu = job.run_id, job.node, job.gpu
         result = run_job(job)
         report.status = result.status
         report.result = str(Path(job.results_dir) / result.track / f"{result.run_id}.json")
@@ -148,7 +185,8 @@ def main(argv: list[str]) -> int:
         code = 1
     except (SystemExit, KeyboardInterrupt) as exc:
         # The run recorded itself as invalid (interrupted) on its way out, if it had begun.
-        report.error = f"the run process was stopped ({type(exc).__name__})"
+        why = exc.reason if isinstance(exc, Interrupted) else type(exc).__name__
+        report.error = f"the run process was stopped ({why})"
         code = 143
     report.finished = time.time()
     write_json_atomic(report_file, report.model_dump_json() + "\n")

@@ -69,3 +69,22 @@ class Claims:
 
     def held(self) -> set[RunKey]:
         return set(self._held)
+
+
+def holder(results_dir: Path, key: RunKey) -> str | None:
+    """Who holds the key's claim now ("PID HOST" as the holder wrote it), or None when nobody
+    does. Looks without waiting: the lock is tried and at once let go."""
+    path = results_dir / STATE_DIR / "claims" / f"{key.slug()}.lock"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "?"
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)

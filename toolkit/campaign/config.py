@@ -35,6 +35,7 @@ from toolkit.sandbox import BACKENDS
 from toolkit.tracks import Track
 
 SCRIPTED_MODEL = "scripted-baseline"  # the scripted agent's model name (it has no model)
+SCRIPTED_PREFIX = "scripted-"  # what every name of a scripted campaign starts with
 
 
 class CampaignError(ValueError):
@@ -182,6 +183,12 @@ def load_campaign_file(path: Path) -> CampaignFile:
                 raise CampaignError(
                     f"{path}: field 'models.{i}': the scripted agent has no model: give it "
                     f"only a name (e.g. '{SCRIPTED_MODEL}')"
+                )
+            if not model.name.startswith(SCRIPTED_PREFIX):
+                raise CampaignError(
+                    f"{path}: field 'models.{i}.name': the scripted agent has no model: name "
+                    f"its runs '{SCRIPTED_MODEL}' (or another '{SCRIPTED_PREFIX}...' name), "
+                    f"never a model's (got '{model.name}')"
                 )
     else:
         for i, model in enumerate(campaign.models):

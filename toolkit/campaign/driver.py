@@ -65,6 +65,8 @@ class Campaign:
 
     file: CampaignFile
     track: Track
+    registry: Path | None = None
+    """The folder whose tracks.json the track came from."""
 
     @property
     def results_dir(self) -> Path:
@@ -125,6 +127,7 @@ class Driver:
         plans = self.index.plan()
         self.queue: deque[RunKey] = deque(p.key for p in plans if p.state in TO_RUN)
         self.deferred: dict[RunKey, float] = {}  # claimed elsewhere: look again at that time
+        self.announced: set[RunKey] = set()  # keys whose "waiting" line was shown
         self.in_flight: set[RunKey] = set()
         self.progress = progress = Progress(
             total=len(plans),
@@ -176,10 +179,12 @@ class Driver:
     def _start(self, key: RunKey) -> None:
         """Claim the key and start it; a key claimed elsewhere waits for that campaign."""
         if key not in self.claims.held() and not self.claims.claim(key):
-            if key not in self.deferred:
+            if key not in self.announced:  # once per key, not at every look
+                self.announced.add(key)
                 self.view.event(f"{key.label()}: another campaign is running it; waiting")
             self.deferred[key] = time.monotonic() + CLAIM_RETRY_S
             return
+        self.announced.discard(key)
         plan = self.index.plan_of(key)  # the other campaign may have done it meanwhile
         if plan.state not in TO_RUN:
             self.claims.release(key)

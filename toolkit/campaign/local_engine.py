@@ -4,7 +4,9 @@ A slot is a GPU (`--gpus 0,1`, default: every GPU of the box) or, on a box witho
 slot (`--slots N`). A run on a GPU slot is pinned to it: the run process gets
 `CUDA_VISIBLE_DEVICES` and its runner and grading sandboxes see that GPU only (`RunSpec.gpu`).
 Each run process is waited for by a thread that wakes the driver the moment it exits, so a
-freed slot is refilled without polling.
+freed slot is refilled without polling. Each slot also gets its share of the box's cores (split
+evenly, `cores.slot_cores`): its run process pins itself there, so a run's runner and gradings
+never compete with another slot's for a core, and their thread pools are sized to that share.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolkit.campaign.child import PARENT_ENV, parent_token
 from toolkit.campaign.claims import campaign_state
 from toolkit.campaign.engine import Finished, Running, now
 from toolkit.campaign.job import Job, Report, host_name
 from toolkit.results import load_run
 from toolkit.run import recovery
 from toolkit.run.orchestrate import new_run_id
+from toolkit.sandbox.cores import CORES_ENV, slot_cores
 
 STOP_GRACE_S = 60.0  # a stopped run tears down and writes its invalid result in this time
 
@@ -131,6 +135,10 @@ class LocalEngine:
         job_file.write_text(job.model_dump_json(indent=2), encoding="utf-8")
         report = self._jobs / f"{run_id}.report.json"
         env = dict(os.environ)
+        env[PARENT_ENV] = parent_token()  # known before the child runs: it cannot miss our end
+        cores = slot_cores(self._all.index(slot), len(self._all))
+        if cores is not None:  # its own share of the box's cores, for it and its sandboxes
+            env[CORES_ENV] = ",".join(map(str, cores))
         if slot.gpu is not None:  # the harness's own view; its sandboxes pin by UUID
             env["CUDA_VISIBLE_DEVICES"] = slot.gpu
             env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # ids are nvidia-smi's (bus order)

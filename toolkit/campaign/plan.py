@@ -60,7 +60,9 @@ class KeyPlan:
 
     @property
     def invalid_count(self) -> int:
-        return sum(1 for _, r in self.results if r.status == "invalid")
+        """Attempts used: invalid results the harness judged so itself. A run stopped from
+        outside (operator, signal, its driver dying) is rerun without using one."""
+        return sum(1 for _, r in self.results if r.status == "invalid" and not r.interrupted)
 
     @property
     def done(self) -> tuple[Path, RunResult] | None:

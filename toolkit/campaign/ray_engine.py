@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from toolkit.campaign.child import PARENT_ENV, parent_token
 from toolkit.campaign.collect import CollectError, pack_run, unpack_run
 from toolkit.campaign.config import CampaignError
 from toolkit.campaign.engine import Finished, Running
@@ -107,6 +108,7 @@ def run_on_node(
         job_file, report, log = work / "job.json", work / "report.json", work / "run.log"
         job_file.write_text(job.model_dump_json(), encoding="utf-8")
         env = dict(os.environ)
+        env[PARENT_ENV] = parent_token()  # this worker: the run stops if it is lost
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         with log.open("wb") as out:

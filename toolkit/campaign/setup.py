@@ -38,7 +38,7 @@ def open_campaign(path: Path, budget_s: float | None = None) -> Campaign:
     except RegistryError as exc:
         raise CampaignError(f"{path}: field 'track': {exc}") from None
     check_against_track(path, file, track)
-    return Campaign(file=file, track=track)
+    return Campaign(file=file, track=track, registry=registry)
 
 
 def exam_of(campaign: Campaign) -> Path:

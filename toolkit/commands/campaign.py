@@ -16,15 +16,20 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from toolkit.campaign.claims import holder
 from toolkit.campaign.config import CampaignError
 from toolkit.campaign.driver import Campaign, Driver, Progress
 from toolkit.campaign.engine import Engine
-from toolkit.campaign.plan import KeyPlan
+from toolkit.campaign.plan import TO_RUN, KeyPlan
 from toolkit.campaign.view import LiveView, PlainView, summary
+from toolkit.commands.console import make_console
 from toolkit.commands.leaderboard import leaderboard_command
+from toolkit.registry import carry_track
 from toolkit.results import ResultsError
+from toolkit.run.interrupt import Interrupted
 from toolkit.run.recovery import recover_runs
 from toolkit.signing import SigningError, local_key
+from toolkit.tracks import RegistryError
 
 FILE = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 BUDGET = click.option(
@@ -93,9 +98,9 @@ def plan_command(file: Path, fmt: str, budget: float | None) -> None:
     campaign = _open(file, budget)
     plans = sorted(_plan(campaign), key=lambda p: p.key.sort_key())
     if fmt == "json":
-        click.echo(json.dumps([_plan_record(p) for p in plans], indent=2))
+        click.echo(json.dumps([_plan_record(p, campaign.results_dir) for p in plans], indent=2))
         return
-    console = Console()
+    console = make_console()
     table = Table(
         title=f"campaign {file} · track {campaign.track.id} · results {campaign.results_dir}",
         title_justify="left",
@@ -103,39 +108,54 @@ def plan_command(file: Path, fmt: str, budget: float | None) -> None:
     )
     for column in ("model", "effort", "seed", "state", "results", "last result"):
         table.add_column(column)
-    colours = {"valid": "green", "failed": "yellow", "rerun": "red", "exhausted": "bold red"}
+    colours = {
+        "valid": "green",
+        "failed": "yellow",
+        "rerun": "red",
+        "exhausted": "bold red",
+        "running": "cyan",
+    }
     for plan in plans:
         counts: dict[str, int] = {}
         for _, result in plan.results:
             counts[result.status] = counts.get(result.status, 0) + 1
-        colour = colours.get(plan.state, "")
+        state = _shown_state(campaign.results_dir, plan)
+        colour = colours.get(state, "")
         table.add_row(
             plan.key.model,
             plan.key.effort or "",
             str(plan.key.seed),
-            f"[{colour}]{plan.state}[/{colour}]" if colour else plan.state,
+            f"[{colour}]{state}[/{colour}]" if colour else state,
             ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "—",
             plan.results[-1][0].name if plan.results else "",
         )
-    states = [p.state for p in plans]
+    states = [_shown_state(campaign.results_dir, p) for p in plans]
     table.caption = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
     console.print(table)
 
 
-def _plan_record(plan: KeyPlan) -> dict[str, object]:
+def _shown_state(results_dir: Path, plan: KeyPlan) -> str:
+    """The key's state, or `running` while a campaign holds its claim (in flight, or queued
+    for another try)."""
+    if plan.state in TO_RUN and holder(results_dir, plan.key) is not None:
+        return "running"
+    return plan.state
+
+
+def _plan_record(plan: KeyPlan, results_dir: Path) -> dict[str, object]:
     return {
         "track": plan.key.track,
         "model": plan.key.model,
         "effort": plan.key.effort,
         "seed": plan.key.seed,
-        "state": plan.state,
+        "state": _shown_state(results_dir, plan),
         "invalid": plan.invalid_count,
         "results": [{"path": str(p), "status": r.status} for p, r in plan.results],
     }
 
 
 def _terminate(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+    raise Interrupted(signal.Signals(signum).name, 128 + signum)
 
 
 @campaign_group.command("run")
@@ -197,8 +217,13 @@ def run_command(
         local_key()  # the driver signs what it writes: a key that cannot sign stops us now
     except SigningError as exc:
         raise click.UsageError(str(exc)) from None
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     _plan(campaign)  # a bad result file stops us here, with its name
+    if campaign.registry is not None:  # the results folder carries its track (and fixes)
+        try:
+            carry_track(campaign.results_dir, campaign.registry, campaign.track)
+        except RegistryError as exc:
+            raise click.UsageError(str(exc)) from None
     for path in recover_runs():
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
     prepared: Path | None = None
@@ -235,7 +260,9 @@ def run_command(
         if prepared is not None:
             shutil.rmtree(prepared, ignore_errors=True)
     _report(progress, console)
-    if (campaign.results_dir / "tracks.json").is_file():
+    if not (campaign.results_dir / "tracks.json").is_file():
+        console.print(f"no leaderboard: {campaign.results_dir} holds no tracks.json")
+    else:
         ctx.invoke(
             leaderboard_command,
             track_id=campaign.track.id,

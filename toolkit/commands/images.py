@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 
+from toolkit.commands.console import make_console
 from toolkit.images import ROLES, ImageError, ImageSet, current, load_pins, pin
 from toolkit.images.resolve import Resolved, resolve
 from toolkit.sandbox import SandboxError
@@ -123,7 +123,7 @@ def build_command(
     )
     from toolkit.sandbox.docker_engine import connect
 
-    console = Console(stderr=True)
+    console = make_console(stderr=True)
     if base_image and debootstrap:
         raise click.UsageError("--base-image and --debootstrap exclude each other")
     try:

@@ -21,8 +21,11 @@ from toolkit import state
 from toolkit.agents import AGENTS, AgentSetupError, get_agent
 from toolkit.agents.relay_budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
+from toolkit.campaign.claims import Claims, holder
+from toolkit.campaign.plan import RunKey
 from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
+from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
     cpus_option,
@@ -33,10 +36,12 @@ from toolkit.commands.options import (
 )
 from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
+from toolkit.registry import carry_track
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
 from toolkit.run.artifacts import AUDIT_FILE
 from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
+from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.verify import check_logs, verify_run
@@ -64,7 +69,7 @@ def _secrets() -> list[str]:
 
 
 def _terminate(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+    raise Interrupted(signal.Signals(signum).name, 128 + signum)
 
 
 def _device(choice: str) -> str:
@@ -303,6 +308,21 @@ def run_command(
         )
     except (AgentSetupError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
+    preflight(the_track, backend)  # before any work: a track this host cannot run is refused
+    try:  # the results folder carries its track: the leaderboard and the site can read it
+        carry_track(results_dir, registry_dir, the_track)
+    except RegistryError as exc:
+        raise click.UsageError(str(exc)) from exc
+    # One run of a (track, model, effort, seed) at a time per results folder, as campaigns
+    # claim theirs (the same claims: a run and a campaign exclude each other too).
+    claims = Claims(results_dir)
+    key = RunKey(the_track.id, model, effort, seed)
+    if not claims.claim(key):
+        who = holder(results_dir, key) or "another process"
+        raise click.ClickException(
+            f"a run of {key.label()} on track '{the_track.id}' is already going on in "
+            f"{results_dir} (held by {who}); wait for it to end, or use another seed"
+        )
     image_digests = None
     if backend == "docker":
         found = use_docker_images(images_file)

@@ -50,7 +50,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from exam_builder.exam_file import load_exam, sha256_file
-from toolkit import __version__
+from toolkit import __version__, floor
 from toolkit.agents import Agent, AgentContext
 from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
@@ -76,6 +76,8 @@ from toolkit.run.artifacts import (
 )
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
+from toolkit.run.interrupt import interrupted_by
+from toolkit.run.journal import STOP_FILE
 from toolkit.run.submissions import Grader, Submissions
 from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
 from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
@@ -231,6 +233,8 @@ class Run:
         self.transcripts: list[Transcript] = []
         self.agent_process: SandboxProcess | None = None
         self.agent_problem: str | None = None
+        self.step = "set-up"  # what the run is doing, for an interruption's reason
+        self.published = False  # the result is written: an interruption changes nothing
         self.agent_exited = False  # by itself (not killed at the deadline or for a problem)
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
@@ -344,6 +348,7 @@ class Run:
             shutil.rmtree(self.artifacts, ignore_errors=True)
             shutil.rmtree(self.work, ignore_errors=True)
             raise
+        self.step = "the agent's session"
         try:
             stop_reason = self._supervise()
         except BaseException as exc:
@@ -351,15 +356,22 @@ class Run:
             if not operator:
                 self.log(f"harness error: {traceback.format_exc()}")
             problem = self._teardown()
-            reason = (
-                f"the run was interrupted by the operator ({type(exc).__name__})"
-                if operator
-                else f"harness error during the run: {exc}"
-            )
-            result = self._finish_invalid(reason + (f"; {problem}" if problem else ""))
             if operator:
+                self._finish_interrupted(exc, problem)
                 raise
-            return result
+            reason = f"harness error during the run: {exc}"
+            return self._finish_invalid(reason + (f"; {problem}" if problem else ""))
+        try:
+            return self._after_session(stop_reason)
+        except BaseException as exc:
+            # Stopped while the run was being graded or published: recorded at once, with
+            # what was happening, not left for a later `runs recover`.
+            if not isinstance(exc, Exception) and not self.published:
+                self._finish_interrupted(exc, None)
+            raise
+
+    def _after_session(self, stop_reason: str) -> RunResult:
+        self.step = "the end of the session"
         problem = self._teardown()
         if problem:
             return self._finish_invalid(problem)
@@ -369,6 +381,18 @@ class Run:
             self.log(f"agent infrastructure problem: {agent_problem}")
             return self._finish_invalid(agent_problem)
         return self._grade_and_publish(stop_reason)
+
+    def _finish_interrupted(self, exc: BaseException, problem: str | None) -> None:
+        """Record a run stopped from outside as `invalid`, `interrupted`, saying by what and
+        during which step (a campaign reruns it without counting an attempt)."""
+        try:  # `toolkit runs kill` says why before it signals
+            what = (self.harness / STOP_FILE).read_text(encoding="utf-8").strip()[:200]
+        except OSError:
+            what = interrupted_by(exc)
+        reason = f"the run was interrupted during {self.step} ({what})"
+        result = self.skeleton(reason + (f"; {problem}" if problem else ""))
+        result.interrupted = True
+        self._publish(result)
 
     def _setup(self) -> None:
         spec = self.spec
@@ -464,6 +488,7 @@ class Run:
             | {f"runner:{i}" for i in runner_box.isolation}
             | extra
         )
+        self._check_floor({"controller": controller.isolation, "runner": runner_box.isolation})
         self.log(f"workspace {ws}; results {self.artifacts}")
         self.log(f"controller isolation: {', '.join(controller.isolation)}")
         self.log(f"controller NOT isolated: {', '.join(controller.not_isolated)}")
@@ -484,6 +509,21 @@ class Run:
                 skeleton=self.skeleton("the harness died before the run finished"),
             ),
         )
+
+    def _check_floor(self, isolation: dict[str, list[str]]) -> None:
+        """The track's isolation floor, against what the sandboxes really have: a run that
+        cannot have it does not start (the grader's sandbox is made the same way as the
+        runner's, on the same backend)."""
+        spec = self.spec
+        gpu = spec.gpu is not None or spec.device.startswith("cuda")
+        lacking = floor.missing(spec.track.isolation_floor, isolation, gpu=gpu)
+        if lacking:
+            other = "docker" if spec.backend == "local" else "local"
+            raise WorkspaceError(
+                f"track '{spec.track.id}' needs isolation this run cannot have on the "
+                f"{spec.backend} backend: {', '.join(lacking)}; try --backend {other}, and see "
+                f"`toolkit doctor --track {spec.track.id}`"
+            )
 
     def _agent_home(self) -> Path:
         assert self.workspace is not None
@@ -666,6 +706,7 @@ class Run:
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)
+        self.published = True
         recovery.clear_marker(self.harness)
         reason = f" ({result.status_reason})" if result.status_reason else ""
         self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}")
@@ -696,6 +737,7 @@ class Run:
             return self._finish_invalid(
                 f"the stored archive of {promoted.id} is missing or changed"
             )
+        self.step = f"the final grading of {promoted.id}"
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
         started = time.monotonic()
         try:

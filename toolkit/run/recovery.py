@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from toolkit.chain import ChainError, read_chain
 from toolkit.paths import state_dir
 from toolkit.results import RunResult, save_run
+from toolkit.run import journal
 from toolkit.run.artifacts import list_artifacts
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
 from toolkit.sandbox import capped
@@ -61,10 +62,29 @@ def is_alive(pid: int, start: str | None) -> bool:
 
 
 def write_marker(harness: Path, marker: Marker) -> None:
+    """The crash marker, and (the first time) the run's line in the host's journal."""
     harness.mkdir(parents=True, exist_ok=True)
+    first = not (harness / MARKER).exists()
     tmp = harness / f".{MARKER}.tmp"
     tmp.write_text(marker.model_dump_json(indent=2))
     os.replace(tmp, harness / MARKER)
+    if first:
+        s = marker.skeleton
+        journal.append(
+            journal.Entry(
+                run_id=s.run_id,
+                track=s.track,
+                model=s.model,
+                effort=s.effort,
+                seed=s.seed,
+                agent=s.agent,
+                started_at=s.started_at,
+                budget_s=s.timings.budget_s,
+                harness=str(harness.resolve()),
+                artifacts=marker.artifacts,
+                results_dir=marker.results_dir,
+            )
+        )
 
 
 def record_pid(harness: Path, pid: int) -> None:

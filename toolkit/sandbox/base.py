@@ -17,6 +17,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from toolkit.sandbox.cores import thread_env
 from toolkit.sandbox.streams import communicate
 
 
@@ -127,6 +128,8 @@ class Sandbox(abc.ABC):
     """What this backend, on this host, does not isolate (recorded with every run)."""
     root: Path
     """The sandbox's working directory (a host path for the local backend)."""
+    limits: Limits
+    """The caps of every process tree it starts."""
 
     @abc.abstractmethod
     def _spawn(
@@ -149,7 +152,7 @@ class Sandbox(abc.ABC):
     ) -> ExecResult:
         """Run `argv` to completion (or until `timeout`, then kill its tree) and collect output."""
         started = time.monotonic()
-        process = self._spawn(argv, cwd, env, [input is not None, True, True])
+        process = self._spawn(argv, cwd, self._env(env), [input is not None, True, True])
         out, err, timed_out = communicate(process, input, timeout, self._output_cap())
         code = process.wait()
         assert code is not None
@@ -166,7 +169,11 @@ class Sandbox(abc.ABC):
         stderr: bool = True,
     ) -> SandboxProcess:
         """Start `argv` and return at once; each True stream becomes a pipe to the host."""
-        return self._spawn(argv, cwd, env, [stdin, stdout, stderr])
+        return self._spawn(argv, cwd, self._env(env), [stdin, stdout, stderr])
+
+    def _env(self, env: dict[str, str] | None) -> dict[str, str]:
+        """`env` with numeric libraries' thread pools sized to the tree's cores (`cores`)."""
+        return {**thread_env(self.limits.cpus), **(env or {})}
 
     @abc.abstractmethod
     def read_file(self, path: str) -> bytes:

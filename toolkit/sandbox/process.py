@@ -24,7 +24,6 @@ from toolkit.sandbox._launcher import descendants
 from toolkit.sandbox._mounts import RootAltered
 from toolkit.sandbox.base import SandboxError, SandboxProcess, SandboxRootAltered
 
-
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """Per stream, what `exec` keeps; the rest is read and dropped so a flood cannot exhaust memory."""
 

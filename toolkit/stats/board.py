@@ -1,6 +1,8 @@
 """Rows, seed statistics and the rank range (DESIGN §7).
 
-A row is (track, model, reasoning effort). Which of its runs count:
+A row is (track, model, reasoning effort, agent scaffold): runs of one model under two
+scaffolds (or a scripted agent recorded under a model's name) never share a row. Which of its
+runs count:
 
 - one run per distinct seed: the first scored run (`valid` or `failed`) of a seed, by start
   time, counts; a later scored run of the same seed is a *repeat*, kept on the row's page and
@@ -51,6 +53,7 @@ from toolkit.tracks import ProtocolFix, Track
 
 # Below this float gap between two interval ends, the exact comparison decides.
 _FLOAT_MARGIN = 1e-9
+DEFAULT_AGENT = "opencode"  # the scaffold of every model row; others are named in the label
 
 RunRole = Literal["counted", "repeat", "off-rules", "awaiting-rerun", "rerun-done", "unverified"]
 
@@ -76,13 +79,14 @@ class RunEntry(BaseModel):
 
 
 class Row(BaseModel):
-    """One leaderboard row: a (track, model, effort) and the statistics of its runs."""
+    """One leaderboard row: a (track, model, effort, agent) and the statistics of its runs."""
 
     model_config = ConfigDict(frozen=True)
 
     track: str = Field(description="Track id.")
     model: str = Field(description="Model under test.")
     effort: str | None = Field(description="Reasoning effort; None when the model has none.")
+    agent: str = Field(default="opencode", description="Agent scaffold of the row's runs.")
     slug: str = Field(description="Stable, URL-safe id of the row within its track.")
     legacy: bool = Field(description="Graded under a superseded protocol revision; not ranked.")
     protocol_revision: int = Field(description="Protocol revision of the row's runs.")
@@ -145,8 +149,15 @@ class Row(BaseModel):
 
     @property
     def label(self) -> str:
-        """'model (effort)' or just 'model'."""
-        return f"{self.model} ({self.effort})" if self.effort else self.model
+        """'model (effort)' or just 'model', with the agent when it is not the usual scaffold
+        (and the model's name does not already say it)."""
+        text = f"{self.model} ({self.effort})" if self.effort else self.model
+        return text if _plain_agent(self.agent, self.model) else f"{text} [{self.agent}]"
+
+
+def _plain_agent(agent: str, model: str) -> bool:
+    """Whether a row's agent goes without saying: the default scaffold, or named in the model."""
+    return agent == DEFAULT_AGENT or agent in model
 
 
 @dataclass(frozen=True)
@@ -220,8 +231,10 @@ def percent(run: RunResult) -> Fraction:
     return Fraction(100 * run.score.passed, run.score.total)
 
 
-def _slug(model: str, effort: str | None, revision: int | None) -> str:
+def _slug(model: str, effort: str | None, agent: str, revision: int | None) -> str:
     text = f"{model}-{effort}" if effort else model
+    if not _plain_agent(agent, model):
+        text += f"-{agent}"
     if revision is not None:
         text += f"-legacy-r{revision}"
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "row"
@@ -286,13 +299,13 @@ def _mean(values: list[float]) -> float | None:
 
 def _row(
     rules: TrackRules,
-    key: tuple[str, str | None, int],
+    key: tuple[str, str | None, str, int],
     runs: list[RunResult],
     fixes: list[ProtocolFix],
     slug: str,
     unverified: dict[str, str] | None = None,
 ) -> tuple[Row, Interval | None]:
-    model, effort, legacy_rev = key
+    model, effort, agent, legacy_rev = key
     track = rules.track
     entries = _entries(runs, rules, unverified)
     by_id = {r.run_id: r for r in runs}
@@ -305,6 +318,7 @@ def _row(
         track=track.id,
         model=model,
         effort=effort,
+        agent=agent,
         slug=slug,
         legacy=bool(legacy_rev),
         protocol_revision=legacy_rev or track.protocol_revision,
@@ -329,7 +343,7 @@ def leaderboard(results: ResultsSet, track: Track | str) -> list[Row]:
     """The rows of one track: ranked rows by mean, then unscored rows, then legacy rows."""
     if isinstance(track, str):
         track = results.tracks[track]
-    groups: dict[tuple[str, str | None, int], list[RunResult]] = defaultdict(list)
+    groups: dict[tuple[str, str | None, str, int], list[RunResult]] = defaultdict(list)
     unverified: dict[str, str] = {}
     for loaded in results.runs_of(track.id):
         run = loaded.result
@@ -337,13 +351,13 @@ def leaderboard(results: ResultsSet, track: Track | str) -> list[Row]:
             unverified[run.run_id] = loaded.unverified
         revision = run.config.protocol_revision
         legacy_rev = revision if revision < track.protocol_revision else 0
-        groups[(run.model, run.effort or None, legacy_rev)].append(run)
+        groups[(run.model, run.effort or None, run.agent, legacy_rev)].append(run)
     rows: list[Row] = []
     intervals: list[Interval | None] = []
     used: set[str] = set()
     rules = TrackRules(track)
-    for key in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2])):
-        slug = _slug(key[0], key[1], key[2] or None)
+    for key in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2], k[3])):
+        slug = _slug(key[0], key[1], key[2], key[3] or None)
         if slug in used:  # two spellings that slugify alike: keep both pages apart
             slug += "-" + hashlib.sha256(repr(key).encode()).hexdigest()[:6]
         used.add(slug)
@@ -364,7 +378,7 @@ def _rank(rows: list[Row], intervals: list[Interval | None]) -> list[Row]:
         (row.model_copy(update={"rank": best, "rank_worst": worst}), iv)
         for (row, iv), (best, worst) in zip(ranked, places, strict=True)
     ]
-    ranked_rows.sort(key=lambda p: (-p[1].mean, p[0].model, p[0].effort or ""))
+    ranked_rows.sort(key=lambda p: (-p[1].mean, p[0].model, p[0].effort or "", p[0].agent))
     unscored = [r for r in rows if not r.legacy and r.mean is None]
     legacy = [r for r in rows if r.legacy]
     legacy.sort(key=lambda r: (-r.protocol_revision, -(r.mean or -1.0), r.model))

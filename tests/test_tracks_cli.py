@@ -1,0 +1,51 @@
+"""`toolkit tracks list / show / new / schema`, and the track schema's documentation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from toolkit.cli import cli
+from toolkit.commands.tracks import markdown_tables
+from toolkit.run.inputs import DEMO_BANK, built_exam
+from toolkit.tracks import get_track, load_tracks
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_docs_list_every_field_as_the_models_say() -> None:
+    """site/docs/maintainers/tracks.md ends with `toolkit tracks schema --markdown`: a field
+    added to a track without regenerating the page fails here (regenerate it with that)."""
+    page = (REPO / "site" / "docs" / "maintainers" / "tracks.md").read_text()
+    assert page.endswith(markdown_tables()), "regenerate: toolkit tracks schema --markdown"
+
+
+def test_list_and_show() -> None:
+    results = ["--results", str(REPO / "results")]
+    listed = CliRunner().invoke(cli, ["tracks", "list", *results])
+    assert listed.exit_code == 0 and "v1-h100-1h" in listed.output and "demo-cpu" in listed.output
+    shown = CliRunner().invoke(cli, ["tracks", "show", "demo-cpu", *results])
+    assert json.loads(shown.output)["id"] == "demo-cpu"
+    bad = CliRunner().invoke(cli, ["tracks", "show", "nope", *results])
+    assert bad.exit_code == 1 and "unknown track 'nope'" in bad.output
+
+
+def test_new_track_for_a_new_exam(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(REPO / "results" / "tracks.json", results)
+    exam = built_exam(DEMO_BANK, "demo")
+    argv = ["tracks", "new", "demo2-cpu", "--from", "demo-cpu", "--exam", str(exam)]
+    argv += ["--title", "Demo 2", "--budget", "120", "--publish-prefix", "10"]
+    done = CliRunner().invoke(cli, [*argv, "--results", str(results)])
+    assert done.exit_code == 0, done.output
+    track = get_track(results, "demo2-cpu")
+    assert track.title == "Demo 2" and track.budget_s == 120 and track.protocol_revision == 1
+    assert len(track.exam_sha256) == 10
+    assert track.per_call_limit_s <= 120 and track.reserved_s <= 30
+    assert sorted(load_tracks(results)) == ["demo-cpu", "demo2-cpu", "v1-h100-1h"]
+    again = CliRunner().invoke(cli, [*argv, "--results", str(results)])
+    assert again.exit_code == 1 and "exists already" in again.output

@@ -1,0 +1,385 @@
+"""`toolkit doctor`: can this host run a track validly? One check per need, each with a fix.
+
+The checks read the host (cgroups, namespaces, loop devices, the Docker engine and its GPU
+support, the GPUs and their driver, torch's build, free disk, the opencode binary, and, when
+asked, the provider's key through one tiny request) and compare it with what the track needs:
+its isolation floor (`toolkit.floor`), its GPU model, its workspace size. A check that fails and
+is *required* means a run here would not be valid under the track's rules: `toolkit doctor`
+exits non-zero, and `toolkit run` (which runs the fast checks first) refuses before any work.
+
+Every probe is one function that takes where to look, so the tests can point it at a fake
+cgroup tree or a fake `/proc/driver/nvidia`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolkit.floor import FLOOR_WORDS, HostIsolation, docker_isolation, local_isolation
+from toolkit.paths import state_dir
+from toolkit.tracks import Track
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+NVIDIA_PROC = Path("/proc/driver/nvidia")
+APPARMOR_USERNS = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
+MAX_USERNS = Path("/proc/sys/user/max_user_namespaces")
+DEFAULT_DISK_BYTES = 16 * 2**30  # a run without a workspace cap: data copy, checkpoints, bundles
+CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor's table."""
+
+    name: str
+    need: str
+    """What the track needs ("" when the track does not care)."""
+    here: str
+    """What this host has."""
+    ok: bool
+    required: bool
+    """A failure means runs of the track here would not be valid."""
+    fix: str = ""
+
+
+# -- host facts ---------------------------------------------------------------------------------
+
+
+def cgroup_state(root: Path = CGROUP_ROOT, self_cgroup: Path = Path("/proc/self/cgroup")) -> str:
+    """ "v2 (delegated: cpu memory pids)", "v2 (not delegated: ...)", "v1", "hybrid" or "none"."""
+    unified = (root / "cgroup.controllers").is_file()
+    v1 = any((root / c).is_dir() for c in ("memory", "pids", "cpu"))
+    if not unified:
+        return "v1" if v1 else "none"
+    if v1:
+        return "hybrid"
+    try:
+        own = next(
+            line.split("::", 1)[1]
+            for line in self_cgroup.read_text().splitlines()
+            if line.startswith("0::")
+        )
+    except (OSError, StopIteration):
+        return "v2 (own cgroup unknown)"
+    here = root / own.strip().lstrip("/")
+    try:
+        offered = set((here / "cgroup.controllers").read_text().split())
+    except OSError:
+        offered = set()
+    wanted = {"memory", "pids", "cpu"}
+    writable = os.access(here, os.W_OK) and os.access(here / "cgroup.subtree_control", os.W_OK)
+    if wanted <= offered and writable:
+        return "v2 (delegated: cpu memory pids)"
+    lacking = sorted(wanted - offered)
+    why = f"controllers missing: {' '.join(lacking)}" if lacking else "not writable by this user"
+    return f"v2 (not delegated: {why})"
+
+
+def userns_state(
+    max_userns: Path = MAX_USERNS, apparmor: Path = APPARMOR_USERNS
+) -> tuple[bool, str]:
+    """(unprivileged user namespaces allowed, a description)."""
+    try:
+        allowed = int(max_userns.read_text().strip()) > 0
+    except (OSError, ValueError):
+        allowed = False
+    restricted = False
+    with contextlib.suppress(OSError):
+        restricted = apparmor.read_text().strip() == "1"
+    if not allowed:
+        return False, "disabled (user.max_user_namespaces = 0)"
+    if restricted:
+        return False, "restricted by AppArmor (apparmor_restrict_unprivileged_userns = 1)"
+    return True, "allowed"
+
+
+def gpu_names(proc: Path = NVIDIA_PROC) -> list[str]:
+    """Model names of the NVIDIA GPUs the driver lists, in bus order."""
+    names = []
+    with contextlib.suppress(OSError):
+        for entry in sorted((proc / "gpus").iterdir()):
+            with contextlib.suppress(OSError):
+                info = (entry / "information").read_text(errors="replace")
+                found = re.search(r"^Model:\s*(.+)$", info, re.MULTILINE)
+                names.append(found.group(1).strip() if found else "unknown NVIDIA GPU")
+    return names
+
+
+def driver_version(proc: Path = NVIDIA_PROC) -> str | None:
+    with contextlib.suppress(OSError):
+        text = (proc / "version").read_text(errors="replace")
+        found = re.search(r"Kernel Module\s+(?:for \S+\s+)?([0-9][0-9.]+)", text)
+        return found.group(1) if found else text.splitlines()[0].strip()
+    return None
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    version: str | None
+    cuda: str | None
+    """The CUDA version torch was built for; None: a CPU build."""
+    cuda_works: bool
+    devices: list[str]
+
+
+def torch_build() -> TorchBuild:
+    try:
+        import torch
+    except ImportError:
+        return TorchBuild(None, None, False, [])
+    cuda = torch.version.cuda
+    works = bool(cuda) and torch.cuda.is_available()
+    devices = (
+        [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] if works else []
+    )
+    return TorchBuild(torch.__version__, cuda, works, devices)
+
+
+def docker_gpu_support() -> str | None:
+    """ "nvidia runtime", "CDI" or None: how the engine can hand a container a GPU."""
+    from toolkit.sandbox import SandboxError, docker_engine
+
+    try:
+        info = docker_engine.connect().info()
+    except (SandboxError, OSError):
+        return None
+    if "nvidia" in (info.get("Runtimes") or {}):
+        return "nvidia runtime"
+    dirs = [Path(d) for d in info.get("CDISpecDirs") or []] or list(CDI_DIRS)
+    for folder in dirs:
+        with contextlib.suppress(OSError):
+            for spec in folder.iterdir():
+                with contextlib.suppress(OSError):
+                    if "nvidia.com/gpu" in spec.read_text(errors="replace"):
+                        return "CDI"
+    return None
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Doctor:
+    """The checks for one track and backend. The probes are attributes so tests can swap them."""
+
+    track: Track
+    backend: str
+    cgroup: Callable[[], str] = cgroup_state
+    userns: Callable[[], tuple[bool, str]] = userns_state
+    gpus: Callable[[], list[str]] = gpu_names
+    driver: Callable[[], str | None] = driver_version
+    torch: Callable[[], TorchBuild] = torch_build
+    docker_gpus: Callable[[], str | None] = docker_gpu_support
+    local: Callable[[], HostIsolation] = local_isolation
+    docker: Callable[[str | None], HostIsolation] = docker_isolation
+
+    @property
+    def wants_gpu(self) -> bool:
+        return self.track.gpu_model is not None
+
+    def fast(self) -> list[Check]:
+        """Everything but the provider: what `toolkit run` checks before any work."""
+        checks = [self._cgroups(), self._userns(), self._loop()]
+        gpu_support = self.docker_gpus() if self.backend == "docker" else None
+        checks += self._isolation(gpu_support)
+        checks += self._gpu_checks(gpu_support)
+        checks.append(self._disk())
+        return checks
+
+    def _cgroups(self) -> Check:
+        state = self.cgroup()
+        needed = {"memory-per-tree", "processes-per-tree"} & set(self.track.isolation_floor)
+        ok = state.startswith("v1") or state.startswith("v2 (delegated") or state == "hybrid"
+        fix = ""
+        if not ok:
+            fix = (
+                "run as root on a host whose cgroup tree is writable, or delegate a subtree with "
+                "memory, pids and cpu (systemd: Delegate=yes), or use --backend docker"
+            )
+        return Check(
+            "cgroups",
+            "per-tree memory and process caps" if needed else "",
+            state,
+            ok,
+            required=bool(needed) and self.backend == "local" and not ok,
+            fix=fix,
+        )
+
+    def _userns(self) -> Check:
+        allowed, text = self.userns()
+        root = os.geteuid() == 0
+        ok = allowed or root
+        here = f"{text}{'; running as root (not needed)' if root else ''}"
+        fix = "" if ok else "run as root, or allow unprivileged user namespaces (sysctl)"
+        return Check("user namespaces", "", here, ok, required=False, fix=fix)
+
+    def _loop(self) -> Check:
+        from toolkit.sandbox import capped
+
+        why = capped.unavailable("ext4")
+        cap = self.track.workspace_disk_bytes
+        need = f"a {_gib(cap)} workspace cap" if cap else ""
+        return Check(
+            "loop devices",
+            need,
+            "ext4 images can be mounted" if why is None else f"no: {why}",
+            why is None,
+            required=False,  # a tmpfs or an uncapped workspace is recorded, not refused
+            fix="" if why is None else "run as root with /dev/loop-control and mkfs.ext4",
+        )
+
+    def _isolation(self, gpu_support: str | None) -> list[Check]:
+        floor = list(self.track.isolation_floor)
+        local, docker = self.local(), self.docker(gpu_support)
+        mine = local if self.backend == "local" else docker
+        other = docker if self.backend == "local" else local
+        lacks = mine.lacks(floor, gpu=self.wants_gpu)
+        need = ", ".join(floor) or "none (a demo track degrades and records what it lacked)"
+        here = "all of it" if not lacks else "lacks " + ", ".join(lacks)
+        fix = ""
+        if lacks:
+            fix = (
+                f"use --backend {other.backend}, which has all of it here"
+                if not other.lacks(floor, gpu=self.wants_gpu)
+                else "; ".join(f"{r}: {FLOOR_WORDS.get(r.split(' (')[0], r)}" for r in lacks)
+            )
+        return [
+            Check(
+                f"isolation ({self.backend})",
+                need,
+                here if floor else ("; ".join(self._described(mine)) or "none"),
+                not lacks,
+                required=bool(lacks),
+                fix=fix,
+            )
+        ]
+
+    @staticmethod
+    def _described(h: HostIsolation) -> list[str]:
+        if not h.available:
+            return [f"unavailable: {h.why_not}"]
+        parts = {
+            "namespaces": h.namespaces,
+            "memory-per-tree": h.memory_per_tree,
+            "processes-per-tree": h.processes_per_tree,
+        }
+        return [f"{k} {'yes' if v else 'no'}" for k, v in parts.items()]
+
+    def _gpu_checks(self, gpu_support: str | None) -> list[Check]:
+        names = self.gpus()
+        model = self.track.gpu_model
+        checks = []
+        matching = [n for n in names if model and model.lower() in n.lower()]
+        checks.append(
+            Check(
+                "GPUs",
+                f"an NVIDIA {model} ({self.track.hardware})" if model else "",
+                ", ".join(names) or "none visible (no NVIDIA driver)",
+                bool(matching) if model else True,
+                required=bool(model) and not matching,
+                fix=f"run this track on a host with an {model}" if model and not matching else "",
+            )
+        )
+        driver = self.driver()
+        checks.append(
+            Check(
+                "NVIDIA driver",
+                "loaded" if model else "",
+                driver or "not loaded",
+                driver is not None or not model,
+                required=bool(model) and driver is None,
+                fix="install the NVIDIA driver" if model and driver is None else "",
+            )
+        )
+        build = self.torch()
+        if build.version is None:
+            here = "not installed"
+        elif build.cuda is None:
+            here = f"{build.version} (CPU build)"
+        else:
+            works = "works" if build.cuda_works else "CUDA does not initialise"
+            here = f"{build.version} (CUDA {build.cuda}; {works})"
+        bad = bool(model) and not build.cuda_works
+        checks.append(
+            Check(
+                "torch",
+                "a CUDA build that sees the GPU" if model else "",
+                here,
+                not bad,
+                required=bad,
+                fix=(
+                    "install PyPI's torch wheel (the CUDA build on Linux): see README 'GPU install'"
+                    if bad
+                    else ""
+                ),
+            )
+        )
+        if self.backend == "docker":
+            checks.append(
+                Check(
+                    "docker GPUs",
+                    "the NVIDIA runtime or CDI" if model else "",
+                    gpu_support or "none (no nvidia runtime, no CDI spec)",
+                    gpu_support is not None or not model,
+                    required=bool(model) and gpu_support is None,
+                    fix=(
+                        "install nvidia-container-toolkit and configure the engine "
+                        "(nvidia-ctk runtime configure) or generate a CDI spec"
+                        if model and gpu_support is None
+                        else ""
+                    ),
+                )
+            )
+        return checks
+
+    def _disk(self) -> Check:
+        where = state_dir()
+        probe = where
+        while not probe.exists():
+            probe = probe.parent
+        free = shutil.disk_usage(probe).free
+        need = self.track.workspace_disk_bytes or DEFAULT_DISK_BYTES
+        ok = free >= need
+        return Check(
+            "disk",
+            f"{_gib(need)} free for a workspace",
+            f"{_gib(free)} free at {where}",
+            ok,
+            required=not ok and not self.track.demo,
+            fix="" if ok else "free space there, or move the state folder (ARI_HOME)",
+        )
+
+
+def opencode_check(required: bool) -> Check:
+    """The pinned opencode binary."""
+    from toolkit.agents.scaffold import OPENCODE_VERSION, binary_version, find_binary
+
+    binary = find_binary()
+    version = None
+    if binary is not None:
+        with contextlib.suppress(Exception):
+            version = binary_version(binary)
+    ok = version == OPENCODE_VERSION
+    return Check(
+        "opencode",
+        f"opencode {OPENCODE_VERSION}" if required else "",
+        f"{version} at {binary}" if version else "not installed",
+        ok or not required,
+        required=required and not ok,
+        fix="" if ok else "make opencode",
+    )
+
+
+def failed(checks: list[Check]) -> list[Check]:
+    """The required checks that failed: the track cannot run validly here."""
+    return [c for c in checks if c.required and not c.ok]

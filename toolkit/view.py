@@ -1,0 +1,351 @@
+"""`toolkit view`: a live local web view of a results folder and of the runs going on.
+
+Two parts, served on one local port:
+
+- `/` : the leaderboard site of the results folder (`mkdocs build` of the checkout's site with
+  `ARI_RESULTS_DIR` set), rebuilt in the background whenever a result file or the registry
+  changes, so finished runs appear on the board while you watch;
+- `/live/` : every run of this host (the journal of `toolkit runs list`), and per run a page
+  with the hour on one line: the runner calls on the clock, the submissions with their public
+  scores, the promotion, the reserved window and *now*, the time left, and the end of the
+  harness log; it refreshes itself every few seconds while the run goes on.
+
+It is for the operator's own machine: it listens on 127.0.0.1 by default and everything it
+shows is escaped (agent and bundle text is hostile input, even here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from toolkit.run import journal, recovery
+from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
+from toolkit.run.history import HISTORY_FILE
+
+REFRESH_S = 3
+WATCH_S = 2.0
+LOG_TAIL_BYTES = 16 * 1024
+WIDTH = 1000  # px of the timeline
+
+
+def checkout_config() -> Path | None:
+    """The mkdocs.yml of the checkout this toolkit runs from (the site's sources live there)."""
+    config = Path(__file__).resolve().parents[1] / "mkdocs.yml"
+    return config if config.is_file() else None
+
+
+class SiteBuilder:
+    """Builds the site of `results` into `out` now and whenever the results change."""
+
+    def __init__(self, results: Path, out: Path, config: Path | None) -> None:
+        self.results, self.out, self.config = results, out, config
+        self.error: str | None = None
+        self.builds = 0
+        self._seen: tuple[float, int] | None = None
+        self._stop = threading.Event()
+
+    def _stamp(self) -> tuple[float, int]:
+        files = [*self.results.glob("*.json"), *self.results.glob("*/*.json")]
+        mtimes = []
+        for f in files:
+            with contextlib.suppress(OSError):
+                mtimes.append(f.stat().st_mtime)
+        return (max(mtimes, default=0.0), len(mtimes))
+
+    def build(self) -> None:
+        if self.config is None:
+            self.error = "the site's sources are not here (the toolkit is not run from a checkout)"
+            return
+        fresh = self.out.with_name(self.out.name + ".next")
+        shutil.rmtree(fresh, ignore_errors=True)
+        env = {**os.environ, "ARI_RESULTS_DIR": str(self.results.resolve())}
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mkdocs",
+                "build",
+                "-q",
+                "-f",
+                str(self.config),
+                "-d",
+                str(fresh),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        if done.returncode != 0:
+            self.error = (done.stderr.strip().splitlines() or ["mkdocs build failed"])[-1]
+            shutil.rmtree(fresh, ignore_errors=True)
+            return
+        old = self.out.with_name(self.out.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if self.out.exists():
+            self.out.rename(old)
+        fresh.rename(self.out)
+        shutil.rmtree(old, ignore_errors=True)
+        self.error = None
+        self.builds += 1
+
+    def watch(self) -> None:
+        while not self._stop.wait(WATCH_S):
+            stamp = self._stamp()
+            if stamp != self._seen:
+                self._seen = stamp
+                self.build()
+
+    def start(self) -> None:
+        self._seen = self._stamp()
+        self.build()
+        threading.Thread(target=self.watch, name="site-watch", daemon=True).start()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+# -- the live pages -----------------------------------------------------------------------------
+
+
+def _read_jsonl(path: Path) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    with contextlib.suppress(OSError):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                item = json.loads(line)
+                if isinstance(item, dict):
+                    out.append(item)
+    return out
+
+
+def _tail(path: Path, size: int = LOG_TAIL_BYTES) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, path.stat().st_size - size))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _state(entry: journal.Entry) -> tuple[str, float]:
+    """(state, seconds on the clock) of a run."""
+    harness = Path(entry.harness)
+    elapsed = (datetime.now(UTC) - entry.started_at).total_seconds()
+    if (harness / recovery.MARKER).is_file():
+        try:
+            m = recovery.load_marker(harness)
+            if recovery.is_alive(m.pid, m.pid_start):
+                return "running", min(elapsed, entry.budget_s)
+        except (OSError, ValueError):
+            pass
+        return "interrupted", min(elapsed, entry.budget_s)
+    try:
+        result = json.loads(entry.result_path.read_text(encoding="utf-8"))
+        return str(result.get("status", "?")), float(result["timings"]["used_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "missing", 0.0
+
+
+def _x(seconds: float, budget: float) -> float:
+    return round(WIDTH * max(0.0, min(seconds, budget)) / budget, 1)
+
+
+def timeline_svg(entry: journal.Entry, now_s: float, reserved_s: float) -> str:
+    """The hour on one line: runner calls, submissions, promotion, reserved window, now."""
+    budget = max(entry.budget_s, 1.0)
+    artifacts = Path(entry.artifacts)
+    parts = [
+        f'<svg class="timeline" width="{WIDTH}" height="90" viewBox="0 0 {WIDTH} 90" '
+        'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="timeline of the run">',
+        f'<rect x="0" y="20" width="{WIDTH}" height="30" fill="#eef"/>',
+    ]
+    if reserved_s > 0:
+        x = _x(budget - reserved_s, budget)
+        parts.append(
+            f'<rect class="reserved" x="{x}" y="20" width="{WIDTH - x}" height="30" '
+            'fill="#fdd"><title>reserved window: submit and promote only</title></rect>'
+        )
+    for call in _read_jsonl(artifacts / AUDIT_FILE):
+        start, end = call.get("start_s"), call.get("end_s")
+        if not isinstance(start, int | float) or not isinstance(end, int | float):
+            continue
+        argv = call.get("argv") or []
+        name = (
+            " ".join(a for a in argv if isinstance(a, str))[:120] if isinstance(argv, list) else ""
+        )
+        x0, x1 = _x(start, budget), _x(end, budget)
+        parts.append(
+            f'<rect class="call" x="{x0}" y="24" width="{max(1.0, x1 - x0)}" height="22" '
+            f'fill="#58a"><title>runner {html.escape(name)} ({start:.0f}-{end:.0f}s, exit '
+            f"{html.escape(str(call.get('exit_code')))})</title></rect>"
+        )
+    scores: dict[str, object] = {}
+    history = _read_jsonl(artifacts / HISTORY_FILE)
+    for e in history:
+        if e.get("kind") == "public":
+            scores[str(e.get("id"))] = e.get("public_score")
+    for e in history:
+        elapsed = e.get("elapsed_s")
+        if not isinstance(elapsed, int | float):
+            continue
+        x = _x(elapsed, budget)
+        cid = html.escape(str(e.get("id")))
+        if e.get("kind") == "submit":
+            score = scores.get(str(e.get("id")))
+            shown = "no public score" if score is None else f"public {score}%"
+            parts.append(
+                f'<circle class="submit" cx="{x}" cy="12" r="5" fill="#2a2"><title>submitted '
+                f"{cid} at {elapsed:.0f}s: {html.escape(shown)}</title></circle>"
+            )
+        elif e.get("kind") == "promote":
+            parts.append(
+                f'<path class="promote" d="M{x - 6},64 L{x + 6},64 L{x},54 Z" fill="#d80">'
+                f"<title>promoted {cid} at {elapsed:.0f}s</title></path>"
+            )
+    x = _x(now_s, budget)
+    parts.append(f'<line class="now" x1="{x}" y1="14" x2="{x}" y2="56" stroke="#c00"/>')
+    parts.append('<text x="0" y="82" font-size="12">0 s</text>')
+    parts.append(f'<text x="{WIDTH}" y="82" font-size="12" text-anchor="end">{budget:.0f} s</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}
+<title>{title}</title><style>
+body {{ font: 14px system-ui, sans-serif; margin: 1.5em; max-width: 1100px }}
+table {{ border-collapse: collapse }} td, th {{ padding: 2px 10px; text-align: left }}
+pre {{ background: #f6f6f6; padding: 8px; overflow-x: auto; max-height: 30em }}
+.running {{ color: #06c }} .valid {{ color: #080 }} .failed {{ color: #a60 }}
+.invalid, .interrupted {{ color: #c00 }}
+</style></head><body><p><a href="/">leaderboard</a> · <a href="/live/">runs on this host</a></p>
+{body}</body></html>"""
+
+
+def _page(title: str, body: str, refresh: bool) -> bytes:
+    meta = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if refresh else ""
+    return PAGE.format(refresh=meta, title=html.escape(title), body=body).encode()
+
+
+def live_index() -> bytes:
+    rows, running = [], False
+    for e in journal.entries()[:100]:
+        state, clock = _state(e)
+        running = running or state == "running"
+        label = f"{e.model} ({e.effort})" if e.effort else e.model
+        rows.append(
+            f'<tr><td><a href="/live/{html.escape(e.run_id)}">{html.escape(e.run_id)}</a></td>'
+            f"<td>{html.escape(e.track)}</td><td>{html.escape(label)}</td><td>{e.seed}</td>"
+            f'<td class="{html.escape(state)}">{html.escape(state)}</td>'
+            f"<td>{clock:.0f}/{e.budget_s:.0f} s</td></tr>"
+        )
+    table = (
+        "<table><tr><th>run</th><th>track</th><th>model</th><th>seed</th><th>state</th>"
+        f"<th>clock</th></tr>{''.join(rows)}</table>"
+        if rows
+        else "<p>No runs on this host yet.</p>"
+    )
+    return _page("runs on this host", f"<h1>Runs on this host</h1>{table}", running)
+
+
+def live_run(run_id: str) -> bytes | None:
+    try:
+        e = journal.find(run_id)
+    except LookupError:
+        return None
+    if e.run_id != run_id:
+        return None
+    state, clock = _state(e)
+    reserved = _reserved(e)
+    left = max(0.0, e.budget_s - clock)
+    label = f"{e.model} ({e.effort})" if e.effort else e.model
+    body = (
+        f"<h1>{html.escape(e.run_id)}</h1>"
+        f"<p>{html.escape(e.track)} · {html.escape(label)} · seed {e.seed} · "
+        f"{html.escape(e.agent)}</p>"
+        f'<p>state <b class="{html.escape(state)}">{html.escape(state)}</b> · clock '
+        f"<b>{clock:.0f} s</b> of {e.budget_s:.0f} s · <b>{left:.0f} s left</b></p>"
+        f"{timeline_svg(e, clock, reserved)}"
+        "<p>Bars: runner calls. Dots: submissions (hover for the public score). Triangle: "
+        "promotion. Red: now; pink: the reserved window.</p>"
+        f"<h2>Harness log (end)</h2><pre>{html.escape(_tail(Path(e.artifacts) / AGENT_LOG))}</pre>"
+    )
+    return _page(e.run_id, body, state == "running")
+
+
+def _reserved(e: journal.Entry) -> float:
+    """The run's reserved window, from its crash marker or result (0 when unknown)."""
+    for path in (Path(e.harness) / recovery.MARKER, e.result_path):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            data = data.get("skeleton", data)
+            return float(data["config"]["reserved_s"])
+    return 0.0
+
+
+class Handler(http.server.SimpleHTTPRequestHandler):
+    """Static files of the built site, plus the live pages."""
+
+    site_dir: Path
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, directory=str(self.site_dir), **kwargs)  # type: ignore[arg-type]
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        path = unquote(urlparse(self.path).path)
+        if path in ("/live", "/live/"):
+            return self._send(live_index())
+        if path.startswith("/live/"):
+            page = live_run(path.removeprefix("/live/").strip("/"))
+            if page is None:
+                return self.send_error(404, "no such run on this host")
+            return self._send(page)
+        if not (self.site_dir / "index.html").is_file() and path in ("/", "/index.html"):
+            return self._send(_page("ARI Bench", self.server_note(), True))
+        return super().do_GET()
+
+    def server_note(self) -> str:
+        error = getattr(self.server, "site_error", lambda: None)()
+        why = html.escape(error) if error else "the site is being built"
+        return f"<h1>ARI Bench</h1><p>No leaderboard yet: {why}.</p>"
+
+    def _send(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def serve(results: Path, host: str, port: int, work: Path, announce: Callable[[str], None]) -> None:
+    """Build, watch and serve until interrupted; `announce` gets the address once listening."""
+    work.mkdir(parents=True, exist_ok=True)
+    site = work / "site"
+    builder = SiteBuilder(results, site, checkout_config())
+    site.mkdir(exist_ok=True)
+    handler = type("ViewHandler", (Handler,), {"site_dir": site})
+    httpd = http.server.ThreadingHTTPServer((host, port), handler)
+    httpd.site_error = lambda: builder.error  # type: ignore[attr-defined]
+    threading.Thread(target=builder.start, name="site-build", daemon=True).start()
+    announce(f"http://{host}:{httpd.server_address[1]}/")
+    try:
+        httpd.serve_forever(poll_interval=0.2)
+    finally:
+        builder.stop()
+        httpd.server_close()
