@@ -12,8 +12,8 @@ Counts are tuned to keep a test under a minute on such a box.
 
 from __future__ import annotations
 
-CHILDREN = 100
-REGIONS = 25_000  # read-only pages, each between two writable ones: 50,000 mappings a process
+CHILDREN = 120
+REGIONS = 27_000  # read-only pages, each between two writable ones: 54,000 mappings a process
 
 SWARM = f"""
 import ctypes, mmap, os, sys, threading, time

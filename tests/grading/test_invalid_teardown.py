@@ -30,7 +30,9 @@ def test_bundle_slow_to_die_after_load_gets_a_report(
 ) -> None:
     caplog.set_level(logging.WARNING, logger="toolkit.sandbox.base")
     started = time.monotonic()
-    report = grade_bundle(make_bundle(LOAD_BUNDLE), make_exam(code_questions(4)), params=fast_params)
+    report = grade_bundle(
+        make_bundle(LOAD_BUNDLE), make_exam(code_questions(4)), params=fast_params
+    )
     took = time.monotonic() - started
     assert not report.ok
     assert report.reason is not None and "failed to load" in report.reason
