@@ -2,12 +2,12 @@
 
 `SWARM` maps one region and cuts it into tens of thousands of memory mappings (every other
 page read-only: neighbours cannot merge), then forks `CHILDREN` children that inherit them all
-and live on with their main thread gone (so they look like zombies in /proc: a kill that walks
-the tree misses them, and only the namespace's end takes them down). Once SIGKILL comes, the kernel unmaps every mapping of every child: about ten
-seconds on a 2-core test box, twice the 5 s the harness used to wait before it called the
-sandbox broken (and the run `invalid`: a rerun that a bundle which knows its low phase-2 score,
-or an agent that cancels a call, could ask for at will). Forking costs about as much again.
-Counts are tuned to keep a test under a minute on such a box.
+and live on with their main thread gone (they look like zombies in /proc: a kill that walks the
+tree misses them, and only the namespace's end takes them down). Once SIGKILL comes, the kernel
+unmaps every mapping of every child: about ten seconds on a 2-core test box, twice the 5 s the
+harness used to wait before it called the sandbox broken (and the run `invalid`: a rerun that a
+bundle which knows its low phase-2 score, or an agent that cancels a call, could ask for at
+will). Forking costs about as much again. Counts keep a test under a minute on such a box.
 """
 
 from __future__ import annotations
