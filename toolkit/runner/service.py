@@ -109,6 +109,7 @@ class _InFlight:
     # process, so that its end is seen and recorded in one place.
     stop: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)  # `cancel NAME` came
+    sandboxed: bool = False  # a compute call: the agent's code runs in the runner sandbox
 
 
 @dataclass
@@ -271,17 +272,21 @@ class RunnerService:
                 item.call.release()
 
     def _failed(self, item: _InFlight, exc: Exception) -> int:
-        """A call that raised: charged to the call (KILLED) when the reference check shows the
-        sandboxes work (the call's own code can break its sandbox: a tree too slow to die);
-        an infrastructure error (INTERNAL: the run is invalid) only when that check fails."""
+        """A call that raised. A compute call is charged to the call (KILLED) when the reference
+        check shows the sandboxes work (the call's own code can break its sandbox: a tree too
+        slow to die), an infrastructure error (INTERNAL: the run is invalid) only when that
+        check fails; any other call that raised is an infrastructure error."""
         with self._lock:
             # A call the harness already closed and logged at the end of the run may fail
             # as the run tears down (its sandbox is gone): nothing the agent saw changes.
             teardown = self._closed and item.finished
-        problem = None if teardown else self._check_reference()
+        # Only a compute call runs the agent's code; a handler (submit, promote, history) that
+        # raises is a bug of the harness's, whatever input it was given.
+        judged = not teardown and item.sandboxed
+        problem = self._check_reference() if judged else NO_REFERENCE
         with self._lock:
-            if not teardown and problem is None:
-                item.reason = _charged_reason(exc)
+            if problem is None:  # after why it was killed, if it was (a cancel, the limit)
+                item.reason = "; ".join(filter(None, [item.reason, _charged_reason(exc)]))
             else:
                 item.reason = f"runner error: {type(exc).__name__}: {exc}"
                 argv = item.call.argv[:2] if item.call else []
@@ -292,11 +297,11 @@ class RunnerService:
                     self.infra_errors.append(clean_text(error))
         if item.call is not None:
             with contextlib.suppress(ClientGone):
-                if not teardown and problem is None:
+                if problem is None:
                     item.call.say(f"[runner] {item.reason}")
                 else:
                     item.call.say(f"[runner] internal error: {exc}")
-        return KILLED if not teardown and problem is None else INTERNAL
+        return KILLED if problem is None else INTERNAL
 
     def _check_reference(self) -> str | None:
         """The reference check's verdict (one at a time); NO_REFERENCE if there is none."""
@@ -380,6 +385,7 @@ class RunnerService:
     def _compute(self, item: _InFlight) -> int:
         call = item.call
         assert call is not None
+        item.sandboxed = True
         if self.clock.in_reserved_window():
             call.say(
                 "[runner] refused: the run is in its reserved window "
