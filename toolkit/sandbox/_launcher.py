@@ -333,6 +333,17 @@ def supervise(child: int, kill_rest: bool) -> None:
         os._exit(code if code >= 0 else 128 - code)
 
 
+def zombie(pid: int | str, state: bytes) -> bool:
+    """Whether a process whose /proc state is `state` is dead. A "Z" leader whose other threads
+    still run (its main thread called pthread_exit) is not: it has children, and lives on."""
+    if state != b"Z":
+        return False
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
+
+
 def descendants(pid: int) -> list[int]:
     """Live (non-zombie) descendants of `pid`, from /proc."""
     children: dict[int, list[int]] = {}
@@ -344,7 +355,7 @@ def descendants(pid: int) -> list[int]:
                 fields = f.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] != b"Z":
+        if not zombie(entry, fields[0]):
             children.setdefault(int(fields[1]), []).append(int(entry))
     found: list[int] = []
     todo = [pid]

@@ -20,7 +20,7 @@ from typing import IO
 from toolkit.sandbox import _host
 
 # The launcher is stdlib-only by design, so the host side can share its /proc walk.
-from toolkit.sandbox._launcher import descendants
+from toolkit.sandbox._launcher import descendants, zombie
 from toolkit.sandbox._mounts import RootAltered
 from toolkit.sandbox.base import (
     SandboxError,
@@ -42,7 +42,7 @@ def _all_gone(pids: set[int], timeout: float) -> bool:
         while True:
             try:
                 with open(f"/proc/{pid}/stat", "rb") as f:
-                    if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    if zombie(pid, f.read().rsplit(b")", 1)[1].split()[0]):
                         break
             except OSError:
                 break
