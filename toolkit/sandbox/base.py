@@ -86,7 +86,7 @@ class Egress:
     choosing (the provider relay on a Docker network's gateway address)."""
 
 
-TEARDOWN_WAIT_S = 300.0
+TEARDOWN_WAIT_S = 120.0
 """Once SIGKILL is delivered to a tree, how long a backend waits for the kernel to tear it
 down before it gives up with `SandboxError`. The wait is the sandboxed code's doing (hundreds
 of children, each with tens of thousands of memory mappings, take many seconds to die), so it
