@@ -21,8 +21,11 @@ from tests.teardown_attack import PHASE2_BUNDLE, RUNNER_SCRIPT
 from toolkit.chain import read_chain
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
 from toolkit.run.orchestrate import execute_run
+from toolkit.run.workspace import CHANNEL_DIR
 from toolkit.runner.service import KILLED
-from toolkit.sandbox import SandboxError
+from toolkit.sandbox import SandboxError, SandboxTeardownTimeout
+from toolkit.sandbox.local import LocalSandbox
+from toolkit.sandbox.process import LocalProcess
 
 
 def _submit_and_promote(source: str) -> ShellAgent:
@@ -104,3 +107,50 @@ def test_a_harness_fault_that_fails_the_reference_too_is_invalid(
     assert "grading failed (infrastructure)" in (result.status_reason or "")
     log = _agent_log(spec.results_dir, result.run_id, result.track)
     assert "the reference bundle failed too" in log
+
+
+def _failing_first_cleanup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The controller's cleanup at the run's end reports a tree that outlived its kill, as an
+    agent's processes too slow to die do (after really cleaning up)."""
+    cleanup = LocalSandbox.cleanup
+    failed: list[bool] = []
+
+    def slow(self: LocalSandbox) -> None:
+        cleanup(self)
+        controller = f"/{CHANNEL_DIR}/" in self.base_env.get("PATH", "")  # the agent's tools
+        if controller and not failed:
+            failed.append(True)
+            raise SandboxTeardownTimeout("injected: the agent's tree outlived its kill")
+
+    monkeypatch.setattr(LocalSandbox, "cleanup", slow)
+
+
+def test_a_teardown_the_agent_slowed_is_charged_to_it(
+    make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _failing_first_cleanup(monkeypatch)
+    agent = ShellAgent(MAKE_BUNDLE + "runner submit bundles/triv\nrunner promote c001\n")
+    spec = make_spec(agent, budget=60, per_call=30, reserved=5)
+    result = execute_run(spec)
+    assert result.status == "valid", result.status_reason
+    log = _agent_log(spec.results_dir, result.run_id, result.track)
+    assert "teardown failed" in log and "charged to the agent" in log
+
+
+def test_a_teardown_failure_the_reference_confirms_is_invalid(
+    make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fault injected in the harness: every kill of the sandbox layer reports a failure (after
+    really killing), the reference's too."""
+    _failing_first_cleanup(monkeypatch)
+    kill = LocalProcess.kill
+
+    def broken(self: LocalProcess) -> None:
+        kill(self)
+        raise SandboxError("injected: kills fail in every sandbox")
+
+    monkeypatch.setattr(LocalProcess, "kill", broken)
+    agent = ShellAgent(MAKE_BUNDLE + "runner submit bundles/triv\nrunner promote c001\n")
+    result = execute_run(make_spec(agent, budget=60, per_call=30, reserved=5))
+    assert result.status == "invalid", result.status_reason
+    assert (result.status_reason or "").startswith("teardown failed")
