@@ -9,6 +9,7 @@ injected in the harness (no grading sandbox can start) fails the reference too: 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -16,10 +17,12 @@ from tests.docker.conftest import ShellAgent, SpecFactory
 from tests.run.conftest import MAKE_BUNDLE
 from tests.teardown_attack import PHASE2_BUNDLE, RUNNER_SCRIPT
 from toolkit.chain import read_chain
+from toolkit.run import roles
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
 from toolkit.run.orchestrate import execute_run
+from toolkit.run.reference import runner_reference
 from toolkit.runner.service import KILLED
-from toolkit.sandbox import SandboxError
+from toolkit.sandbox import SandboxError, create_sandbox
 
 
 def test_promoted_bundle_slow_to_die_in_phase2_is_not_invalid(
@@ -75,3 +78,24 @@ def test_a_harness_fault_that_fails_the_reference_too_is_invalid(
     assert result.status == "invalid", result.status_reason
     log = (spec.results_dir / result.track / result.run_id / AGENT_LOG).read_text()
     assert "the reference bundle failed too" in log
+
+
+def test_the_runner_reference_works_in_a_fresh_docker_runner(tmp_path: Path) -> None:
+    """The check that decides a broken call's fate must itself pass where nothing is broken."""
+    problem = runner_reference(
+        lambda root: roles.make_runner("docker", root, hide=[], readonly=[]), tmp_path / "ref"
+    )
+    assert problem is None
+    assert not (tmp_path / "ref").exists()
+
+
+def test_a_kill_right_after_start_is_not_lost(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PID 1 kills only a command it can find; one killed at once (a call cancelled as it
+    starts) used to miss it, and the kill waited out its bound: then "survived its kill", an
+    infrastructure failure. The request is repeated until the command is gone."""
+    monkeypatch.setenv("ARI_TEARDOWN_WAIT_S", "30")
+    with create_sandbox("docker", root=root) as box:
+        for _ in range(5):
+            process = box.start(["sleep", "600"], stdin=False, stdout=False, stderr=False)
+            process.kill()
+            assert process.wait(timeout=5) is not None

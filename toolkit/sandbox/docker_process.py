@@ -29,6 +29,7 @@ from toolkit.sandbox.files import read_under
 
 MAX_OUTPUT_BYTES = 64 * 2**20  # what `exec` keeps of each stream
 KILL_TIMEOUT_S = 10.0
+KILL_RESEND_S = 0.5  # how often a kill is asked for again while the command is not gone
 
 
 class DockerProcess(SandboxProcess):
@@ -174,9 +175,15 @@ class DockerProcess(SandboxProcess):
             return
         self._discard = True
         started = time.monotonic()
-        self._kill_request(self.call_id)
         bound = teardown_wait_s()
-        done = self._done.wait(bound)
+        # PID 1 kills only a command it can find: one killed just after its start (a call
+        # cancelled at once) may not be running yet. So the request is repeated until the
+        # stream ends, never lost.
+        done = False
+        while not done and time.monotonic() - started < bound:
+            self._kill_request(self.call_id)
+            left = bound - (time.monotonic() - started)
+            done = self._done.wait(max(0.0, min(KILL_RESEND_S, left)))
         took = time.monotonic() - started
         self.teardown_s = max(self.teardown_s, took)
         note_teardown(f"docker command {self.call_id}", took)
