@@ -629,7 +629,6 @@ class Run:
 
     def _teardown(self, judge: bool = True) -> str | None:
         """Kill everything the run started (fast: a PID namespace dies with its first process).
-        Idempotent: a second call finds nothing left to stop.
 
         Returns what went wrong, if anything: an exception would lose the result. A tree that
         outlives its kill may be the agent's own doing (thousands of mappings take long to
