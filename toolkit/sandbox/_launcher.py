@@ -422,10 +422,23 @@ def kill_descendants() -> None:
                 break
 
 
+def prefer_for_oom_kill() -> None:
+    """Out of memory, the kernel kills sandboxed code first, never the harness (a harness that
+    dies makes its run `invalid`: sandboxed code must not be able to bring that about). Set
+    before the uid switch: where the launcher holds CAP_SYS_RESOURCE (root on a host), the
+    command cannot lower it again. Best effort."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def run_command(spec: dict[str, object]) -> None:
     """In the forked child: limits, the uid switch, then exec (never returns)."""
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # init is not; the command is an ordinary process
     set_rlimits(spec["rlimits"])  # type: ignore[arg-type]
+    prefer_for_oom_kill()
     os.umask(0o022)
     for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; exec keeps that
         signal.signal(signum, signal.SIG_DFL)
