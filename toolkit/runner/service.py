@@ -9,7 +9,10 @@ Every call, whatever its kind or outcome, becomes exactly one entry of the appen
 (`toolkit.runner.audit`): a malformed call is refused with a reply and logged; a call that the
 harness cannot finish serving within the per-call limit plus `grace_s` (a handler stuck, a client
 that stopped reading) is closed with an error and logged, so no client waits longer than that;
-a failure of the log itself is an infrastructure error of the run (`infra_errors`).
+a failure of the log itself is an infrastructure error of the run (`infra_errors`). A compute
+call whose sandbox breaks (its tree too slow to die, say: the agent's code can do that) is one
+only when the run's `reference` check in a fresh sandbox fails too; otherwise it is charged to
+the call, which ends as killed.
 
 Commands other than compute (`submit`, `promote`, `history`) are handlers supplied by the run,
 so this module knows nothing of bundles or grading.
