@@ -154,8 +154,10 @@ class PhaseWorker:
         return reply.load_s
 
     def close(self) -> None:
-        self.session.close()
-        self.sandbox.cleanup()
+        try:
+            self.session.close()
+        finally:  # a worker too slow to die still has its sandbox cleaned up
+            self.sandbox.cleanup()
 
 
 def _ask(

@@ -65,7 +65,7 @@ from toolkit.results import (
     Timings,
     save_run,
 )
-from toolkit.run import recovery, roles
+from toolkit.run import recovery, reference, roles
 from toolkit.run.artifacts import (
     AGENT_LOG,
     AUDIT_FILE,
@@ -84,7 +84,14 @@ from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemb
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import CallRefused, RunnerService
-from toolkit.sandbox import Sandbox, SandboxProcess, SandboxRootAltered, capped
+from toolkit.sandbox import (
+    Sandbox,
+    SandboxError,
+    SandboxProcess,
+    SandboxRootAltered,
+    SandboxTeardownTimeout,
+    capped,
+)
 from toolkit.tracks import Track
 
 EGRESS_LOG = "egress.jsonl"
@@ -239,6 +246,8 @@ class Run:
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
         self.workspace_cap: capped.CappedFolder | None = None
+        self.runner_hidden: list[Path] = []  # what the runner sandbox hides, and reads only
+        self.runner_readonly: list[Path] = []
         self.isolation: list[str] = []
         self.runner_s = 0.0
         self.used_s: float | None = None
@@ -343,7 +352,7 @@ class Run:
             self._setup()
         except BaseException:
             # Nothing ran yet: leave no half-made run folder in the results.
-            self._teardown()
+            self._teardown(judge=False)
             self._release_workspace()
             shutil.rmtree(self.artifacts, ignore_errors=True)
             shutil.rmtree(self.work, ignore_errors=True)
@@ -359,20 +368,38 @@ class Run:
             if operator:
                 self._finish_interrupted(exc, problem)
                 raise
+            # The agent's code can break its own sandbox (a tree too slow to die): that ends
+            # its run, and the run is graded, unless the reference check fails too.
+            if (
+                isinstance(exc, SandboxError)
+                and problem is None
+                and self._runner_reference() is None
+            ):
+                self.used_s = self.used_s if self.used_s is not None else self.clock.elapsed()
+                self.log("the agent's sandbox broke, the reference check passed: grading")
+                why = f"the agent's sandbox broke ({type(exc).__name__})"
+                return self._guarded(lambda: self._conclude(why, None))
             reason = f"harness error during the run: {exc}"
             return self._finish_invalid(reason + (f"; {problem}" if problem else ""))
+        return self._guarded(lambda: self._after_session(stop_reason))
+
+    def _guarded(self, finish: Callable[[], RunResult]) -> RunResult:
+        """`finish()`; stopped meanwhile (grading, publishing), the run is recorded at once,
+        with what was happening, not left for a later `runs recover`."""
         try:
-            return self._after_session(stop_reason)
+            return finish()
         except BaseException as exc:
-            # Stopped while the run was being graded or published: recorded at once, with
-            # what was happening, not left for a later `runs recover`.
             if not isinstance(exc, Exception) and not self.published:
                 self._finish_interrupted(exc, None)
             raise
 
     def _after_session(self, stop_reason: str) -> RunResult:
         self.step = "the end of the session"
-        problem = self._teardown()
+        return self._conclude(stop_reason, self._teardown())
+
+    def _conclude(self, stop_reason: str, problem: str | None) -> RunResult:
+        """After the teardown (`problem`: what it found wrong): the adapter's last word on
+        the provider, then the grading."""
         if problem:
             return self._finish_invalid(problem)
         agent_problem = self.agent_problem or self.spec.agent.final_problem(self.agent_exited)
@@ -454,10 +481,12 @@ class Run:
             raise WorkspaceError(str(exc)) from exc
         self.grader.hide = tuple(hidden)  # public scoring and the final grading hide the same
         readonly = [self.workspace.data]
+        self.runner_hidden = [*hidden, self.workspace.channel]
+        self.runner_readonly = readonly
         runner_box = roles.make_runner(
             spec.backend,
             ws,
-            hide=[*hidden, self.workspace.channel],
+            hide=self.runner_hidden,
             readonly=readonly,
             gpu=spec.gpu,
             cpus=spec.cpus,
@@ -542,6 +571,32 @@ class Run:
         recovery.record_pid(self.harness, process.pid)
         return process
 
+    def _runner_reference(self) -> str | None:
+        """The runner's reference check: a trivial command, and one started and killed, in a
+        fresh runner sandbox (same backend and settings, a new empty root of the harness's);
+        None if the sandboxes work (see `reference`)."""
+        spec = self.spec
+
+        def make(root: Path) -> Sandbox:
+            return roles.make_runner(
+                spec.backend,
+                root,
+                hide=self.runner_hidden,
+                readonly=self.runner_readonly,
+                gpu=spec.gpu,
+                cpus=spec.cpus,
+            )
+
+        root = self.work / f"reference-{secrets.token_hex(4)}"
+        started = time.monotonic()
+        problem = reference.runner_reference(make, root)
+        took = time.monotonic() - started
+        self.log(
+            f"reference check in a fresh runner sandbox ({took:.1f}s): "
+            + ("the sandboxes work" if problem is None else f"FAILED: {problem}")
+        )
+        return problem
+
     def _supervise(self) -> str:
         """Run the agent until it exits or the deadline; return why it stopped."""
         assert self.workspace is not None and self.history is not None
@@ -566,6 +621,7 @@ class Run:
             audit=ChainedLog(self.artifacts / AUDIT_FILE),
             start_process=self._start_runner_process,
             handlers=submissions.handlers(),
+            reference=self._runner_reference,
         )
         self.service.start()
         agent = self.controller.start(spec.agent.command(), stdin=False)
@@ -616,11 +672,14 @@ class Run:
 
         return observe
 
-    def _teardown(self) -> str | None:
+    def _teardown(self, judge: bool = True) -> str | None:
         """Kill everything the run started (fast: a PID namespace dies with its first process).
 
-        Returns what went wrong, if anything: a process that survived is an infrastructure
-        failure that makes the run invalid, not an exception that loses the result."""
+        Returns what went wrong, if anything: an exception would lose the result. A tree that
+        outlives its kill may be the agent's own doing (thousands of mappings take long to
+        die), so with `judge` it is an infrastructure failure (the run invalid) only when the
+        reference check in a fresh sandbox fails too; otherwise it is logged, and the run goes
+        on to be graded."""
         started = time.monotonic()
         errors: list[str] = []
 
@@ -635,7 +694,10 @@ class Run:
         if self.service is not None:
             self.service.close()
         if self.agent_process is not None:
-            self.agent_process.kill()
+            try:
+                self.agent_process.kill()
+            except Exception as exc:
+                errors.append(str(exc))
         self._finish_agent()  # the agent is gone: its adapter's last word, in the controller
         if self.controller is not None and self.controller in self.boxes:
             clean(self.controller)
@@ -653,10 +715,13 @@ class Run:
             transcript.close()
         self.transcripts = []
         self.log(f"stopped everything in {took:.2f}s")
-        if errors:
-            self.log("teardown failed: " + "; ".join(errors))
-            return "teardown failed: " + "; ".join(errors)
-        return None
+        if not errors:
+            return None
+        self.log("teardown failed: " + "; ".join(errors))
+        if judge and self._runner_reference() is None:
+            self.log("the agent's processes were slow to die or left behind: charged to the agent")
+            return None
+        return "teardown failed: " + "; ".join(errors)
 
     def _finish_agent(self) -> None:
         """The adapter's last word in the controller (its session export), then the controller's
@@ -743,8 +808,22 @@ class Run:
         try:
             report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"))
         except Exception as exc:
-            self.log(f"grading error: {traceback.format_exc()}")
-            return self._finish_invalid(f"grading failed (infrastructure): {exc}")
+            # The bundle's code can break its own grading (a tree too slow to die): invalid
+            # only if the harness's reference bundle fails too, in fresh sandboxes.
+            self.log(
+                f"grading of {promoted.id} raised {type(exc).__name__}; grading the "
+                "reference bundle in fresh sandboxes to tell whose failure it is"
+            )
+            problem = reference.grading_reference(self.grader, self.spec.exam)
+            if problem is not None:
+                self.log(f"grading error: {traceback.format_exc()}")
+                self.log(f"the reference bundle failed too: {problem}")
+                return self._finish_invalid(f"grading failed (infrastructure): {exc}")
+            self.log("the reference bundle graded fine: the failure is the bundle's")
+            result.timings.grading_s = round(time.monotonic() - started, 3)
+            result.status = "failed"
+            result.status_reason = grading_charged_reason(promoted.id, exc)
+            return self._publish(result)
         result.timings.grading_s = round(time.monotonic() - started, 3)
         result.score = report.score
         result.families = {
@@ -762,6 +841,22 @@ class Run:
             result.score = Score(percent=0.0, passed=0, total=report.score.total)
             result.families = {}
         return self._publish(result)
+
+
+def grading_charged_reason(candidate: str, exc: Exception) -> str:
+    """Why a promoted candidate whose grading broke (while the reference bundle graded fine)
+    failed: a fixed text per kind of failure, never the exception's own (it may quote the
+    bundle)."""
+    if isinstance(exc, SandboxTeardownTimeout):
+        what = "the bundle's sandbox could not be torn down in time"
+    elif isinstance(exc, SandboxError):
+        what = "the bundle's sandbox broke"
+    else:
+        what = "the harness could not grade the bundle"
+    return (
+        f"grading failed: {what} (candidate {candidate}; the harness's reference bundle "
+        "graded fine in fresh sandboxes, so the failure is charged to the bundle)"
+    )
 
 
 def _read_head(path: Path, limit: int) -> str:

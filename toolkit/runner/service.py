@@ -9,7 +9,10 @@ Every call, whatever its kind or outcome, becomes exactly one entry of the appen
 (`toolkit.runner.audit`): a malformed call is refused with a reply and logged; a call that the
 harness cannot finish serving within the per-call limit plus `grace_s` (a handler stuck, a client
 that stopped reading) is closed with an error and logged, so no client waits longer than that;
-a failure of the log itself is an infrastructure error of the run (`infra_errors`).
+a failure of the log itself is an infrastructure error of the run (`infra_errors`). A compute
+call whose sandbox breaks (its tree too slow to die, say: the agent's code can do that) is one
+only when the run's `reference` check in a fresh sandbox fails too; otherwise it is charged to
+the call, which ends as killed.
 
 Commands other than compute (`submit`, `promote`, `history`) are handlers supplied by the run,
 so this module knows nothing of bundles or grading.
@@ -32,6 +35,7 @@ from toolkit.clock import Clock, format_duration
 from toolkit.runner.audit import Outcome, clean_text
 from toolkit.runner.channel import BadRequest, Call, CallsFolder, ClientGone, RequestLoop
 from toolkit.runner.client import CALLS
+from toolkit.sandbox import SandboxTeardownTimeout, teardown_wait_s
 
 # Exit codes of the runner's own verdicts (the command's own code passes through otherwise).
 REFUSED = 75  # compute asked for in the reserved window, or after the run ended
@@ -43,6 +47,22 @@ STOP_WAIT_S = 3.0  # at the end of the run, how long calls get to end before the
 POLL_S = 0.05  # how quickly a running call notices that it is to be killed
 CANCEL_WAIT_S = 2.0  # a client that vanished: how long its `cancel` line may take to come
 CANCELLED = "client gone: cancelled by the agent (interrupt)"
+NO_REFERENCE = "no reference check"
+
+
+def _charged_reason(exc: Exception) -> str:
+    """What a call whose sandbox broke, while the reference check worked, is told (a fixed text
+    per kind of failure: the exception may quote the call's own output)."""
+    if isinstance(exc, SandboxTeardownTimeout):
+        return (
+            "killed: the call's processes were still being torn down "
+            f"{teardown_wait_s():g} s after SIGKILL (charged to the call; the harness's "
+            "own reference command ran fine in a fresh sandbox)"
+        )
+    return (
+        f"killed: the call's sandbox failed ({type(exc).__name__}; charged to the call: the "
+        "harness's own reference command ran fine in a fresh sandbox)"
+    )
 
 
 class CallRefused(Exception):
@@ -92,6 +112,7 @@ class _InFlight:
     # process, so that its end is seen and recorded in one place.
     stop: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)  # `cancel NAME` came
+    sandboxed: bool = False  # a compute call: the agent's code runs in the runner sandbox
 
 
 @dataclass
@@ -106,6 +127,11 @@ class RunnerService:
     grace_s: float = GRACE_S
     runner_seconds: float = 0.0
     infra_errors: list[str] = field(default_factory=list)  # our failures, not the agent's
+    reference: Callable[[], str | None] | None = None
+    """Checks the sandboxes with code of the harness's own in a fresh one: None if they work,
+    else why not. A call that raises is an infrastructure error only when this fails too (or
+    when there is no check); otherwise it is charged to the call (see `_failed`)."""
+    _reference_lock: threading.Lock = field(default_factory=threading.Lock)
     _loop: RequestLoop | None = None
     _calls: CallsFolder | None = None
     _inflight: dict[str, _InFlight] = field(default_factory=dict)
@@ -239,25 +265,56 @@ class RunnerService:
         except ClientGone as exc:
             with self._lock:
                 item.reason = item.reason or f"client gone: {exc}"
-        except Exception as exc:  # a bug of ours: tell the agent and keep the log honest
-            with self._lock:
-                # A call the harness already closed and logged at the end of the run may fail
-                # as the run tears down (its sandbox is gone): nothing the agent saw changes.
-                teardown = self._closed and item.finished
-                item.reason = f"runner error: {type(exc).__name__}: {exc}"
-                argv = item.call.argv[:2] if item.call else []
-                if not teardown:
-                    self.infra_errors.append(clean_text(f"{' '.join(argv)}: {item.reason}"))
-            if item.call is not None:
-                with contextlib.suppress(ClientGone):
-                    item.call.say(f"[runner] internal error: {exc}")
-            code = INTERNAL
+        except Exception as exc:  # the call's sandbox broke, or a bug of ours
+            code = self._failed(item, exc)
         finally:
             watchdog.cancel()
             self._await_cancel(item)
             self._finish(item, code)
             if item.call is not None:
                 item.call.release()
+
+    def _failed(self, item: _InFlight, exc: Exception) -> int:
+        """A call that raised. A compute call is charged to the call (KILLED) when the reference
+        check shows the sandboxes work (the call's own code can break its sandbox: a tree too
+        slow to die), an infrastructure error (INTERNAL: the run is invalid) only when that
+        check fails; any other call that raised is an infrastructure error."""
+        with self._lock:
+            # A call the harness already closed and logged at the end of the run may fail
+            # as the run tears down (its sandbox is gone): nothing the agent saw changes.
+            teardown = self._closed and item.finished
+        # Only a compute call runs the agent's code; a handler (submit, promote, history) that
+        # raises is a bug of the harness's, whatever input it was given.
+        judged = not teardown and item.sandboxed
+        problem = self._check_reference() if judged else NO_REFERENCE
+        with self._lock:
+            if problem is None:  # after why it was killed, if it was (a cancel, the limit)
+                item.reason = "; ".join(filter(None, [item.reason, _charged_reason(exc)]))
+            else:
+                item.reason = f"runner error: {type(exc).__name__}: {exc}"
+                argv = item.call.argv[:2] if item.call else []
+                if not teardown:
+                    error = f"{' '.join(argv)}: {item.reason}"
+                    if problem != NO_REFERENCE:
+                        error += f" (and the reference check failed: {problem})"
+                    self.infra_errors.append(clean_text(error))
+        if item.call is not None:
+            with contextlib.suppress(ClientGone):
+                if problem is None:
+                    item.call.say(f"[runner] {item.reason}")
+                else:
+                    item.call.say(f"[runner] internal error: {exc}")
+        return KILLED if problem is None else INTERNAL
+
+    def _check_reference(self) -> str | None:
+        """The reference check's verdict (one at a time); NO_REFERENCE if there is none."""
+        if self.reference is None:
+            return NO_REFERENCE
+        with self._reference_lock:
+            try:
+                return self.reference()
+            except Exception as exc:
+                return f"the reference check raised {type(exc).__name__}: {exc}"
 
     @staticmethod
     def _await_cancel(item: _InFlight) -> None:
@@ -331,6 +388,7 @@ class RunnerService:
     def _compute(self, item: _InFlight) -> int:
         call = item.call
         assert call is not None
+        item.sandboxed = True
         if self.clock.in_reserved_window():
             call.say(
                 "[runner] refused: the run is in its reserved window "
@@ -373,6 +431,10 @@ class RunnerService:
                 )
             process.kill()
             code = process.wait(timeout=5)
+            took = float(getattr(process, "teardown_s", 0.0))
+            if took >= 1.0:  # the call's own doing (its processes), and its time
+                with contextlib.suppress(ClientGone):
+                    call.say(f"[runner] its processes took {took:.1f} s to die after SIGKILL")
         for t in pumps:  # the rest of the output; a client that stopped reading is not waited on
             t.join(timeout=2)
         with self._lock:

@@ -89,6 +89,8 @@ from toolkit.sandbox.base import (
     SandboxError,
     SandboxProcess,
     SandboxRootAltered,
+    SandboxTeardownTimeout,
+    teardown_wait_s,
 )
 from toolkit.sandbox.streams import LineReader
 
@@ -104,7 +106,9 @@ __all__ = [
     "SandboxError",
     "SandboxProcess",
     "SandboxRootAltered",
+    "SandboxTeardownTimeout",
     "create_sandbox",
+    "teardown_wait_s",
 ]
 
 

@@ -333,6 +333,17 @@ def supervise(child: int, kill_rest: bool) -> None:
         os._exit(code if code >= 0 else 128 - code)
 
 
+def zombie(pid: int | str, state: bytes) -> bool:
+    """Whether a process whose /proc state is `state` is dead. A "Z" leader whose other threads
+    still run (its main thread called pthread_exit) is not: it has children, and lives on."""
+    if state != b"Z":
+        return False
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
+
+
 def descendants(pid: int) -> list[int]:
     """Live (non-zombie) descendants of `pid`, from /proc."""
     children: dict[int, list[int]] = {}
@@ -344,7 +355,7 @@ def descendants(pid: int) -> list[int]:
                 fields = f.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] != b"Z":
+        if not zombie(entry, fields[0]):
             children.setdefault(int(fields[1]), []).append(int(entry))
     found: list[int] = []
     todo = [pid]
@@ -411,10 +422,23 @@ def kill_descendants() -> None:
                 break
 
 
+def prefer_for_oom_kill() -> None:
+    """Out of memory, the kernel kills sandboxed code first, never the harness (a harness that
+    dies makes its run `invalid`: sandboxed code must not be able to bring that about). Set
+    before the uid switch: where the launcher holds CAP_SYS_RESOURCE (root on a host), the
+    command cannot lower it again. Best effort."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def run_command(spec: dict[str, object]) -> None:
     """In the forked child: limits, the uid switch, then exec (never returns)."""
     _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # init is not; the command is an ordinary process
     set_rlimits(spec["rlimits"])  # type: ignore[arg-type]
+    prefer_for_oom_kill()
     os.umask(0o022)
     for signum in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; exec keeps that
         signal.signal(signum, signal.SIG_DFL)

@@ -10,6 +10,8 @@ to mount read-only.
 from __future__ import annotations
 
 import abc
+import logging
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,8 +87,42 @@ class Egress:
     choosing (the provider relay on a Docker network's gateway address)."""
 
 
+TEARDOWN_WAIT_S = 120.0
+"""Once SIGKILL is delivered to a tree, how long a backend waits for the kernel to tear it
+down before it gives up with `SandboxError`. The wait is the sandboxed code's doing (hundreds
+of children, each with tens of thousands of memory mappings, take many seconds to die), so it
+is generous; the environment variable `ARI_TEARDOWN_WAIT_S` sets another bound (seconds)."""
+TEARDOWN_ENV = "ARI_TEARDOWN_WAIT_S"
+SLOW_TEARDOWN_S = 1.0
+"""A teardown at least this long is logged with how long it took."""
+
+log = logging.getLogger(__name__)
+
+
+def teardown_wait_s() -> float:
+    """The bound on a killed tree's teardown now in force (see `TEARDOWN_WAIT_S`)."""
+    text = os.environ.get(TEARDOWN_ENV, "")
+    try:
+        value = float(text)
+    except ValueError:
+        return TEARDOWN_WAIT_S
+    return value if value > 0 else TEARDOWN_WAIT_S
+
+
+def note_teardown(what: str, took_s: float) -> None:
+    """Log a slow teardown (the sandboxed code's doing: it is charged to it, not an error)."""
+    if took_s >= SLOW_TEARDOWN_S:
+        log.warning("sandbox: %s took %.1f s to be torn down after SIGKILL", what, took_s)
+
+
 class SandboxError(RuntimeError):
     """The sandbox itself broke (could not be set up, lost a process): not the command's fault."""
+
+
+class SandboxTeardownTimeout(SandboxError):
+    """A killed process tree was still not gone `teardown_wait_s()` after SIGKILL. The code in
+    it can cause this itself, so it proves no failure of the sandbox: callers decide with a
+    check the sandboxed code cannot influence (`toolkit.run.reference`)."""
 
 
 class SandboxRootAltered(SandboxError):
@@ -103,6 +139,8 @@ class SandboxProcess(abc.ABC):
     stderr: IO[bytes] | None
     pid: int
     """Host pid of the process that represents the tree (signal it only through `kill`)."""
+    teardown_s: float = 0.0
+    """The longest its tree took to be gone after a kill of the harness (0: never killed)."""
 
     @abc.abstractmethod
     def wait(self, timeout: float | None = None) -> int | None:

@@ -18,12 +18,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from toolkit.sandbox.base import SandboxError, SandboxProcess
+from toolkit.sandbox.base import (
+    SandboxProcess,
+    SandboxTeardownTimeout,
+    note_teardown,
+    teardown_wait_s,
+)
 from toolkit.sandbox.docker_engine import Hijacked
 from toolkit.sandbox.files import read_under
 
 MAX_OUTPUT_BYTES = 64 * 2**20  # what `exec` keeps of each stream
 KILL_TIMEOUT_S = 10.0
+KILL_RESEND_S = 0.5  # how often a kill is asked for again while the command is not gone
 
 
 class DockerProcess(SandboxProcess):
@@ -161,13 +167,30 @@ class DockerProcess(SandboxProcess):
         return self.wait(0)
 
     def kill(self) -> None:
-        """Kill the command's whole tree (PID 1 does it) and wait until its stream has ended."""
+        """Kill the command's whole tree (PID 1 does it) and wait until its stream has ended.
+
+        How long the kernel takes to tear the tree down is the command's doing: waited for up
+        to `teardown_wait_s()` (then `SandboxTeardownTimeout`), and logged when slow."""
         if self._done.is_set():
             return
         self._discard = True
-        self._kill_request(self.call_id)
-        if not self._done.wait(KILL_TIMEOUT_S):
-            raise SandboxError(f"docker command {self.call_id} survived its kill")
+        started = time.monotonic()
+        bound = teardown_wait_s()
+        # PID 1 kills only a command it can find: one killed just after its start (a call
+        # cancelled at once) may not be running yet. So the request is repeated until the
+        # stream ends, never lost.
+        done = False
+        while not done and time.monotonic() - started < bound:
+            self._kill_request(self.call_id)
+            left = bound - (time.monotonic() - started)
+            done = self._done.wait(max(0.0, min(KILL_RESEND_S, left)))
+        took = time.monotonic() - started
+        self.teardown_s = max(self.teardown_s, took)
+        note_teardown(f"docker command {self.call_id}", took)
+        if not done:
+            raise SandboxTeardownTimeout(
+                f"docker command {self.call_id} was still there {bound:g} s after its kill"
+            )
 
     def settle(self, timeout: float) -> None:
         """Wait for the reader to finish (the container is gone: its stream ends)."""

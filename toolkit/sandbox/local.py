@@ -60,6 +60,7 @@ from toolkit.sandbox.base import (
     Limits,
     Sandbox,
     SandboxError,
+    SandboxTeardownTimeout,
 )
 from toolkit.sandbox.egress import EgressGate
 from toolkit.sandbox.files import read_under, write_under
@@ -399,7 +400,7 @@ class LocalSandbox(Sandbox):
         write_under(self.root, path, data, owner)
 
     def cleanup(self) -> None:
-        errors: list[str] = []
+        errors: list[SandboxError] = []
         with self._state:  # commands being started finish starting first, then die with the rest
             self._closed = True
             self._state.wait_for(lambda: self._starting == 0, timeout=SETUP_TIMEOUT_S * 2)
@@ -408,9 +409,11 @@ class LocalSandbox(Sandbox):
             try:
                 process.release()
             except SandboxError as e:
-                errors.append(str(e))
+                errors.append(e)
         self._server.close()
         if self._gate is not None:
             self._gate.close()
-        if errors:
-            raise SandboxError("; ".join(errors))
+        if errors:  # only trees too slow to die: still that kind of error (see its docstring)
+            slow = all(isinstance(e, SandboxTeardownTimeout) for e in errors)
+            kind = SandboxTeardownTimeout if slow else SandboxError
+            raise kind("; ".join(str(e) for e in errors))

@@ -20,9 +20,16 @@ from typing import IO
 from toolkit.sandbox import _host
 
 # The launcher is stdlib-only by design, so the host side can share its /proc walk.
-from toolkit.sandbox._launcher import descendants
+from toolkit.sandbox._launcher import descendants, zombie
 from toolkit.sandbox._mounts import RootAltered
-from toolkit.sandbox.base import SandboxError, SandboxProcess, SandboxRootAltered
+from toolkit.sandbox.base import (
+    SandboxError,
+    SandboxProcess,
+    SandboxRootAltered,
+    SandboxTeardownTimeout,
+    note_teardown,
+    teardown_wait_s,
+)
 
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """Per stream, what `exec` keeps; the rest is read and dropped so a flood cannot exhaust memory."""
@@ -35,13 +42,13 @@ def _all_gone(pids: set[int], timeout: float) -> bool:
         while True:
             try:
                 with open(f"/proc/{pid}/stat", "rb") as f:
-                    if f.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    if zombie(pid, f.read().rsplit(b")", 1)[1].split()[0]):
                         break
             except OSError:
                 break
             if time.monotonic() > end:
                 return False
-            time.sleep(0.001)
+            time.sleep(0.005)
     return True
 
 
@@ -80,6 +87,7 @@ class LocalProcess(SandboxProcess):
         self._users = 0  # threads holding the descriptors (see `_held`)
         self._retired = False  # settled: close the descriptors once the last user lets go
         self.pid = -1
+        self.teardown_s = 0.0  # the longest its tree took to die after a SIGKILL of ours
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
@@ -237,7 +245,11 @@ class LocalProcess(SandboxProcess):
         # The first process leads its own session and, as PID 1, its death ends the namespace.
         # Without one, it is a subreaper: escaped orphans stay its descendants, so kill those
         # first (repeatedly: they may be forking), then it. Cgroups catch the rest.
+        # Once SIGKILL is sent, how long the kernel takes to tear the tree down is the code's
+        # doing (hundreds of children with tens of thousands of mappings each take seconds):
+        # waited for, up to `teardown_wait_s()`, and logged when slow.
         killed: set[int] = set()
+        started = time.monotonic()
         if self._alive():
             for _ in range(1000):
                 doomed = descendants(self.pid) if self._alive() else []
@@ -251,10 +263,18 @@ class LocalProcess(SandboxProcess):
                     _sigkill(signal.pidfd_send_signal, pidfd)
             if self.pid > 0:
                 _sigkill(os.killpg, self.pid)
-        if self._alive(5.0) or not _all_gone(killed, 5.0):
-            raise SandboxError(f"sandboxed process {self.pid} survived SIGKILL")
-        if not self._cgroups.kill_all():
-            raise SandboxError(f"processes of sandboxed tree {self.pid} survived SIGKILL")
+        bound = teardown_wait_s()
+        end = started + bound
+        gone = not self._alive(max(0.0, end - time.monotonic()))
+        gone = gone and _all_gone(killed, max(0.0, end - time.monotonic()))
+        gone = gone and self._cgroups.kill_all(max(0.0, end - time.monotonic()))
+        took = time.monotonic() - started
+        self.teardown_s = max(self.teardown_s, took)
+        note_teardown(f"sandboxed tree {self.pid}", took)
+        if not gone:
+            raise SandboxTeardownTimeout(
+                f"processes of sandboxed tree {self.pid} were still there {bound:g} s after SIGKILL"
+            )
 
 
 def select_fds(fds: list[int], timeout: float) -> tuple[list[int], list[int], list[int]]:
