@@ -698,7 +698,7 @@ class Run:
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
         started = time.monotonic()
         try:
-            report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"))
+            report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"), ablation=True)
         except Exception as exc:
             self.log(f"grading error: {traceback.format_exc()}")
             return self._finish_invalid(f"grading failed (infrastructure): {exc}")
@@ -711,6 +711,8 @@ class Run:
         if report.ok:
             result.status = "valid"
             result.status_reason = None
+            result.weights_ablation = report.weights_ablation
+            result.model_free_suspect = report.model_free_suspect
         else:
             result.status = "failed"
             result.status_reason = (
