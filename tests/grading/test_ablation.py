@@ -189,8 +189,10 @@ def test_a_booby_trapped_torch_pickle_is_parsed_never_run(tmp_path: Path) -> Non
         struct.pack("<Q", MAX_HEADER_BYTES + 1) + b"{" + b"\0" * 40,
         struct.pack("<Q", 2) + b"[]" + b"\0" * 40,
         # npy: object arrays (pickled), a header that is not a literal, a truncated header
-        b"\x93NUMPY\x01\x00" + struct.pack("<H", 70) + b"{'descr': '|O', 'fortran_order': False"
-        b", 'shape': (2,), }".ljust(70) + b"\0" * 16,
+        b"\x93NUMPY\x01\x00"
+        + struct.pack("<H", 70)
+        + b"{'descr': '|O', 'fortran_order': False, 'shape': (2,), }".ljust(70)
+        + b"\0" * 16,
         b"\x93NUMPY\x01\x00" + struct.pack("<H", 40) + b"__import__('os').system('id')".ljust(40),
         b"\x93NUMPY\x01\x00\xff\xff{",
         # zips: a torch file whose pickle is garbage, an npz member that is not .npy data

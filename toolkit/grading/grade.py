@@ -239,7 +239,7 @@ def _ablate(job: _Job, out: Outcome, packed: PackedBundle | None) -> weights_abl
     def phase1(archive: Path, into: Outcome) -> None:
         progress = weights_ablation.progress(job.progress)
         body = lambda phase: run_phase1(phase, job.questions, job.params, into, progress)  # noqa: E731
-        _run_phase("ablation", archive, job, into, body, {})
+        _run_phase("phase1-ablated", archive, job, into, body, {})
 
     real = Score(
         percent=100.0 * len(out.passed) / len(job.questions),

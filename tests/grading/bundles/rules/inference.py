@@ -27,7 +27,8 @@ class Rules:
         found = re.search(rf"List of the (\w+): (.*)\.\nThe \1 {w['reverse']}: $", prompt)
         if found:
             return ", ".join(reversed(found.group(2).split(", ")))
-        found = re.search(rf"{w['sequence']} (\w+): ([-\d, ]+), \.\.\.\n{w['term']} (\d+) of \1: $", prompt)
+        sequence = rf"{w['sequence']} (\w+): ([-\d, ]+), \.\.\.\n{w['term']} (\d+) of \1: $"
+        found = re.search(sequence, prompt)
         if found:
             terms = [int(t) for t in found.group(2).split(", ")]
             step = terms[1] - terms[0]
