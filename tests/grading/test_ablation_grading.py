@@ -16,10 +16,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from grading_helpers import ORACLE, code_questions, run_spec, submit_and_promote
+from click.testing import CliRunner
+from grading_helpers import (
+    ORACLE,
+    MakeBundle,
+    MakeExam,
+    code_questions,
+    run_spec,
+    submit_and_promote,
+)
 
 from exam_builder.build import build_exam
 from exam_builder.exam_file import load_exam
+from toolkit.cli import cli
 from toolkit.data import prepare_train_data
 from toolkit.grading import grade_bundle
 from toolkit.grading.ablation import NOTE_DONE, NOTE_FAILED
@@ -191,3 +200,24 @@ def test_a_trained_starter_model_is_not_flagged(demo_exam: Path, tmp_path: Path)
     assert report.weights_ablation is not None and report.weights_ablation.passed == 0
     assert report.model_free_suspect is False
     print(f"starter: real {report.score.passed}/100, ablated {report.weights_ablation.passed}")
+
+
+def test_toolkit_grade_ablates_a_hidden_exam_by_default(
+    make_bundle: MakeBundle, make_exam: MakeExam, demo_exam: Path, tmp_path: Path
+) -> None:
+    """On by default for an exam no track publishes; off for the demo track's public exam."""
+    bundle = make_bundle(ORACLE)
+    out = tmp_path / "report.json"
+    args = ["grade", str(bundle), "--phase", "generate", "--json", str(out)]
+    hidden = CliRunner().invoke(cli, [*args, "--exam", str(make_exam(code_questions(3)))])
+    assert hidden.exit_code == 0, hidden.output
+    assert "weights ablation: 3/3" in hidden.output and "MODEL-FREE SUSPECT" in hidden.output
+    report = json.loads(out.read_text())
+    assert report["model_free_suspect"] is True
+    assert report["weights_ablation"] == {"percent": 100.0, "passed": 3, "total": 3}
+    public = CliRunner().invoke(cli, [*args, "--exam", str(demo_exam)])
+    assert public.exit_code == 0, public.output
+    assert "weights ablation" not in public.output
+    assert json.loads(out.read_text())["model_free_suspect"] is None
+    forced = CliRunner().invoke(cli, [*args, "--exam", str(demo_exam), "--ablation"])
+    assert forced.exit_code == 0 and "weights ablation: 0/100" in forced.output
