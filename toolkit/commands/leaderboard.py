@@ -38,6 +38,8 @@ def _flags(row: Row) -> str:
         flags.append(f"{len(row.repeats)} repeat(s) of a counted seed, not averaged")
     if row.off_rules:
         flags.append(f"{len(row.off_rules)} run(s) off the track's rules, not averaged")
+    if row.model_free_suspects:
+        flags.append(f"{len(row.model_free_suspects)} model-free suspect(s), under review")
     return ", ".join(flags)
 
 
