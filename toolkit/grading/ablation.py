@@ -174,18 +174,24 @@ def _noise_region(buf: np.ndarray, kind: str, rng: np.random.Generator) -> None:
     count, total, squares = 0, 0.0, 0.0
     for start in range(0, usable, step):
         values = _values(buf[start : min(start + step, usable)], kind).astype(np.float64)
-        values = values[np.isfinite(values)]
+        if not np.isfinite(values).all():
+            values = values[np.isfinite(values)]
         count += len(values)
         total += float(values.sum())
-        squares += float((values * values).sum())
+        squares += float(np.dot(values, values))
     mean = total / count if count else 0.0
     var = squares / count - mean * mean if count else 1.0
     std = math.sqrt(var) if math.isfinite(var) and var > 0 else 0.0
     if not math.isfinite(mean):
         mean, std = 0.0, 1.0
+    wide = kind not in ("bf16", "bool") and np.dtype(kind).itemsize == 8
+    draw = np.float64 if wide else np.float32  # float32 noise is enough for narrower types
     for start in range(0, usable, step):
         part = buf[start : min(start + step, usable)]
-        part[:] = _encode(rng.normal(mean, std, size=len(part) // size), kind)
+        noise = rng.standard_normal(len(part) // size, dtype=draw)
+        noise *= std
+        noise += mean
+        part[:] = _encode(noise, kind)
     if usable < len(buf):
         buf[usable:] = np.frombuffer(rng.bytes(len(buf) - usable), dtype=np.uint8)
 
