@@ -60,6 +60,7 @@ def _rule_bundle(tmp_path: Path, *, rules_as_data: bool = False) -> Path:
     return bundle
 
 
+@pytest.mark.usefixtures("grading_backend")
 def test_a_rule_bundle_keeps_its_score_and_is_flagged(demo_exam: Path, tmp_path: Path) -> None:
     report = grade_bundle(_rule_bundle(tmp_path), demo_exam, phases=("generate",), ablation=True)
     assert report.ok and report.reason is None, report.reason
@@ -112,6 +113,7 @@ def load(bundle_dir, device):
 """
 
 
+@pytest.mark.usefixtures("grading_backend")
 def test_a_bundle_that_detects_the_ablation_fails_it_silently(
     tmp_path: Path, make_exam: object
 ) -> None:
