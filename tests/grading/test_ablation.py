@@ -234,3 +234,33 @@ def test_suspect_thresholds() -> None:
     assert not is_suspect(score(floor - 1), score(floor - 1))  # too few to say anything
     assert is_suspect(score(floor), score(floor))
     assert not is_suspect(score(40), score(0))
+
+
+def test_compressed_members_are_bounded_before_they_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack: an .npz (or a torch data.pkl) that deflates to far more than it holds: the host
+    would read and rewrite it whole. Past the bound the file just gets random bytes."""
+    from toolkit.grading import ablation
+
+    monkeypatch.setattr(ablation, "MAX_NPZ_BYTES", 2**16)
+    monkeypatch.setattr(ablation, "MAX_PICKLE_BYTES", 2**16)
+    npz = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(npz, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("a.npy", _npy_bytes(np.zeros(2**15, dtype=np.float32)))  # 128 KiB of zeros
+    torch_file = tmp_path / "bomb.pt"
+    with zipfile.ZipFile(torch_file, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("archive/data.pkl", b"\x80\x02N." + b"\x00" * 2**17)
+        z.writestr("archive/data/0", b"\x01" * 64, compress_type=zipfile.ZIP_STORED)
+    for path in (npz, torch_file):
+        before = path.read_bytes()
+        assert ablate_file(path, _rng()) is None
+        after = path.read_bytes()
+        assert len(after) == len(before) and after != before
+        assert len(before) < 2**14  # small on disk: only the bound kept the host from reading more
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, array)
+    return buf.getvalue()

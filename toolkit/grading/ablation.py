@@ -65,7 +65,8 @@ SUSPECT_FLOOR_PERCENT = 5.0
 
 CHUNK_ELEMENTS = 1 << 22  # noise is drawn and written in chunks: bounded host memory
 MAX_HEADER_BYTES = 100 * 2**20  # a safetensors header larger than this is not parsed
-MAX_MEMBER_BYTES = 2**30  # an .npz member larger than this (unpacked) is not parsed
+MAX_NPZ_BYTES = 2**30  # an .npz unpacking to more than this (members' sizes) is not parsed
+MAX_PICKLE_BYTES = 64 * 2**20  # a torch file's data.pkl larger than this is not parsed
 
 NOTE_DONE = "ablated phase 1 completed"
 NOTE_FAILED = "the bundle failed on the ablated files (expected for a model): ablated score 0"
@@ -302,7 +303,7 @@ def _npz(path: Path, rng: np.random.Generator) -> int | None:
         infos = zin.infolist()
         if not infos or not all(i.filename.endswith(".npy") for i in infos):
             return None
-        if any(i.file_size > MAX_MEMBER_BYTES for i in infos):
+        if sum(i.file_size for i in infos) > MAX_NPZ_BYTES:  # e.g. a deflated bomb of zeros
             return None
         out = path.with_name(path.name + ".ablated")
         count = 0
@@ -362,7 +363,7 @@ def _torch_zip(path: Path, rng: np.random.Generator) -> int | None:
     with zipfile.ZipFile(path) as z:
         infos = z.infolist()
         pickles = [i for i in infos if i.filename.endswith("/data.pkl")]
-        if len(pickles) != 1:
+        if len(pickles) != 1 or pickles[0].file_size > MAX_PICKLE_BYTES:
             return None
         prefix = pickles[0].filename[: -len("data.pkl")] + "data/"
         types = _torch_storage_types(z.read(pickles[0]))
