@@ -159,6 +159,9 @@ def _encode(values: np.ndarray, kind: str) -> np.ndarray:
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         values = np.clip(np.rint(values), info.min, info.max)
+    elif dtype.itemsize < values.dtype.itemsize:  # a wide spread must not overflow to inf
+        top = float(np.finfo(dtype).max)
+        values = np.clip(values, -top, top)
     return values.astype(dtype).view(np.uint8)
 
 
