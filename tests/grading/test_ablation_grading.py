@@ -174,6 +174,8 @@ def test_a_published_run_carries_the_diagnostic(tmp_path: Path) -> None:
     (path,) = (tmp_path / "results").glob("demo-cpu/*.json")
     stored = load_run(path)
     assert stored.model_free_suspect is True and stored.weights_ablation == result.weights_ablation
+    log = (path.parent / result.artifacts["agent_log"]).read_text()
+    assert f"weights ablation: {NOTE_DONE}, suspect True" in log
     # the runs it scored while the agent worked were not ablated: only the final grading is
     assert all(c.public_score is not None for c in result.candidates)
 

@@ -713,6 +713,10 @@ class Run:
             result.status_reason = None
             result.weights_ablation = report.weights_ablation
             result.model_free_suspect = report.model_free_suspect
+            if report.ablation is not None:  # fixed text and counts only, never the bundle's
+                self.log(
+                    f"weights ablation: {report.ablation.note}, suspect {report.model_free_suspect}"
+                )
         else:
             result.status = "failed"
             result.status_reason = (
