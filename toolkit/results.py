@@ -308,6 +308,18 @@ class RunResult(_Model):
     placement: Placement | None = Field(
         default=None, description="Where the run ran (node, pinned GPU); null in older files."
     )
+    weights_ablation: Score | None = Field(
+        default=None,
+        description="Model-free diagnostic: the promoted bundle's phase-1 score with every "
+        "non-Python file replaced by noise (a trained model collapses, hand-written rules do "
+        "not); null: not run (older files, or the grading failed).",
+    )
+    model_free_suspect: bool | None = Field(
+        default=None,
+        description="True when the ablated score keeps most of the real one and is above a "
+        "floor (toolkit/grading/ablation.py): flagged for a maintainer's review, score "
+        "unchanged; null: not run.",
+    )
     signature: Signature | None = Field(
         default=None,
         description="The harness's ed25519 signature of this file less this field (see "

@@ -65,8 +65,28 @@ def print_report(report: GradeReport, console: Console) -> None:
     )
     console.print(f"exam sha256 {report.exam_sha256} · backend {report.backend} · {report.device}")
     console.print(f"isolation: {', '.join(report.isolation) or '—'}")
+    if report.ablation is not None:
+        ablated = report.weights_ablation
+        score = f"{ablated.passed}/{ablated.total}" if ablated else "—"
+        suspect = " · MODEL-FREE SUSPECT" if report.model_free_suspect else ""
+        console.print(f"weights ablation: {score} ({report.ablation.note}){suspect}")
     if report.reason:
         console.print(f"[{colour}]reason: {report.reason}[/{colour}]")
+
+
+def public_exam(registry: Path, exam_file: Path) -> bool:
+    """Whether the exam is a public one: a track's public validation set, or a demo track's
+    exam (built from the public demo bank). Anything else is treated as hidden."""
+    try:
+        tracks = list(load_tracks(registry).values())
+    except RegistryError:
+        return False
+    sha = sha256_file(exam_file)
+    return any(
+        (t.public_set_sha256 and sha.startswith(t.public_set_sha256))
+        or (t.demo and t.matches_exam(sha))
+        for t in tracks
+    )
 
 
 def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple[Track | None, str]:
@@ -148,6 +168,12 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     help="Keep the archive and each phase's sandbox folder here, with what the bundle wrote "
     "there (to inspect a bundle; those folders are then capped per file only).",
 )
+@click.option(
+    "--ablation/--no-ablation",
+    default=None,
+    help="Also run phase 1 with the bundle's weights replaced by noise (the model-free "
+    "diagnostic). Default: on for a hidden exam, off for a public set or a demo track's exam.",
+)
 def grade_command(
     bundle: Path,
     exam: Path,
@@ -162,6 +188,7 @@ def grade_command(
     phases: tuple[str, ...],
     keep_dir: Path | None,
     images_file: Path | None,
+    ablation: bool | None,
 ) -> None:
     """Grade a bundle (a folder or .tar.gz) on an exam, in a sandbox.
 
@@ -174,6 +201,11 @@ def grade_command(
     The grading settings (time limits, memory cap, batch size, context) are a track's: the
     one given with --track, else the one whose exam hash matches the exam, else the official
     one; a memory cap above this host's memory is lowered to it (and said so).
+
+    On a hidden exam (any exam that is not a track's public set or a demo track's exam) the
+    weights ablation runs too: phase 1 again, in a fresh sandbox, with every file of the
+    bundle but its Python source replaced by noise. A score that survives it is flagged as a
+    model-free suspect (--no-ablation skips it; --ablation forces it).
 
     \b
     Example:
@@ -192,6 +224,9 @@ def grade_command(
     track, why = choose_track(find_registry(results_dir, registry), track_id, exam_file)
     console.print(f"grading settings: {why}")
     params = track.grading if track else GradingParams()
+    if ablation is None:
+        ablation = not public_exam(find_registry(results_dir, registry), exam_file)
+    ablation = ablation and "generate" in (phases or ("generate",))
     try:
         report = grade_bundle(
             bundle,
@@ -204,6 +239,7 @@ def grade_command(
             progress=True,
             workdir=keep_dir,
             cpus=cpus,
+            ablation=ablation,
         )
     except ExamFileError as exc:
         raise click.UsageError(f"{exc} (pass --exam with a built exam.jsonl)") from exc

@@ -40,6 +40,8 @@ def _flags(row: Row) -> str:
         flags.append(f"{len(row.off_rules)} run(s) off the track's rules, not averaged")
     if row.unverified:
         flags.append(f"{len(row.unverified)} unverified run(s) (signature), not counted")
+    if row.model_free_suspects:
+        flags.append(f"{len(row.model_free_suspects)} model-free suspect(s), under review")
     return ", ".join(flags)
 
 

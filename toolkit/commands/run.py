@@ -90,6 +90,10 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
     )
     if result.status_reason:
         console.print(f"reason: {result.status_reason}")
+    if result.weights_ablation is not None:
+        a = result.weights_ablation
+        suspect = " · model-free suspect" if result.model_free_suspect else ""
+        console.print(f"weights ablation: {a.passed}/{a.total}{suspect}")
     promoted = result.promoted.id if result.promoted else "none"
     public = result.best_public_score
     console.print(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from exam_builder.exam_file import Question, load_exam, sha256_file
+from toolkit.grading import ablation as weights_ablation
 from toolkit.grading.pack import BundleError, PackedBundle, extract_bundle, pack_bundle
 from toolkit.grading.phases import Outcome, PhaseWorker, Progress, run_phase1, run_phase2
 from toolkit.grading.report import GradeReport
@@ -152,6 +153,7 @@ def grade_bundle(
     hide: Sequence[Path] = (),
     cpus: float | None = None,
     cancelled: Callable[[], bool] | None = None,
+    ablation: bool = False,
 ) -> GradeReport:
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
@@ -169,6 +171,8 @@ def grade_bundle(
     `cancelled`: polled while a worker runs; once it returns True the worker and everything it
     started are killed and the grading ends failed ("grading cancelled"). A run's public
     scoring uses it: the bundle's code is the agent's, and stops with the call or the run.
+    `ablation`: after the phases, phase 1 again on the bundle with its weights replaced by
+    noise (`ablation.py`): the final grading does it, public scoring does not.
     """
     params = params or GradingParams()
     started = time.monotonic()
@@ -187,6 +191,7 @@ def grade_bundle(
                 hide=hide,
                 cpus=cpus,
                 cancelled=cancelled,
+                ablation=ablation,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
     params, notes = fit_to_host(params)
@@ -212,13 +217,36 @@ def grade_bundle(
             kept=workdir is not None,
         )
         out, packed = _grade(bundle, job, started)
+        ablated = _ablate(job, out, packed) if ablation else None
     finally:
         if workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     out.timings.total = time.monotonic() - started
     report = _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
     report.notes = notes
+    if ablated is not None:
+        report.ablation = ablated
+        report.weights_ablation, report.model_free_suspect = (
+            ablated.score,
+            ablated.model_free_suspect,
+        )
     return report
+
+
+def _ablate(job: _Job, out: Outcome, packed: PackedBundle | None) -> weights_ablation.Ablation:
+    """The weights ablation: phase 1 in a fresh sandbox on the bundle with noise for weights."""
+
+    def phase1(archive: Path, into: Outcome) -> None:
+        progress = weights_ablation.progress(job.progress)
+        body = lambda phase: run_phase1(phase, job.questions, job.params, into, progress)  # noqa: E731
+        _run_phase("phase1-ablated", archive, job, into, body, {})
+
+    real = Score(
+        percent=100.0 * len(out.passed) / len(job.questions),
+        passed=len(out.passed),
+        total=len(job.questions),
+    )
+    return weights_ablation.run(packed.path if out.ok and packed else None, job.work, real, phase1)
 
 
 def host_memory_bytes() -> int:

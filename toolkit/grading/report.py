@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolkit.grading.ablation import Ablation
 from toolkit.results import FamilyScore, Score
 
 REPORT_VERSION = 1
@@ -59,4 +60,17 @@ class GradeReport(BaseModel):
     notes: list[str] = Field(
         default_factory=list,
         description="What the grader changed to fit this host (e.g. a memory cap lowered).",
+    )
+    weights_ablation: Score | None = Field(
+        default=None,
+        description="Phase 1 score with every non-Python file of the bundle replaced by noise "
+        "(the model-free diagnostic, toolkit/grading/ablation.py); None: not run.",
+    )
+    model_free_suspect: bool | None = Field(
+        default=None,
+        description="True when the ablated score keeps most of the real one and is above a "
+        "floor: the score does not need the weights; None: not run.",
+    )
+    ablation: Ablation | None = Field(
+        default=None, description="The ablated pass in full: note, files replaced, seconds."
     )

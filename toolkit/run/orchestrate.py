@@ -806,7 +806,7 @@ class Run:
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
         started = time.monotonic()
         try:
-            report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"))
+            report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"), ablation=True)
         except Exception as exc:
             # The bundle's code can break its own grading (a tree too slow to die): invalid
             # only if the harness's reference bundle fails too, in fresh sandboxes.
@@ -833,6 +833,12 @@ class Run:
         if report.ok:
             result.status = "valid"
             result.status_reason = None
+            result.weights_ablation = report.weights_ablation
+            result.model_free_suspect = report.model_free_suspect
+            if report.ablation is not None:  # fixed text and counts only, never the bundle's
+                self.log(
+                    f"weights ablation: {report.ablation.note}, suspect {report.model_free_suspect}"
+                )
         else:
             result.status = "failed"
             result.status_reason = (

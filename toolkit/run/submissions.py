@@ -50,9 +50,10 @@ class Grader:
         exam: Path,
         phases: tuple[str, ...],
         cancelled: Callable[[], bool] | None = None,
+        ablation: bool = False,
     ) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach);
-        `cancelled`: see `grade_bundle`."""
+        `cancelled`, `ablation`: see `grade_bundle`."""
         return grade_bundle(
             archive,
             exam,
@@ -64,6 +65,7 @@ class Grader:
             hide=self.hide,
             cpus=self.cpus,
             cancelled=cancelled,
+            ablation=ablation,
         )
 
 

@@ -103,6 +103,11 @@ class Row(BaseModel):
     best_public: float | None = Field(description="Best public-validation percent, counted runs.")
     awaiting_rerun: list[str] = Field(description="Invalid runs (ids) awaiting a rerun.")
     runs: list[RunEntry] = Field(description="Every run of the row, by seed, then start time.")
+    model_free_suspects: list[str] = Field(
+        default_factory=list,
+        description="Runs (ids) whose score survived the weights ablation: flagged for a "
+        "maintainer's review (the score stands until a reviewer decides).",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -335,6 +340,7 @@ def _row(
         best_public=max(publics) if publics else None,
         awaiting_rerun=[e.run_id for e in entries if e.role == "awaiting-rerun"],
         runs=entries,
+        model_free_suspects=[e.run_id for e in entries if by_id[e.run_id].model_free_suspect],
     )
     return row, interval
 

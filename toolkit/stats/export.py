@@ -37,6 +37,7 @@ COLUMNS: list[tuple[str, str]] = [
     ("bits_per_byte", "mean bits-per-byte on the hidden answer spans"),
     ("best_public", "best public-validation percent over the runs"),
     ("gap", "best public minus mean hidden percent"),
+    ("model_free_suspects", "runs whose score survived the weights ablation: under review"),
 ]
 
 
@@ -65,6 +66,7 @@ def row_record(row: Row) -> dict[str, Any]:
         "bits_per_byte": row.bits_per_byte,
         "best_public": row.best_public,
         "gap": row.gap,
+        "model_free_suspects": len(row.model_free_suspects),
     }
 
 
