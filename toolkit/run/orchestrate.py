@@ -55,7 +55,8 @@ from toolkit.agents import Agent, AgentContext
 from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
 from toolkit.data import load_prepared
-from toolkit.grading.grade import fit_to_host
+from toolkit.grading import secret_log
+from toolkit.grading.grade import failure_name, fit_to_host
 from toolkit.results import (
     EffectiveConfig,
     FamilyScore,
@@ -698,10 +699,14 @@ class Run:
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
         started = time.monotonic()
         try:
-            report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"))
+            report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"), hidden=True)
         except Exception as exc:
-            self.log(f"grading error: {traceback.format_exc()}")
-            return self._finish_invalid(f"grading failed (infrastructure): {exc}")
+            # A hidden grading: neither the text nor the traceback of a failure is published
+            # (either may quote the bundle); the operator log has them, agent.log the type.
+            kind = failure_name(exc)
+            secret_log.record(f"final grading of {self.run_id}", traceback.format_exc())
+            self.log(f"grading error ({kind}): the details are in the operator log")
+            return self._finish_invalid(f"grading failed (infrastructure): {kind}")
         result.timings.grading_s = round(time.monotonic() - started, 3)
         result.score = report.score
         result.families = {

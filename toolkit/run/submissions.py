@@ -50,9 +50,11 @@ class Grader:
         exam: Path,
         phases: tuple[str, ...],
         cancelled: Callable[[], bool] | None = None,
+        *,
+        hidden: bool = True,
     ) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach);
-        `cancelled`: see `grade_bundle`."""
+        `cancelled`, `hidden`: see `grade_bundle` (public scoring alone passes hidden=False)."""
         return grade_bundle(
             archive,
             exam,
@@ -64,6 +66,7 @@ class Grader:
             hide=self.hide,
             cpus=self.cpus,
             cancelled=cancelled,
+            hidden=hidden,
         )
 
 
@@ -209,8 +212,9 @@ class Submissions:
                     if cancelled():
                         return None, CANCELLED, f"public scoring failed: {CANCELLED}"
             try:
+                # Public: the agent reads its own bundle's errors on the public set.
                 report = self.grader.grade(
-                    archive, self.public_set, ("generate",), cancelled=cancelled
+                    archive, self.public_set, ("generate",), cancelled=cancelled, hidden=False
                 )
             finally:
                 self._one_at_a_time.release()
