@@ -115,3 +115,20 @@ def hostile_source(mode: str, look_at: list[str] | None = None) -> str:
     return textwrap.dedent(
         SOURCE.format(mode=mode, reversed_canary=CANARY[::-1], look_at=look_at or [])
     )
+
+
+def secret_questions(count: int = 3) -> list[dict[str, str]]:
+    """Questions with long, unique prompts and answers (nothing else holds them)."""
+    out = []
+    for i in range(count):
+        phrase = f"vault-{secrets.token_hex(6)}-{secrets.token_hex(6)}"
+        out.append(
+            {
+                "id": f"secret-{i}",
+                "family": "secret",
+                "prompt": f"Ledger {i} {secrets.token_hex(12)}. The phrase is {phrase}. "
+                "Asked again, the phrase is ",
+                "answer": phrase,
+            }
+        )
+    return out

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import stat
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from grading_helpers import MakeBundle, MakeExam
-from hostile_bundle import CANARY, MODES, PHASE1_MODES, PHASE2_MODES, hostile_source
+from hostile_bundle import (
+    CANARY,
+    MODES,
+    PHASE1_MODES,
+    PHASE2_MODES,
+    hostile_source,
+    secret_questions,
+)
 
 from tests.leakscan import Secrets
 from toolkit.cli import cli
@@ -46,23 +52,6 @@ CATEGORY = {
     "exited with status 3",
     "bad_logprobs": "not available: next_byte_logprobs() on batch 1: not log-probabilities",
 }
-
-
-def secret_questions(count: int = 3) -> list[dict[str, str]]:
-    """Questions with long, unique prompts and answers (nothing else holds them)."""
-    out = []
-    for i in range(count):
-        phrase = f"vault-{secrets.token_hex(6)}-{secrets.token_hex(6)}"
-        out.append(
-            {
-                "id": f"secret-{i}",
-                "family": "secret",
-                "prompt": f"Ledger {i} {secrets.token_hex(12)}. The phrase is {phrase}. "
-                "Asked again, the phrase is ",
-                "answer": phrase,
-            }
-        )
-    return out
 
 
 @pytest.fixture
