@@ -92,6 +92,19 @@ def test_a_hidden_grading_reports_categories_only(
         assert CANARY in log.read_text() or mode == "type_name", mode
 
 
+@pytest.mark.usefixtures("grading_backend")
+@pytest.mark.parametrize("mode", ["extra_key", "stderr_exit", "raise_logprobs"])
+def test_each_backend_reports_categories_only(
+    mode: str, make_bundle: MakeBundle, exam: Path, params: GradingParams
+) -> None:
+    # The same in a container: its exit status and stderr reach the host another way.
+    report = grade_bundle(make_bundle(hostile_source(mode)), exam, params=params)
+    text = _report_text(report)
+    assert Secrets.of_exam(exam, canaries=[CANARY]).scan_text(text, "report") == [], text
+    said = report.reason if mode in PHASE1_MODES else report.bpb_reason
+    assert CATEGORY[mode] in (said or ""), text
+
+
 @pytest.mark.parametrize(
     "mode", ["extra_key", "raise_generate", "stderr_exit", "load_fail", "raise_logprobs"]
 )
