@@ -14,8 +14,13 @@ Extraction must refuse it while streaming, after `MAX_MEMBERS` entries: the scri
 refusal's wall time and the peak memory of a fresh process that does only that, next to the
 same process that only imports the grader (target: under 1 s, memory bounded).
 
+Length hiding: phase 1 asks every question for one length, the exam's (`asked_length`: the
+longest answer rounded up), not the answer's own. The script also grades phase 1 the old way
+(each answer's own length) in the same run, and prints both phase-1 times and their ratio: the
+cost of not telling the bundle how long each answer is.
+
 The bundle is exported from a freshly initialised starter model (speed does not depend on what
-the weights learned: generation always produces exactly the answer's length).
+the weights learned: generation always produces exactly the length asked).
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ sys.path.insert(0, str(STARTER))
 from exam_builder.build import build_exam  # noqa: E402
 from exam_builder.exam_file import load_exam  # noqa: E402
 from toolkit.grading import grade_bundle  # noqa: E402
+from toolkit.grading.phases import asked_length  # noqa: E402
 from toolkit.tracks import GradingParams  # noqa: E402
 
 
@@ -182,10 +188,20 @@ def main() -> None:
             f"parameters; exam: {len(questions)} questions, {answer_bytes} answer bytes, "
             f"batch size {params.batch_size}"
         )
-        bounds, reports = [], []
+        bounds, reports, exact = [], [], []
         for _ in range(args.repeat):
             bounds.append(lower_bound_s(bundle, exam, args.device, params.batch_size))
             reports.append(grade_bundle(bundle, exam, params=params, device=args.device))
+            exact.append(
+                grade_bundle(
+                    bundle,
+                    exam,
+                    params=params,
+                    device=args.device,
+                    phases=("generate",),
+                    _exact_lengths=True,
+                )
+            )
         first = reports[0]
         assert first.ok, first.reason
         assert all(
@@ -216,6 +232,14 @@ def main() -> None:
         print(
             f"best of {args.repeat}: phase 1 {best1:.2f}s, bound {best_bound:.3f}s, ratio "
             f"{best1 / best_bound:.2f}x; per run: " + ", ".join(f"{x:.2f}x" for x in ratios)
+        )
+        exact1 = med([r.timings.phase1 for r in exact])
+        asked = asked_length(questions)
+        print(
+            f"length hiding: phase 1 asking {asked} bytes of every question {phase1:.2f}s vs "
+            f"each answer's own length ({answer_bytes / len(questions):.1f} bytes on average) "
+            f"{exact1:.2f}s: {phase1 / exact1:.2f}x (median of {args.repeat}); same passes: "
+            f"{all(r.passed_ids == first.passed_ids for r in exact)}"
         )
         print(
             f"grading after load: {total - load:.2f}s; packed bundle {first.packed_bytes:,} "

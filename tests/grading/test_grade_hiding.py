@@ -26,7 +26,7 @@ import exam_builder
 import toolkit.protected
 from exam_builder.exam_file import load_exam
 from tests.host_scratch import scratch_base
-from toolkit.grading import grade_bundle
+from toolkit.grading import grade_bundle, secret_log
 from toolkit.paths import state_dir
 from toolkit.run.inputs import DEMO_BANK, built_exam
 from toolkit.run.orchestrate import execute_run
@@ -151,7 +151,9 @@ def test_grading_hides_the_exam_state_folder_engine_and_banks_by_default(
     os.chmod(visible_scratch / "not-hidden.txt", 0o644)
     control = [("control", str(visible_scratch / "not-hidden.txt"))]
     bundle = make_bundle(probe_source(control + targets, [needle]))
-    report = grade_bundle(bundle, exam, hide=[bank])
+    # Public: the probe reports through its error text (a hidden grading keeps that for the
+    # operator log).
+    report = grade_bundle(bundle, exam, hide=[bank], hidden=False)
     assert found_in(report.reason) == ["control: holds the exam"], report.reason
 
 
@@ -171,7 +173,9 @@ def test_the_checkout_and_its_history_are_hidden(
         ("scripts", str(root / "scripts")),
     ]
     report = grade_bundle(
-        make_bundle(probe_source(targets, ["[[families]]"])), make_exam(code_questions(1))
+        make_bundle(probe_source(targets, ["[[families]]"])),
+        make_exam(code_questions(1)),
+        hidden=False,
     )
     assert found_in(report.reason) == [], report.reason
 
@@ -192,7 +196,14 @@ def test_in_a_run_public_scoring_and_final_grading_hide_the_real_exam(
     public_error = result.candidates[0].error
     assert found_in(public_error) == [], public_error
     assert result.status == "failed", result.status_reason
-    assert found_in(result.status_reason) == [], result.status_reason
+    # The final grading is hidden: the run's reason is a category, the probe's report went to
+    # the operator log.
+    assert result.status_reason is not None and FOUND not in result.status_reason
+    assert "load(): the bundle raised an error" in result.status_reason
+    details = [
+        json.loads(line)["detail"] for line in secret_log.log_path().read_text().splitlines()
+    ]
+    assert found_in([d for d in details if FOUND in d][-1]) == []
 
 
 def test_in_a_run_a_malformed_reply_is_a_failed_run_not_an_invalid_one(tmp_path: Path) -> None:

@@ -58,7 +58,9 @@ def test_packed_size_over_the_limit_is_a_graded_failure(
     make_bundle: MakeBundle, make_exam: MakeExam
 ) -> None:
     bundle = make_bundle(ORACLE, files={"weights.bin": os.urandom(300_000)})
-    report = grade_bundle(bundle, make_exam(code_questions(2)), size_limit_bytes=200_000)
+    report = grade_bundle(
+        bundle, make_exam(code_questions(2)), size_limit_bytes=200_000, hidden=False
+    )
     assert not report.ok and report.score.passed == 0
     assert report.packed_bytes is not None and report.packed_bytes > 200_000
     assert "over the 200,000-byte limit" in (report.reason or "")
@@ -70,7 +72,10 @@ def test_a_huge_bundle_is_refused_without_packing_it_all(
 ) -> None:
     files = {f"w{i}.bin": os.urandom(1_000_000) for i in range(4)}
     report = grade_bundle(
-        make_bundle(ORACLE, files=files), make_exam(code_questions(1)), size_limit_bytes=100_000
+        make_bundle(ORACLE, files=files),
+        make_exam(code_questions(1)),
+        size_limit_bytes=100_000,
+        hidden=False,
     )
     assert not report.ok and "packing stopped" in (report.reason or "")
     assert report.packed_bytes is None
@@ -133,7 +138,7 @@ def test_unsafe_archives_are_refused_before_writing_outside(
     assert list(outside.iterdir()) == ([target] if kind == "hardlink" else [])
     if kind == "hardlink":
         assert target.read_text() == "original"
-    report = grade_bundle(archive, make_exam(code_questions(1)))
+    report = grade_bundle(archive, make_exam(code_questions(1)), hidden=False)
     assert not report.ok and "not allowed" in (report.reason or "")
 
 

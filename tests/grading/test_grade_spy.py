@@ -11,7 +11,9 @@ from pathlib import Path
 
 from grading_helpers import MakeBundle, MakeExam
 
+from exam_builder.exam_file import load_exam
 from toolkit.grading import grade_bundle
+from toolkit.grading.phases import asked_length
 from toolkit.tracks import GradingParams
 
 SPY = """
@@ -85,7 +87,8 @@ def test_spy_sees_no_answer_byte_before_phase_1_is_over(
     questions = _exam()
     work = tmp_path / "work"
     params = GradingParams(batch_size=2)
-    report = grade_bundle(make_bundle(SPY), make_exam(questions), params=params, workdir=work)
+    exam = make_exam(questions)
+    report = grade_bundle(make_bundle(SPY), exam, params=params, workdir=work)
     assert report.ok and report.score.passed == 0 and report.bits_per_byte is not None
 
     phase1 = _read_log(work / "phase1" / "bundle" / "spy.jsonl")
@@ -97,8 +100,10 @@ def test_spy_sees_no_answer_byte_before_phase_1_is_over(
     received = sorted(e["data"] for e in phase1 if e["kind"] == "prompt")
     assert received == sorted(prompts)
     assert all(len(p) <= 1024 for p in received)
-    lengths = sorted(int(e["data"]) for e in phase1 if e["kind"] == "length")  # type: ignore[call-overload]
-    assert lengths == sorted(len(a) for a in answers)
+    # One length for every question, the exam's (longest answer rounded up): none's own.
+    lengths = [int(e["data"]) for e in phase1 if e["kind"] == "length"]  # type: ignore[call-overload]
+    assert lengths == [asked_length(load_exam(exam))] * len(answers)
+    assert asked_length(load_exam(exam)) not in {len(a) for a in answers}
     blob = b"".join(e["data"] for e in phase1)  # type: ignore[misc]
     for answer in answers:
         assert answer not in blob

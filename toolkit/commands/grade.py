@@ -2,6 +2,10 @@
 
 Exit status 0 whenever the bundle was graded, even at score 0: a bad bundle is a result. A
 missing exam, an unknown backend or an unwritable `--json` path are usage errors (status 2).
+
+An exam is hidden unless it is known to be public (a demo track's exam, or a track's public
+validation set, by SHA-256) or the operator says `--public`: a hidden grading prints and writes
+failure categories only, never what the bundle said (that goes to the operator log).
 """
 
 from __future__ import annotations
@@ -74,19 +78,19 @@ def print_report(report: GradeReport, console: Console) -> None:
         console.print(f"[{colour}]reason: {report.reason}[/{colour}]")
 
 
-def public_exam(registry: Path, exam_file: Path) -> bool:
-    """Whether the exam is a public one: a track's public validation set, or a demo track's
-    exam (built from the public demo bank). Anything else is treated as hidden."""
+def public_exam(registry: Path, exam_file: Path) -> str | None:
+    """Why this exam is public (a demo track's exam or a track's public set), or None."""
+    sha = sha256_file(exam_file)
     try:
         tracks = list(load_tracks(registry).values())
     except RegistryError:
-        return False
-    sha = sha256_file(exam_file)
-    return any(
-        (t.public_set_sha256 and sha.startswith(t.public_set_sha256))
-        or (t.demo and t.matches_exam(sha))
-        for t in tracks
-    )
+        return None
+    for track in tracks:
+        if track.demo and track.matches_exam(sha):
+            return f"the exam of the demo track '{track.id}'"
+        if track.public_set_sha256 and sha.startswith(track.public_set_sha256):
+            return f"the public validation set of track '{track.id}'"
+    return None
 
 
 def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple[Track | None, str]:
@@ -162,6 +166,14 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     help="Run only these phases (repeatable; default both).",
 )
 @click.option(
+    "--public",
+    "public",
+    is_flag=True,
+    help="The exam is public: report what the bundle said (its errors, its wrong outputs). "
+    "Default: only for a demo track's exam or a public validation set; any other exam is "
+    "hidden and only failure categories are shown.",
+)
+@click.option(
     "--keep",
     "keep_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -189,6 +201,7 @@ def grade_command(
     keep_dir: Path | None,
     images_file: Path | None,
     ablation: bool | None,
+    public: bool,
 ) -> None:
     """Grade a bundle (a folder or .tar.gz) on an exam, in a sandbox.
 
@@ -208,6 +221,12 @@ def grade_command(
     model-free suspect (--no-ablation skips it; --ablation forces it).
 
     \b
+    The exam is hidden unless it is a demo track's exam or a track's public validation set
+    (by SHA-256), or --public is given: then the report says what went wrong in categories
+    only ("load(): the bundle raised an error"), bits per byte has 3 decimals, and what the
+    bundle said is appended to $ARI_HOME/operator/grading.log (mode 0600) for the operator.
+
+    \b
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
@@ -221,11 +240,17 @@ def grade_command(
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
     if not exam_file.is_file():
         raise click.UsageError(f"{exam}: no exam.jsonl there (pass --exam with a built exam)")
-    track, why = choose_track(find_registry(results_dir, registry), track_id, exam_file)
+    registry_file = find_registry(results_dir, registry)
+    track, why = choose_track(registry_file, track_id, exam_file)
     console.print(f"grading settings: {why}")
+    known = None if public else public_exam(registry_file, exam_file)
+    if public or known:
+        console.print(f"public exam ({'--public' if public else known}): the bundle's errors shown")
+    else:
+        console.print("hidden exam: failure categories only (the details: the operator log)")
     params = track.grading if track else GradingParams()
     if ablation is None:
-        ablation = not public_exam(find_registry(results_dir, registry), exam_file)
+        ablation = not (public or known)
     ablation = ablation and "generate" in (phases or ("generate",))
     try:
         report = grade_bundle(
@@ -240,6 +265,7 @@ def grade_command(
             workdir=keep_dir,
             cpus=cpus,
             ablation=ablation,
+            hidden=not (public or known),
         )
     except ExamFileError as exc:
         raise click.UsageError(f"{exc} (pass --exam with a built exam.jsonl)") from exc

@@ -5,15 +5,24 @@ a fresh sandbox with a fresh copy of the bundle (`phases.py`), phase 2 only afte
 over. Whatever the bundle does, the outcome is a `GradeReport`; this module raises only for a
 missing or unreadable exam (the operator's mistake) and for bugs of its own (or a sandbox that
 breaks: an infrastructure failure, not the bundle's).
+
+A grading is hidden unless the caller says it is public (`hidden=False`: public scoring on the
+public validation set during a run, whose feedback goes to the agent that wrote the bundle). In
+a hidden grading nothing the bundle's code said reaches the report: reasons and problems are
+failure categories in the harness's words (`session.Category`), bits per byte is rounded to 3
+decimals, what the bundle said goes to the operator log (`secret_log`), and an exception of the
+harness's own comes out as a `GradingError` whose text is fixed, chained to nothing.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,14 +30,22 @@ from typing import Any
 
 from exam_builder.exam_file import Question, load_exam, sha256_file
 from toolkit.grading import ablation as weights_ablation
+from toolkit.grading import secret_log
 from toolkit.grading.pack import BundleError, PackedBundle, extract_bundle, pack_bundle
 from toolkit.grading.phases import Outcome, PhaseWorker, Progress, run_phase1, run_phase2
 from toolkit.grading.report import GradeReport
-from toolkit.grading.session import WorkerFailure
+from toolkit.grading.session import Category, Kind, WorkerFailure
 from toolkit.results import FamilyScore, Score
 from toolkit.tracks import GradingParams
 
 SIZE_LIMIT_BYTES = 16_000_000
+BPB_DECIMALS = 3
+"""Decimals of bits per byte a hidden grading publishes (more would carry bits of the exam)."""
+
+
+class GradingError(RuntimeError):
+    """The harness failed during a hidden grading; the text is fixed, the details are in the
+    operator log."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +66,10 @@ class _Job:
     cancelled: Callable[[], bool] | None = None
     kept: bool = False
     """The caller keeps `work` to inspect: the bundle's writes stay there (no ephemeral root)."""
+    hidden: bool = True
+    """A hidden grading: the bundle's words stay out of the report."""
+    exact_lengths: bool = False
+    """Phase 1 asks each answer's own length (the old protocol; comparison tests only)."""
 
 
 def give_up_bytes(size_limit_bytes: int) -> int:
@@ -85,7 +106,7 @@ def _run_phase(
     With `job.cancelled`, a watcher kills the worker (and all it started) once it says so.
     """
     if job.cancelled is not None and job.cancelled():
-        raise WorkerFailure(CANCELLED)
+        raise WorkerFailure(CANCELLED_CATEGORY)
     started = time.monotonic()
     phase = PhaseWorker(
         archive,
@@ -112,7 +133,7 @@ def _run_phase(
             times["body"] = time.monotonic() - loaded
     except WorkerFailure:
         if job.cancelled is not None and job.cancelled():
-            raise WorkerFailure(CANCELLED) from None  # killed by the watcher: say why
+            raise WorkerFailure(CANCELLED_CATEGORY) from None  # killed by the watcher: say why
         raise
     finally:
         if done is not None:
@@ -120,7 +141,8 @@ def _run_phase(
         phase.close()
 
 
-CANCELLED = "grading cancelled: the call's time or the run is over"
+CANCELLED_CATEGORY = Category(Kind.CANCELLED)
+CANCELLED = str(CANCELLED_CATEGORY)
 CANCEL_POLL_S = 0.1
 
 
@@ -154,8 +176,15 @@ def grade_bundle(
     cpus: float | None = None,
     cancelled: Callable[[], bool] | None = None,
     ablation: bool = False,
+    hidden: bool = True,
+    _exact_lengths: bool = False,
 ) -> GradeReport:
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
+
+    `hidden` (the default): nothing the bundle says is reported (see the module docstring);
+    False only where the exam is public and the bundle's author may read its errors.
+    `_exact_lengths`: phase 1 asks each answer's own length (the protocol before length
+    hiding), for the test that shows both protocols pass the same questions.
 
     `progress`: True for a progress bar on stderr, or a callback (phase, done, total).
     `hide`: more host paths the worker must not see. Always hidden, whatever is passed: the
@@ -192,6 +221,8 @@ def grade_bundle(
                 cpus=cpus,
                 cancelled=cancelled,
                 ablation=ablation,
+                hidden=hidden,
+                _exact_lengths=_exact_lengths,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
     params, notes = fit_to_host(params)
@@ -215,14 +246,29 @@ def grade_bundle(
             cpus=cpus,
             cancelled=cancelled,
             kept=workdir is not None,
+            hidden=hidden,
+            exact_lengths=_exact_lengths,
         )
-        out, packed = _grade(bundle, job, started)
-        ablated = _ablate(job, out, packed) if ablation else None
+        try:
+            out, packed = _grade(bundle, job, started)
+            ablated = _ablate(job, out, packed) if ablation else None
+        except Exception as exc:
+            if not hidden:
+                raise
+            # The harness's own failure; its text or its chain may still quote the bundle (a
+            # file name, a reply): the operator gets the traceback, the caller a fixed line.
+            name = failure_name(exc)
+            secret_log.record(
+                f"grading failed in the harness ({name})", traceback.format_exc(), exam=exam_sha
+            )
+            raise GradingError(
+                f"grading failed in the harness ({name}); the details are in the operator log"
+            ) from None
     finally:
         if workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     out.timings.total = time.monotonic() - started
-    report = _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device)
+    report = _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device, hidden)
     report.notes = notes
     if ablated is not None:
         report.ablation = ablated
@@ -230,7 +276,26 @@ def grade_bundle(
             ablated.score,
             ablated.model_free_suspect,
         )
+    if hidden:
+        _record_secrets(out, exam_sha, report.sha256)
     return report
+
+
+def failure_name(exc: BaseException) -> str:
+    """What may be said of an exception out of a hidden grading: its type's name, no text."""
+    name = type(exc).__name__
+    return name if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,60}", name) else "Exception"
+
+
+def _record_secrets(out: Outcome, exam_sha: str, bundle_sha: str | None) -> None:
+    """What the bundle said in a hidden grading, to the operator log (its categories are in
+    the report)."""
+    failures = [f for f in (out.failure, out.bpb_failure) if f is not None and f.detail]
+    for failure in failures:
+        secret_log.record(str(failure.category), failure.detail, exam=exam_sha, bundle=bundle_sha)
+    if out.problems:
+        detail = "; ".join(f"{p.question}: {p.detail}" for p in out.problems)
+        secret_log.record("problems", detail, exam=exam_sha, bundle=bundle_sha)
 
 
 def _ablate(job: _Job, out: Outcome, packed: PackedBundle | None) -> weights_ablation.Ablation:
@@ -286,15 +351,20 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBund
         packed = _prepare_archive(bundle, job.work, job.size_limit_bytes)
         out.timings.pack = time.monotonic() - started
         if packed.packed_bytes > job.size_limit_bytes:
-            raise BundleError(
-                f"packed bundle is {packed.packed_bytes:,} bytes, over the "
-                f"{job.size_limit_bytes:,}-byte limit"
-            )
+            limits = (packed.packed_bytes, job.size_limit_bytes)
+            raise WorkerFailure(Category(Kind.TOO_LARGE, limits))
         if "generate" in job.phases:
 
             def generate(phase: PhaseWorker) -> None:
                 job.progress("phase 1: generate", 0, len(job.questions))
-                run_phase1(phase, job.questions, job.params, out, job.progress)
+                run_phase1(
+                    phase,
+                    job.questions,
+                    job.params,
+                    out,
+                    job.progress,
+                    _exact_lengths=job.exact_lengths,
+                )
 
             times: dict[str, float] = {}
             try:
@@ -302,8 +372,10 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBund
             finally:
                 out.timings.load = times.get("load", 0.0)
                 out.timings.phase1 = times.get("body", 0.0)
-    except (BundleError, WorkerFailure) as exc:
-        out.ok, out.reason = False, str(exc)
+    except BundleError as exc:
+        out.ok, out.failure = False, WorkerFailure(Category(Kind.REJECTED), str(exc))
+    except WorkerFailure as exc:
+        out.ok, out.failure = False, exc
     if "bpb" in job.phases and out.ok and packed is not None:
         result: list[float] = []
         times2: dict[str, float] = {}
@@ -319,8 +391,10 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBund
                 times2,
             )
             out.bpb = result[0]
-        except (BundleError, WorkerFailure) as exc:
-            out.bpb_reason = f"not available: {exc}"
+        except BundleError as exc:
+            out.bpb_failure = WorkerFailure(Category(Kind.REJECTED), str(exc))
+        except WorkerFailure as exc:
+            out.bpb_failure = exc
         out.timings.phase2 = times2.get("load", 0.0) + times2.get("body", 0.0)
     elif "bpb" in job.phases:
         out.bpb_reason = "not measured: phase 1 did not complete"
@@ -367,25 +441,32 @@ def _report(
     exam_sha: str,
     backend: str,
     device: str,
+    hidden: bool,
 ) -> GradeReport:
+    public = not hidden
     families: dict[str, FamilyScore] = {}
     for q in questions:
         fam = families.setdefault(q.family, FamilyScore(passed=0, total=0))
         fam.total += 1
         fam.passed += q.id in out.passed
     passed = len(out.passed)
-    reason = out.reason
+    reason = out.failure.text(public=public) if out.failure is not None else None
     if reason is None and out.problems:
-        reason = (
-            f"{out.problem_count} outputs of the wrong length or type (first: {out.problems[0]})"
-        )
+        first = out.problems[0].text(public=public)
+        reason = f"{out.problem_count} outputs of the wrong length or type (first: {first})"
+    bpb_reason = out.bpb_reason
+    if out.bpb_failure is not None:
+        bpb_reason = f"not available: {out.bpb_failure.text(public=public)}"
+    bpb = out.bpb
+    if bpb is not None and hidden:
+        bpb = round(bpb, BPB_DECIMALS)
     return GradeReport(
         ok=out.ok,
         reason=reason,
         score=Score(percent=100.0 * passed / len(questions), passed=passed, total=len(questions)),
         families=dict(sorted(families.items())),
-        bits_per_byte=out.bpb,
-        bpb_reason=out.bpb_reason,
+        bits_per_byte=bpb,
+        bpb_reason=bpb_reason,
         sha256=packed.sha256 if packed else None,
         packed_bytes=packed.packed_bytes if packed else None,
         size_limit_bytes=size_limit,
@@ -396,5 +477,5 @@ def _report(
         not_isolated=out.not_isolated,
         timings=out.timings,
         passed_ids=[q.id for q in questions if q.id in out.passed],
-        problems=out.problems,
+        problems=[p.text(public=public) for p in out.problems],
     )

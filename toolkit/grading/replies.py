@@ -5,7 +5,8 @@ The worker runs in the same process as the bundle, so a bundle can replace any r
 the model of what was asked (strict types: no int where a string is expected, no missing or
 extra key), and everything a reply carries is checked against the request (as many outputs as
 prompts, valid base64, as many log-probability rows as contexts). A reply that does not fit
-raises `WorkerFailure` with one line saying what was wrong; one bad output in an otherwise good
+raises `WorkerFailure` (category "malformed reply", the caller says where; the detail says what
+was wrong); one bad output in an otherwise good
 reply is a problem on that question only (`GenerateReply.decoded`).
 
 Log-probabilities are checked to be log-probabilities (`logprob_problem`): all finite, none
@@ -24,7 +25,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from toolkit.grading.session import WorkerFailure
+from toolkit.grading.session import Category, Kind, WorkerFailure
+
+MALFORMED = Category(Kind.MALFORMED)
 
 LOGPROB_TOLERANCE = 1e-3
 """How far a row's logsumexp may be from 0, and a log-probability above 0 (float32 rounding)."""
@@ -65,15 +68,21 @@ class GenerateReply(_Reply):
     sizes: list[int] = Field(description="Length in bytes of each output as generate() gave it.")
     types: list[str] = Field(description="Type name of each output.")
 
-    def decoded(self, index: int) -> tuple[bytes | None, str]:
-        """Output `index` as bytes, or None and the problem with it."""
+    def decoded(self, index: int) -> tuple[bytes | None, str, str]:
+        """Output `index` as bytes, or None, the problem's category and its detail."""
         output, kind = self.outputs[index], self.types[index][:40]
         if output is None:
-            return None, f"generate() returned {kind}, not bytes"
+            return None, NOT_BYTES, f"generate() returned {kind}, not bytes"
         try:
-            return base64.b64decode(output, validate=True), ""
+            return base64.b64decode(output, validate=True), "", ""
         except (binascii.Error, ValueError):
-            return None, "the worker's reply carried an output that is not valid base64"
+            return None, BAD_BASE64, "the worker's reply carried an output that is not base64"
+
+
+NOT_BYTES = "not bytes"
+"""Problem category of an output of another type (its type name is the bundle's: detail)."""
+BAD_BASE64 = "not valid base64"
+"""Problem category of an output the worker's reply did not encode."""
 
 
 class LogprobsReply(_Reply):
@@ -90,47 +99,48 @@ _SUCCESS: dict[str, type[_Reply]] = {
 }
 
 
-def parse(raw: dict[str, Any], op: str, what: str) -> _Reply:
+def parse(raw: dict[str, Any], op: str) -> _Reply:
     """The reply `raw` to request `op` as its model (an `ErrorReply` when ok is false).
 
-    Raises `WorkerFailure` naming `what` (e.g. "generate() on batch 3") when it fits neither.
+    Raises `WorkerFailure` (malformed, not yet placed: the caller adds where) when it fits
+    neither.
     """
     ok = raw.get("ok")
     model = ErrorReply if ok is False else _SUCCESS[op]
     if not isinstance(ok, bool):
-        raise WorkerFailure(f"{what}: the worker's reply is malformed: 'ok' is not true or false")
+        raise WorkerFailure(MALFORMED, "'ok' is not true or false")
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise WorkerFailure(
-            f"{what}: the worker's reply is malformed: {field}: {err['msg']}"
-        ) from None
+        raise WorkerFailure(MALFORMED, f"{field}: {err['msg']}") from None
 
 
-def check_generate(reply: GenerateReply, count: int, what: str) -> None:
+def check_generate(reply: GenerateReply, count: int) -> None:
     """As many outputs, sizes and types as there were prompts; sizes not negative."""
     lengths = {len(reply.outputs), len(reply.sizes), len(reply.types)}
     if lengths != {count}:
         raise WorkerFailure(
-            f"{what}: the worker's reply is malformed: {len(reply.outputs)} outputs, "
-            f"{len(reply.sizes)} sizes and {len(reply.types)} types for {count} prompts"
+            Category(Kind.WRONG_COUNT, (count,)),
+            f"{len(reply.outputs)} outputs, {len(reply.sizes)} sizes and {len(reply.types)} "
+            f"types for {count} prompts",
         )
     if any(size < 0 for size in reply.sizes):
-        raise WorkerFailure(f"{what}: the worker's reply is malformed: a negative size")
+        raise WorkerFailure(MALFORMED, "a negative size")
 
 
-def logprob_rows(reply: LogprobsReply, count: int, what: str) -> npt.NDArray[np.float32]:
+def logprob_rows(reply: LogprobsReply, count: int) -> npt.NDArray[np.float32]:
     """The reply's rows as a (count, 256) float32 array; WorkerFailure if they are not that."""
     try:
         data = base64.b64decode(reply.logprobs, validate=True)
     except (binascii.Error, ValueError):
-        raise WorkerFailure(f"{what}: the log-probabilities are not valid base64") from None
+        raise WorkerFailure(MALFORMED, "the log-probabilities are not valid base64") from None
     if len(data) != count * 256 * 4:
         raise WorkerFailure(
-            f"{what}: {len(data):,} bytes of log-probabilities, want {count} rows of 256 "
-            f"float32 ({count * 1024:,} bytes)"
+            MALFORMED,
+            f"{len(data):,} bytes of log-probabilities, want {count} rows of 256 "
+            f"float32 ({count * 1024:,} bytes)",
         )
     return np.frombuffer(data, dtype="<f4").reshape(count, 256)
 

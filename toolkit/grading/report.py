@@ -1,7 +1,10 @@
 """The grade report: what `grade_bundle` returns and `toolkit grade --json` writes.
 
 A bad bundle is a *result*, not an error: `ok` is False (or a question failed) and `reason` says
-what went wrong in one line. Every field is described, so the JSON is self-documenting.
+what went wrong in one line. In a hidden grading (the default) `reason`, `bpb_reason` and
+`problems` are failure categories in the harness's words, never the bundle's text, and
+`bits_per_byte` is rounded to 3 decimals (`grade.py`). Every field is described, so the JSON is
+self-documenting.
 """
 
 from __future__ import annotations
@@ -35,13 +38,20 @@ class GradeReport(BaseModel):
 
     version: int = Field(default=REPORT_VERSION, description="Version of this report format.")
     ok: bool = Field(description="False when the bundle failed as a whole (size, load, crash).")
-    reason: str | None = Field(default=None, description="One line: what went wrong, if anything.")
+    reason: str | None = Field(
+        default=None,
+        description="One line: what went wrong, if anything (a hidden grading: a category only).",
+    )
     score: Score = Field(description="Exact-match pass rate: the official score.")
     families: dict[str, FamilyScore] = Field(description="Pass counts per exam family.")
     bits_per_byte: float | None = Field(
-        default=None, description="Bits per byte on the answer spans (None: not measured)."
+        default=None,
+        description="Bits per byte on the answer spans (None: not measured; a hidden grading: "
+        "3 decimals).",
     )
-    bpb_reason: str | None = Field(default=None, description="Why bits per byte is missing.")
+    bpb_reason: str | None = Field(
+        default=None, description="Why bits per byte is missing (a hidden grading: a category)."
+    )
     sha256: str | None = Field(default=None, description="SHA-256 of the packed bundle.")
     packed_bytes: int | None = Field(default=None, description="Size of the packed bundle.")
     size_limit_bytes: int = Field(description="The size limit the bundle was held to.")
@@ -55,7 +65,9 @@ class GradeReport(BaseModel):
     timings: Timings = Field(default_factory=Timings, description="Seconds per part.")
     passed_ids: list[str] = Field(default_factory=list, description="Ids of passed questions.")
     problems: list[str] = Field(
-        default_factory=list, description="Per-question problems (wrong length or type), capped."
+        default_factory=list,
+        description="Per-question problems (wrong length or type), capped; a hidden grading "
+        "names the category only ('q17: wrong length').",
     )
     notes: list[str] = Field(
         default_factory=list,

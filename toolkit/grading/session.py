@@ -3,8 +3,15 @@
 The worker (`worker.py`) runs in a sandbox; this class starts it, drains its stderr in a thread
 (a bundle that prints megabytes must not block on a full pipe; only a tail is kept for the
 report), and exchanges frames `MAGIC + nonce + length + JSON`. Anything else on the pipe, a
-missed deadline or the worker's death becomes a `WorkerFailure` with a one-line reason; the
-caller kills the worker's whole tree through the sandbox.
+missed deadline or the worker's death becomes a `WorkerFailure`; the caller kills the worker's
+whole tree through the sandbox.
+
+A `WorkerFailure` has two parts. Its `category` says what happened in words the harness wrote
+itself (`Kind`, `Where`) and numbers the harness knows (a batch number, a time limit, an exit
+status): nothing the bundle's code chose as text can get into it, and `str()` of the failure is
+the category alone. Its `detail` holds what the bundle said (its error text, its last stderr
+output, what was wrong with its reply); a hidden grading sends that only to the operator log
+(`secret_log`), public scoring shows it to the agent that wrote the bundle.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ import struct
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 from toolkit.sandbox import Sandbox, SandboxProcess
@@ -27,12 +36,110 @@ MAX_FRAME = 256 * 2**20  # far above any honest reply (logprobs of one batch: ~5
 STDERR_TAIL = 2000
 
 
+class Where(Enum):
+    """Which part of a grading failed (the start of a category)."""
+
+    GRADING = ""
+    """The grading as a whole (the category is the kind alone)."""
+    LOAD = "load()"
+    GENERATE = "generate() on batch {}"
+    LOGPROBS = "next_byte_logprobs() on batch {}"
+
+
+class Kind(Enum):
+    """What went wrong: the closed list of failure categories, `{}` filled with numbers."""
+
+    CANCELLED = "grading cancelled: the call's time or the run is over"
+    TOO_LARGE = "packed bundle is {:,} bytes, over the {:,}-byte limit"
+    REJECTED = "the bundle could not be packed or unpacked"
+    LOAD_TIME = "did not finish within {:g} s"
+    BATCH_TIME = "took longer than the {:g} s limit per batch"
+    PHASE_TIME = "the phase ran past its {:g} s limit"
+    RAISED = "the bundle raised an error"
+    MALFORMED = "the worker's reply is malformed"
+    NOT_JSON = "the worker sent a frame that is not a JSON object"
+    NOT_FRAME = "the worker's pipe carried bytes that are not a grader frame"
+    OVERSIZED = "the worker sent a reply larger than the {:,} bytes an honest reply needs"
+    STOPPED_READING = "the worker stopped reading its input"
+    EXITED = "crashed: the worker exited with status {}"
+    SIGNALLED = "crashed: the worker was killed by signal {}"
+    LIMIT_KILLED = "crashed: the worker was killed (signal 9: a memory or process limit)"
+    KILLED = "crashed: the worker was killed"
+    WRONG_COUNT = "the worker's reply is malformed: not one output per prompt ({} prompts)"
+    NOT_LOGPROBS = "not log-probabilities over 256 bytes"
+
+
+Number = int | float
+
+
+def _numbers(values: tuple[object, ...]) -> tuple[Number, ...]:
+    """`values`, checked to be plain numbers (no text, no subclass that formats itself)."""
+    for value in values:
+        if type(value) not in (int, float):
+            raise TypeError(f"a failure category holds numbers only, not {type(value).__name__}")
+    return values  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Category:
+    """A failure as published: harness words (`Where`, `Kind`) and harness numbers only."""
+
+    kind: Kind
+    numbers: tuple[Number, ...] = ()
+    where: Where = Where.GRADING
+    batch: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, Kind) or not isinstance(self.where, Where):
+            raise TypeError("a failure category is built from Kind and Where only")
+        _numbers((*self.numbers, *([] if self.batch is None else [self.batch])))
+        if self.kind.value.count("{") != len(self.numbers):
+            raise ValueError(f"{self.kind.name} takes {self.kind.value.count('{')} numbers")
+        if ("{}" in self.where.value) != (self.batch is not None):
+            raise ValueError(f"{self.where.name}: a batch number where and only where it has {{}}")
+
+    def __str__(self) -> str:
+        what = self.kind.value.format(*self.numbers)
+        if self.where is Where.GRADING:
+            return what
+        where = self.where.value.format(self.batch) if self.batch is not None else self.where.value
+        return f"{where}: {what}"
+
+    def at(self, where: Where, batch: int | None = None) -> Category:
+        """The same failure, placed in a part of the grading."""
+        return Category(self.kind, self.numbers, where, batch)
+
+
 class WorkerFailure(Exception):
-    """The worker timed out, died, or broke the protocol; `str()` is the reason for the report."""
+    """The worker timed out, died, or broke the protocol.
+
+    `str()` is the category only (safe to publish); `detail` is what the bundle said, for the
+    operator log or for public scoring (`text(public=True)`).
+    """
+
+    def __init__(self, category: Category, detail: str = "") -> None:
+        if not isinstance(category, Category):
+            raise TypeError("WorkerFailure takes a Category")
+        super().__init__(str(category))
+        self.category = category
+        self.detail = detail
+
+    def text(self, *, public: bool) -> str:
+        """The reason for the report: the category, and on a public grading the detail too."""
+        if public and self.detail:
+            return f"{self.category}: {self.detail}"
+        return str(self.category)
+
+    def at(self, where: Where, batch: int | None = None) -> WorkerFailure:
+        """This failure placed in a part of the grading (raise it `from None`)."""
+        return type(self)(self.category.at(where, batch), self.detail)
 
 
 class WorkerTimeout(WorkerFailure):
     """A reply did not come in time."""
+
+    def __init__(self, category: Category | None = None, detail: str = "") -> None:
+        super().__init__(category or Category(Kind.STOPPED_READING), detail)
 
 
 class WorkerSession:
@@ -75,7 +182,7 @@ class WorkerSession:
         while data:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise WorkerTimeout("the worker stopped reading its input")
+                raise WorkerTimeout(Category(Kind.STOPPED_READING))
             _, ready, _ = select.select([], [self._in], [], remaining)
             if ready:
                 try:
@@ -91,20 +198,17 @@ class WorkerSession:
         head_size = len(MAGIC) + len(self.nonce) + 4
         head = self._read(head_size, deadline)
         if head[: head_size - 4] != MAGIC + self.nonce:
-            raise WorkerFailure("the worker's pipe carried bytes that are not a grader frame")
+            raise WorkerFailure(Category(Kind.NOT_FRAME))
         (size,) = struct.unpack(">I", head[-4:])
         limit = min(max_bytes, MAX_FRAME)
         if size > limit:
-            raise WorkerFailure(
-                f"the worker sent a {size:,}-byte reply, more than the {limit:,} bytes an honest "
-                "reply to this request needs"
-            )
+            raise WorkerFailure(Category(Kind.OVERSIZED, (limit,)), f"{size:,} bytes")
         try:
             message = json.loads(self._read(size, deadline))
         except (ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
-            raise WorkerFailure("the worker sent a frame that is not JSON") from None
+            raise WorkerFailure(Category(Kind.NOT_JSON), "not JSON") from None
         if not isinstance(message, dict):
-            raise WorkerFailure("the worker sent a frame that is not a JSON object")
+            raise WorkerFailure(Category(Kind.NOT_JSON), f"a JSON {type(message).__name__}")
         return message
 
     def request(
@@ -117,7 +221,7 @@ class WorkerSession:
         while len(self._buffer) < size:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise WorkerTimeout("no reply in time")
+                raise WorkerTimeout(detail="no reply in time")
             ready, _, _ = select.select([self._out], [], [], remaining)
             if not ready:
                 continue
@@ -130,13 +234,8 @@ class WorkerSession:
 
     def _died(self) -> WorkerFailure:
         code = self.process.wait(timeout=5)
-        how = "was killed" if code is None else f"exited with status {code}"
-        if code is not None and code < 0:
-            how = f"was killed by signal {-code}"
-        if code in (-9, 137):
-            how += " (a memory or process limit, or the sandbox)"
         tail = self.stderr_tail()
-        return WorkerFailure(f"the worker {how}" + (f"; its last output: {tail}" if tail else ""))
+        return WorkerFailure(exit_category(code), f"its last output: {tail}" if tail else "")
 
     def close(self, deadline: float | None = None) -> None:
         """Ask the worker to exit, then kill its whole tree whatever it did."""
@@ -147,3 +246,14 @@ class WorkerSession:
             pass
         self.process.kill()
         self._drain.join(timeout=5)
+
+
+def exit_category(code: int | None) -> Category:
+    """How a worker ended, as a category: its exit status (0-255) or signal, nothing else."""
+    if code in (-9, 137):
+        return Category(Kind.LIMIT_KILLED)
+    if code is None or not -64 <= code <= 255:
+        return Category(Kind.KILLED)
+    if code < 0:
+        return Category(Kind.SIGNALLED, (-code,))
+    return Category(Kind.EXITED, (code,))

@@ -55,7 +55,8 @@ from toolkit.agents import Agent, AgentContext
 from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
 from toolkit.data import load_prepared
-from toolkit.grading.grade import fit_to_host
+from toolkit.grading import secret_log
+from toolkit.grading.grade import failure_name, fit_to_host
 from toolkit.results import (
     EffectiveConfig,
     FamilyScore,
@@ -806,19 +807,24 @@ class Run:
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
         started = time.monotonic()
         try:
-            report = self.grader.grade(archive, self.spec.exam, ("generate", "bpb"), ablation=True)
+            report = self.grader.grade(
+                archive, self.spec.exam, ("generate", "bpb"), ablation=True, hidden=True
+            )
         except Exception as exc:
+            # A hidden grading: neither the text nor the traceback of a failure is published
+            # (either may quote the bundle); the operator log has them, agent.log the type.
             # The bundle's code can break its own grading (a tree too slow to die): invalid
             # only if the harness's reference bundle fails too, in fresh sandboxes.
+            kind = failure_name(exc)
+            secret_log.record(f"final grading of {self.run_id}", traceback.format_exc())
             self.log(
-                f"grading of {promoted.id} raised {type(exc).__name__}; grading the "
-                "reference bundle in fresh sandboxes to tell whose failure it is"
+                f"grading of {promoted.id} raised {kind} (details: the operator log); grading "
+                "the reference bundle in fresh sandboxes to tell whose failure it is"
             )
             problem = reference.grading_reference(self.grader, self.spec.exam)
             if problem is not None:
-                self.log(f"grading error: {traceback.format_exc()}")
                 self.log(f"the reference bundle failed too: {problem}")
-                return self._finish_invalid(f"grading failed (infrastructure): {exc}")
+                return self._finish_invalid(f"grading failed (infrastructure): {kind}")
             self.log("the reference bundle graded fine: the failure is the bundle's")
             result.timings.grading_s = round(time.monotonic() - started, 3)
             result.status = "failed"

@@ -50,10 +50,13 @@ class Grader:
         exam: Path,
         phases: tuple[str, ...],
         cancelled: Callable[[], bool] | None = None,
+        *,
         ablation: bool = False,
+        hidden: bool = True,
     ) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach);
-        `cancelled`, `ablation`: see `grade_bundle`."""
+        `cancelled`, `ablation`, `hidden`: see `grade_bundle` (public scoring alone passes
+        hidden=False)."""
         return grade_bundle(
             archive,
             exam,
@@ -66,6 +69,7 @@ class Grader:
             cpus=self.cpus,
             cancelled=cancelled,
             ablation=ablation,
+            hidden=hidden,
         )
 
 
@@ -211,8 +215,9 @@ class Submissions:
                     if cancelled():
                         return None, CANCELLED, f"public scoring failed: {CANCELLED}"
             try:
+                # Public: the agent reads its own bundle's errors on the public set.
                 report = self.grader.grade(
-                    archive, self.public_set, ("generate",), cancelled=cancelled
+                    archive, self.public_set, ("generate",), cancelled=cancelled, hidden=False
                 )
             finally:
                 self._one_at_a_time.release()
