@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from toolkit.sandbox import Limits, create_sandbox, capped
+from toolkit.sandbox import Limits, capped, create_sandbox
 from toolkit.sandbox.docker_sandbox import DockerSandbox
 
 # Every way a call could try to forge the status of another one (whose id it reads from the

@@ -120,10 +120,15 @@ def hoard() -> Iterator[tuple[Path, list[Path], list[Path]]]:
             shutil.rmtree(top, ignore_errors=True)
 
 
+@pytest.mark.parametrize("backend", ["local", "docker"])
 def test_no_role_reads_a_bank_kept_beside_the_exam(
+    backend: str,
     make_spec: SpecFactory,  # noqa: F811  (the fixture imported above)
     hoard: tuple[Path, list[Path], list[Path]],
+    request: pytest.FixtureRequest,
 ) -> None:
+    if backend == "docker":
+        request.getfixturevalue("docker_engine")  # a real engine, or skip (fail in CI)
     exam, folders, banks = hoard
     files = [*banks, exam]
     snoop = " ".join(
@@ -146,7 +151,9 @@ runner submit bundles/ans > loot/ans.txt 2>&1
 id=$(grep -o 'c[0-9][0-9]*' loot/ans.txt | head -1)
 runner promote "$id" > loot/promote.txt 2>&1
 """
-    spec = make_spec(ShellAgent(script), budget=120, per_call=60, reserved=20, exam=exam)
+    spec = make_spec(
+        ShellAgent(script), budget=120, per_call=60, reserved=20, exam=exam, backend=backend
+    )
     # The loot is read after the run: no size cap, whose filesystem (and files) go with it.
     spec.track = spec.track.model_copy(update={"workspace_disk_bytes": None})
     result = execute_run(spec)
