@@ -33,7 +33,7 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
         argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
     except OSError:
         continue
-    if len(argv) > 3 and argv[1] == b"run" and b"VICTIM" in b" ".join(argv):
+    if len(argv) > 3 and argv[1] == b"run" and argv[-2] == b"VICTIM":
         victims.append((int(pid), argv[2].decode()))
 print("victims", len(victims), flush=True)
 lines = []
@@ -69,8 +69,8 @@ def test_a_call_cannot_forge_another_calls_status(root: Path) -> None:
         victim = box.start(["sh", "-c", "sleep 4; exit 7", "VICTIM"], stdin=False)
         forger = box.exec(["python3", "-c", FORGER], timeout=60)
         assert b"victims 1" in forger.stdout, forger.stdout + forger.stderr
+        assert victim.wait(timeout=60) == 7, forger.stdout
         assert b"killed the wrapper" not in forger.stdout, forger.stdout
-        assert victim.wait(timeout=60) == 7
         # The status is the command's, exactly: a signal is told from exit(128+N).
         assert box.exec(["sh", "-c", "kill -KILL $$"]).returncode == -9
         assert box.exec(["sh", "-c", "exit 137"]).returncode == 137
