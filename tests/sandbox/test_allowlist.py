@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from toolkit.protected import protected_paths
 from toolkit.sandbox import Sandbox, create_sandbox
 
 DOCKER_BACKEND = True  # the docker backend runs these too (tests/sandbox/conftest.py)
@@ -155,12 +156,15 @@ def test_system_folders_and_own_paths_still_work(backend: str, root: Path) -> No
 def test_interpreter_outside_the_allowlist_is_shown(root: Path) -> None:
     """The local backend has no image: the host's Python (a venv in a checkout, pyenv under
     /root, conda under /opt) is bound read-only where the allow-list would cover it; its
-    packages import."""
+    packages import (torch, as the starter does in the runner), with the runner's hidden
+    paths (the checkout holding the venv among them)."""
     import sys
 
-    with create_sandbox("local", root=root) as box:
+    from toolkit.run.roles import make_runner
+
+    with make_runner("local", root, hide=protected_paths(), readonly=[]) as box:
         needs(box, "host-allowlist")
-        code = "import sys, json; print(sys.prefix)"
-        result = box.exec([sys.executable, "-c", code], timeout=120)
+        code = "import sys, torch; print(sys.prefix); print(torch.ones(2).sum().item())"
+        result = box.exec([sys.executable, "-c", code], timeout=300)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.decode().strip() == sys.prefix
+    assert result.stdout.decode().split() == [sys.prefix, "2.0"]
