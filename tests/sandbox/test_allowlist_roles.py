@@ -30,6 +30,8 @@ from toolkit.run.inputs import DEMO_BANK, built_exam
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import runs_root
 
+DOCKER_BACKEND = True  # its docker case runs too (tests/sandbox/conftest.py)
+
 # A bundle that answers from every bank or exam it can read (exact prompts), else blanks.
 ANSWERER = """
 import json, os
