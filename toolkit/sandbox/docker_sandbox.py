@@ -1,9 +1,9 @@
 """The docker backend: a sandbox is one container; every command is a `docker exec` in it.
 
 The container (created when the sandbox is): the image's `ari-init` as PID 1 (root with only
-CAP_KILL, CAP_SETUID and CAP_SETGID, so the sandbox's own processes can neither signal nor trace
-it), the sandbox's root
-bind-mounted read-write at the same path as on the host, read-only paths bind-mounted read-only
+CAP_KILL, CAP_SETUID and CAP_SETGID, so the sandbox's own processes can neither signal nor
+trace it), the sandbox's root bind-mounted read-write at the same path as on the host (its
+only host folder a sandbox may write), read-only paths bind-mounted read-only
 (also at their host paths, so every path a caller passes means the same inside), hidden paths
 that fall inside those mounts covered by an empty read-only tmpfs (a file: /dev/null), a
 read-only root filesystem with private tmpfs /tmp and /var/tmp, `network_mode="none"` (or an
