@@ -103,6 +103,7 @@ def _snoop(hoard: Hoard) -> str:
         lines.append(f"cat {path} 2>/dev/null")
         lines.append(f"head -c 200 {path} 2>/dev/null")
     lines.append(f"grep -rs {hoard.mark} /opt /srv /var /mnt /home /root 2>/dev/null | head -5")
+    lines.append("cat /proc/self/mountinfo /proc/mounts 2>/dev/null")  # names of mount points
     return "\n".join(lines) + "\necho SNOOP-DONE\n"
 
 
@@ -116,7 +117,9 @@ def test_secrets_outside_the_allowlist_are_invisible(
     out = result.stdout.decode(errors="replace")
     assert "SNOOP-DONE" in out, out[-2000:]
     assert hoard.mark not in out  # no content
-    assert hoard.tag not in out  # no entry of any folder
+    # No entry of any folder, nor the name of a mount point in one (a file at the top of `/`
+    # keeps its name, as the top folders do: its content is /dev/null).
+    assert hoard.tag not in out.replace(str(hoard.top_file), "")
 
 
 def test_allowlist_even_when_the_sandbox_is_given_a_neighbour(
