@@ -146,10 +146,10 @@ def test_grading_hides_the_exam_state_folder_engine_and_banks_by_default(
         ("hidden bank", str(bank)),
     ]
     # The probe first shows it can see what is *not* hidden (else finding nothing proves
-    # nothing): a sibling of the exam's folder.
-    (visible_scratch / "not-hidden.txt").write_text(needle)
-    os.chmod(visible_scratch / "not-hidden.txt", 0o644)
-    control = [("control", str(visible_scratch / "not-hidden.txt"))]
+    # nothing): its own source, which holds the needle, in the bundle folder it runs from.
+    # (A sibling of the exam's folder is no control any more: a local sandbox sees only an
+    # allow-list of the host, and that sibling is outside it.)
+    control = [("control", "bundle/inference.py")]
     bundle = make_bundle(probe_source(control + targets, [needle]))
     # Public: the probe reports through its error text (a hidden grading keeps that for the
     # operator log).

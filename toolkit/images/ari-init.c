@@ -7,21 +7,27 @@
  * PID namespaces give: its whole tree dies with it, and it can be killed from outside.
  *
  *   ari-init init
- *       PID 1 (root, only CAP_KILL). Processes inside the container cannot signal it (the
- *       kernel ignores signals to a namespace's init that it has no handler for) and, running
- *       as another uid, cannot trace it. Every 50 ms it reaps zombies and kills every process
- *       whose parent is itself: nothing legitimate is ever its child (commands come in through
- *       `docker exec`, whose processes have no parent inside the container), so such a process
- *       escaped a command that died. It reads requests from its stdin, which only the harness
- *       can write (through the engine): "kill ID" kills the tree of the command with that id.
- *       Its stdin closing means the harness is gone: it exits, and the container dies with it.
+ *       PID 1 (root, only CAP_KILL, CAP_SETUID and CAP_SETGID). Processes inside the container
+ *       cannot signal it (the kernel ignores signals to a namespace's init that it has no
+ *       handler for) and, running as another uid, cannot trace it. Every 50 ms it reaps
+ *       zombies and kills every process whose parent is itself: nothing legitimate is ever its
+ *       child (commands come in through `docker exec`, whose processes have no parent inside
+ *       the container), so such a process escaped a command that died. It reads requests from
+ *       its stdin, which only the harness can write (through the engine): "kill ID" kills the
+ *       tree of the command with that id. Its stdin closing means the harness is gone: it
+ *       exits, and the container dies with it. It makes the status FIFO (STATUS_FIFO, in a
+ *       root-only tmpfs folder) and copies every line a wrapper writes there to its stdout,
+ *       which only the harness reads (attached through the engine).
  *
- *   ari-init run ID STATUS [--] ARGV...
- *       The wrapper `docker exec` starts for each command (as the sandbox user). It is a child
- *       subreaper, so orphans of the command stay its descendants; it runs ARGV in a session
- *       of its own, waits for it, then kills everything ARGV left behind, and writes "exit N"
- *       or "signal N" to the file STATUS ("-" for none): the engine reports only 128+N for a
- *       signal, which cannot be told from exit(128+N).
+ *   ari-init run ID UID GID CWD [--] ARGV...
+ *       The wrapper `docker exec` starts for each command, as root: the sandbox's processes
+ *       (another uid) can neither signal, trace nor read it. It is a child subreaper, so
+ *       orphans of the command stay its descendants; it runs ARGV as UID:GID (no supplementary
+ *       groups, so no capability either) in CWD, in a session of its own, waits for it, then
+ *       kills everything ARGV left behind, and writes "status ID exit N" or "status ID signal
+ *       N" to the status FIFO, which the sandbox user cannot open: the engine reports only
+ *       128+N for a signal, which cannot be told from exit(128+N). Its own exit code is the
+ *       command's (128+N for a signal), which the engine keeps as the exec's.
  *
  * Standard C and Linux system calls only; built static so it runs in any image.
  */
@@ -34,13 +40,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_PROCS 65536
+#define STATUS_DIR "/run/ari-init"   /* a tmpfs of its own, mode 0700, root's (the harness) */
+#define STATUS_FIFO STATUS_DIR "/status"
 
 struct proc {
     pid_t pid;
@@ -177,16 +187,52 @@ static pid_t find_command(const char *id) {
     return -1;
 }
 
+/* Copy the complete lines of the status FIFO to stdout (the harness's attach stream). */
+static void relay_statuses(int fifo, char *buf, size_t *used, size_t size) {
+    for (;;) {
+        ssize_t got = read(fifo, buf + *used, size - 1 - *used);
+        if (got <= 0) return;
+        *used += (size_t)got;
+        char *start = buf, *newline;
+        while ((newline = memchr(start, '\n', (size_t)(buf + *used - start)))) {
+            size_t len = (size_t)(newline + 1 - start);
+            if (strncmp(start, "status ", 7) == 0) {
+                for (size_t done = 0; done < len;) {
+                    ssize_t put = write(1, start + done, len - done);
+                    if (put < 0 && errno != EINTR) break;
+                    if (put > 0) done += (size_t)put;
+                }
+            }
+            start = newline + 1;
+        }
+        size_t rest = (size_t)(buf + *used - start);
+        memmove(buf, start, rest);
+        *used = rest;
+        if (*used >= size - 1) *used = 0; /* no line that long is ours: drop it */
+    }
+}
+
 static int init_main(void) {
     sigset_t all;
     sigfillset(&all);
     sigprocmask(SIG_BLOCK, &all, NULL); /* docker stop's SIGTERM changes nothing: kill does */
+    signal(SIGPIPE, SIG_IGN);
+    /* The status FIFO: only root may reach it (its folder is root's, mode 0700). Held open
+       for reading and writing, so it never reports an end. */
+    int fifo = -1;
+    if (chmod(STATUS_DIR, 0700) == 0 && (mkfifo(STATUS_FIFO, 0600) == 0 || errno == EEXIST))
+        fifo = open(STATUS_FIFO, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fifo < 0) perror("ari-init: status fifo");
+    char statuses[4096];
+    size_t status_used = 0;
     char line[256];
     size_t used = 0;
     for (;;) {
-        struct pollfd in = {0, POLLIN, 0};
-        int ready = poll(&in, 1, 50);
-        if (ready > 0) {
+        struct pollfd in[2] = {{0, POLLIN, 0}, {fifo, POLLIN, 0}};
+        int ready = poll(in, fifo >= 0 ? 2 : 1, 50);
+        if (ready > 0 && fifo >= 0 && in[1].revents & POLLIN)
+            relay_statuses(fifo, statuses, &status_used, sizeof statuses);
+        if (ready > 0 && in[0].revents) {
             ssize_t got = read(0, line + used, sizeof line - 1 - used);
             if (got <= 0) return 0; /* the harness is gone: the container goes with it */
             used += (size_t)got;
@@ -195,8 +241,10 @@ static int init_main(void) {
             while ((newline = strchr(line, '\n'))) {
                 *newline = 0;
                 if (strncmp(line, "kill ", 5) == 0) {
+                    /* The command's tree, not its wrapper: the wrapper then reports the
+                       command's end (killed by SIGKILL) as it reports any other. */
                     pid_t pid = find_command(line + 5);
-                    if (pid > 0) kill_tree(pid, 1);
+                    if (pid > 0) kill_tree(pid, 0);
                 }
                 size_t rest = used - (size_t)(newline + 1 - line);
                 memmove(line, newline + 1, rest + 1);
@@ -211,16 +259,33 @@ static int init_main(void) {
     }
 }
 
+/* Write all of `text` to the status FIFO (one write: a line this short is atomic). */
+static void report(const char *text) {
+    int fd = open(STATUS_FIFO, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        perror("ari-init: status fifo");
+        return;
+    }
+    while (write(fd, text, strlen(text)) < 0 && errno == EINTR) {}
+    close(fd);
+}
+
 static int run_main(int argc, char **argv) {
-    /* argv: ari-init run ID STATUS [--] CMD... */
-    if (argc < 5) {
-        fprintf(stderr, "usage: ari-init run ID STATUS [--] CMD...\n");
+    /* argv: ari-init run ID UID GID CWD [--] CMD... */
+    if (argc < 8) {
+        fprintf(stderr, "usage: ari-init run ID UID GID CWD [--] CMD...\n");
         return 125;
     }
-    const char *status_path = argv[3];
-    int first = 4;
+    const char *id = argv[2];
+    char *end_uid, *end_gid;
+    long uid = strtol(argv[3], &end_uid, 10), gid = strtol(argv[4], &end_gid, 10);
+    const char *cwd = argv[5];
+    int first = 6;
     if (strcmp(argv[first], "--") == 0) first++;
-    if (first >= argc) return 125;
+    if (first >= argc || *end_uid || *end_gid || uid <= 0 || gid <= 0 || strlen(id) > 64) {
+        fprintf(stderr, "ari-init run: bad arguments\n");
+        return 125;
+    }
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     unsetenv("HOSTNAME"); /* the engine adds it; the sandbox's environment is ours to say */
     pid_t child = fork();
@@ -229,6 +294,15 @@ static int run_main(int argc, char **argv) {
         return 125;
     }
     if (child == 0) {
+        /* Root to the sandbox user: every capability goes with the uid change. */
+        if (setgroups(0, NULL) != 0 || setgid((gid_t)gid) != 0 || setuid((uid_t)uid) != 0) {
+            perror("ari-sandbox: cannot become the sandbox user");
+            _exit(126);
+        }
+        if (chdir(cwd) != 0) {
+            fprintf(stderr, "ari-sandbox: cd %s: %s\n", cwd, strerror(errno));
+            _exit(126);
+        }
         setsid();
         execvp(argv[first], argv + first);
         int err = errno;
@@ -246,29 +320,22 @@ static int run_main(int argc, char **argv) {
         if (got < 0 && errno != EINTR) break;
     }
     kill_tree(getpid(), 0); /* whatever the command left behind */
-    char text[32];
+    char text[128];
     int code;
     if (WIFSIGNALED(status)) {
-        snprintf(text, sizeof text, "signal %d\n", WTERMSIG(status));
+        snprintf(text, sizeof text, "status %s signal %d\n", id, WTERMSIG(status));
         code = 128 + WTERMSIG(status);
     } else {
-        snprintf(text, sizeof text, "exit %d\n", WEXITSTATUS(status));
+        snprintf(text, sizeof text, "status %s exit %d\n", id, WEXITSTATUS(status));
         code = WEXITSTATUS(status);
     }
-    if (strcmp(status_path, "-") != 0) {
-        int fd = open(status_path,
-                      O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            if (write(fd, text, strlen(text)) < 0) {}
-            close(fd);
-        }
-    }
+    report(text);
     return code;
 }
 
 int main(int argc, char **argv) {
     if (argc >= 2 && strcmp(argv[1], "init") == 0) return init_main();
     if (argc >= 2 && strcmp(argv[1], "run") == 0) return run_main(argc, argv);
-    fprintf(stderr, "usage: ari-init init | ari-init run ID STATUS [--] CMD...\n");
+    fprintf(stderr, "usage: ari-init init | ari-init run ID UID GID CWD [--] CMD...\n");
     return 125;
 }

@@ -89,6 +89,23 @@ def controller_bin(bin_dir: Path) -> Path:
     return bin_dir
 
 
+def tool_targets(bin_dir: Path) -> list[Path]:
+    """Where the controller's tools live when that is outside the system folders (ripgrep
+    installed under /opt or a home): shown read-only, since the local backend shows only an
+    allow-list of the host (`host-allowlist`)."""
+    from toolkit.sandbox._layout import SYSTEM_FOLDERS, is_within
+
+    system = [Path(p) for p in SYSTEM_FOLDERS]
+    found: set[Path] = set()
+    for link in bin_dir.iterdir():
+        if not link.is_symlink():
+            continue
+        target = link.resolve()
+        if target.exists() and not any(is_within(target, s) for s in system):
+            found.add(target)
+    return sorted(found)
+
+
 def python_paths() -> list[Path]:
     """Interpreters to hide from the controller: this toolkit's and the system's."""
     found = {Path(sys.prefix)}
@@ -151,13 +168,15 @@ def make_controller(
     readonly: Sequence[Path],
     egress: Sequence[Egress] = (),
 ) -> Sandbox:
+    hidden = existing([*hide, *python_paths(), *gpu_device_paths()])
+    tools = [t for t in tool_targets(bin_dir) if t not in hidden and t not in readonly]
     return create_sandbox(
         backend,
         root=workspace,
         network=network,
-        hide=existing([*hide, *python_paths(), *gpu_device_paths()]),
+        hide=hidden,
         env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
-        readonly=readonly,
+        readonly=[*readonly, *(tools if backend == "local" else [])],
         egress=egress,
         image=docker_image(backend, "controller"),
     )

@@ -27,6 +27,10 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         the shared sandbox uid cannot carry data from one sandbox to another
     userns              (non-root hosts) the namespaces come from a user namespace, and the
                         mounts are locked in it
+    host-allowlist      only the system folders (/usr, /bin, /sbin, /lib*, /etc, /dev, /proc,
+                        /sys), the private places and the sandbox's own paths are seen: every
+                        other entry of / (and of /var) is an empty tmpfs (docker: the image and
+                        the explicit mounts only)
     private-home        the caller's home is an empty read-only tmpfs (the sandbox's own paths
                         inside it stay visible), so sandboxed code cannot read its files
     uid:NAME / uid      commands run as that user / as the caller's own uid on the host
@@ -48,8 +52,9 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     gpu-pinned / gpus   (gpus=[...]) the other GPUs' device nodes are hidden and the
                         environment names the given ones / (not_isolated) only the environment
                         selects them: other GPUs stay reachable
-    host-filesystem-readable, kernel, devices: never isolated locally (host files
-                        stay readable wherever the sandbox user may read them)
+    system-folders-readable, kernel, devices: never isolated locally (files in the
+                        system folders stay readable wherever the sandbox user may read
+                        them; without namespaces: host-filesystem-readable, the whole host)
     cpu-share           (in not_isolated) no CPU quota was asked: the sandbox competes for
                         every core of the host
     keyrings            (in not_isolated) no seccomp filter on this host

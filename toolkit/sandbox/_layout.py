@@ -2,14 +2,18 @@
 
 Pure functions over host paths, so the rules can be read (and tested) in one place:
 
-- the host is read-only everywhere;
+- the host is read-only everywhere, and only an allow-list of it is seen at all: the system
+  folders (`SYSTEM_FOLDERS`) and the private places; every other entry of `/` (and of a folder
+  such as /var that holds a private place) is covered by an empty tmpfs, a file by /dev/null
+  (`outside_allowlist`), so a bank or an exam kept anywhere else (/opt, /srv, /data, /mnt,
+  /var/lib, a home, a second disk) is invisible with no configuration;
 - each private writable place (`PRIVATE_PLACES` that exist here, symlinks resolved, nested ones
   such as /run/lock recreated inside their parent) is a folder of one capped tmpfs per tree;
 - the root is bound read-write and the read-only paths read-only, at their host paths (an
   ephemeral root is an overlay instead: the root folder below, its writes in the places' tmpfs);
-- a folder that must not be seen but holds an exposed path (a hidden folder, the caller's
-  home, a folder the sandbox user cannot traverse) is covered by an empty tmpfs and only the
-  exposed paths are bound on top ("covers");
+- a folder that must not be seen but holds an exposed path (a folder outside the allow-list,
+  a hidden folder, the caller's home, a folder the sandbox user cannot traverse) is covered by
+  an empty tmpfs and only the exposed paths are bound on top ("covers");
 - every other hidden path gets an empty read-only cover of its own.
 
 Mounts happen outer path first, so a path inside another one is mounted after it.
@@ -26,6 +30,12 @@ from typing import Any
 
 PRIVATE_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/run", "/run/lock", "/var/lock")
 """Where processes normally write: each is private to a tree (where it exists on the host)."""
+SYSTEM_FOLDERS = (
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys"
+)  # fmt: skip
+"""The host folders every local sandbox sees (read-only): programs, libraries (CUDA under
+/usr/local, the NVIDIA driver's under /usr/lib), configuration, devices and the kernel's
+views. With the private places, the whole of the host a sandbox sees beyond its own paths."""
 NAME_SERVICE_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf")
 """Read to resolve names; where one links into a private place (systemd-resolved's stub in
 /run), a sandbox with network gets the real file read-only there."""
@@ -74,6 +84,37 @@ def private_places(candidates: Sequence[str] = PRIVATE_PLACES) -> Places:
         index = next(i for i, q in enumerate(top) if is_within(path, q))
         inner.append((index, str(path.relative_to(top[index])), _mode(path)))
     return Places([(p, _mode(p)) for p in top], inner)
+
+
+def outside_allowlist(
+    places: Places, allowed: Sequence[str] = SYSTEM_FOLDERS, top: Path = Path("/")
+) -> tuple[list[Path], list[Path]]:
+    """What of the host lies outside the allow-list: (folders to cover, other files to hide).
+
+    Each entry of `top` that is neither an allowed folder, nor a private place, nor a symlink
+    (it leads into a place that is allowed or covered itself); a folder holding a private place
+    (/var with /var/tmp) is not covered whole but entry by entry, the same way. Mount points
+    below a covered folder (a second disk under /mnt or /srv) vanish with it.
+    """
+    folders: list[Path] = []
+    files: list[Path] = []
+    keep = {Path(a) for a in allowed}
+    try:
+        entries = sorted(top.iterdir())
+    except OSError:
+        return folders, files
+    for entry in entries:
+        if entry in keep or entry.is_symlink() or places.holds(entry):
+            continue
+        if any(is_within(place, entry) for place, _ in places.top):
+            inner_folders, inner_files = outside_allowlist(places, allowed, entry)
+            folders += inner_folders
+            files += inner_files
+        elif entry.is_dir():
+            folders.append(entry)
+        elif entry.exists():
+            files.append(entry)
+    return folders, files
 
 
 def _mode(path: Path) -> int:
@@ -166,9 +207,12 @@ def layout(
     places: Places,
     home: Path | None,
     uid: int | None,
+    outside: Sequence[Path] = (),
 ) -> Layout:
     """Where each path goes. `uid`: the sandbox user when commands switch to it (root hosts),
-    so folders it cannot traverse are covered; None without a switch. All paths canonical."""
+    so folders it cannot traverse are covered; None without a switch. `outside`: the folders
+    outside the allow-list (`outside_allowlist`), covered unless exposed themselves. All paths
+    canonical."""
     exposed = [root, *readonly]
 
     def seen(path: Path) -> bool:  # visible unless a place or a cover hides it
@@ -182,6 +226,7 @@ def layout(
         if uid is not None and (ancestor := untraversable_ancestor(path, uid)) is not None:
             covers.add(ancestor)
         covers.update(h for h in hide if h != path and is_within(path, h))
+    covers.update(c for c in outside if not any(is_within(c, e) for e in exposed))
     covers = {c for c in covers if seen(c)}
     steps: list[tuple[str, Path]] = [("place", p) for p, _ in places.top]
     steps += [("cover", c) for c in covers]
@@ -200,4 +245,5 @@ def layout(
             except OSError:
                 pass  # not there yet: hidden wherever it appears
         hidden.append((path, dev, ino))
-    return Layout(steps, hidden, covers_home=home in covers)
+    covers_home = home is not None and any(is_within(home, c) for c in covers)
+    return Layout(steps, hidden, covers_home=covers_home)

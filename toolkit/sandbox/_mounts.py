@@ -5,7 +5,9 @@ out with mount calls, in this order:
 
 1. Open every path to expose (the sandbox root, read-only paths) as an O_PATH descriptor, so
    it can be bound back in after the views above it have changed. Detach the capped folders
-   (`capped.py`) that hold none of them: other runs' workspaces, not this tree's business.
+   (`capped.py`) that hold none of them: other runs' workspaces, not this tree's business;
+   and every mount inside a folder that will be covered (a second disk under /srv), so that
+   not even its name stays in the tree's mountinfo.
 2. Make every mount of the host read-only, recursively (`mount_setattr`, or where the kernel
    is older than 5.12, a read-only remount of each mount listed in mountinfo). Device nodes
    keep working: a read-only mount refuses changes to files, not I/O on devices.
@@ -239,8 +241,26 @@ def detach_foreign_caps(caps: dict[str, str], exposed: list[str]) -> None:
             continue
         if ours and _libc.umount2(point.encode(), MNT_DETACH) != 0:
             err = ctypes.get_errno()
-            if err != errno.EINVAL:  # EINVAL: gone already (under another one detached)
+            # EINVAL: gone already (under another one detached); EPERM/EACCES: locked in a
+            # user namespace (an unprivileged caller beside a root's run): it stays, hidden
+            # by the allow-list's covers, only not released until this tree ends.
+            if err not in (errno.EINVAL, errno.EPERM, errno.EACCES):
                 raise SetupError(f"cannot detach {point}: {os.strerror(err)}")
+
+
+def detach_covered(covered: list[str], exposed: list[str]) -> None:
+    """Step 1c: detach the mounts that lie inside a folder this tree will see covered (outside
+    the allow-list, hidden, a private place), unless they hold or lie in an exposed path: a
+    cover hides their files, and without them /proc/self/mountinfo does not name them either
+    (a second disk under /srv/banks/...). Best effort: a mount that cannot be detached (one
+    locked in a user namespace, a namespace file) stays, covered all the same: only its name
+    shows."""
+    for point, _, _ in reversed(mountinfo()):
+        if not any(_within(point, c) and point != c for c in covered):
+            continue
+        if any(_within(path, point) or _within(point, path) for path in exposed):
+            continue
+        _libc.umount2(point.encode(), MNT_DETACH)
 
 
 def make_host_readonly(how: str) -> None:
@@ -431,6 +451,9 @@ def build(plan: dict[str, Any]) -> None:
         if kind in ("bind", "bind-ro"):
             sources[path] = open_target(path)  # canonical: a symlink here was planted
     detach_foreign_caps(plan["caps"], list(sources))
+    covered = [path for kind, path in plan["steps"] if kind == "cover"]
+    covered += [place for place, _ in plan["places"]] + [path for path, _, _ in plan["hide"]]
+    detach_covered(covered, list(sources))
     ephemeral = plan["ephemeral"]  # the root's path when it is overlaid, else None
     make_host_readonly(how)
     mount_proc(how)

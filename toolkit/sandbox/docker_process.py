@@ -3,8 +3,10 @@
 Callers get real pipe fds (they `select`, `os.read` and `os.write` on them, as with the local
 backend). Two threads per process: one demultiplexes the engine's stream into the stdout and
 stderr pipes, one copies the stdin pipe into the stream (and sends EOF when the caller closes
-it). The exit status comes from `ari-init run` (a status file: "exit N" or "signal N"), or, if
-the wrapper itself was killed, from the engine (128+N means signal N).
+it). The exit status comes from `ari-init run`, which runs as root (out of the command's reach)
+and reports "exit N" or "signal N" through PID 1's own output, which only the harness reads
+(`status`, see `docker_sandbox`); if that report never comes (the container was killed), from
+the engine: the exec's exit code, which is the wrapper's (128+N means signal N).
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import select
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import IO, Any
 
 from toolkit.sandbox.base import (
@@ -25,7 +26,6 @@ from toolkit.sandbox.base import (
     teardown_wait_s,
 )
 from toolkit.sandbox.docker_engine import Hijacked
-from toolkit.sandbox.files import read_under
 
 MAX_OUTPUT_BYTES = 64 * 2**20  # what `exec` keeps of each stream
 KILL_TIMEOUT_S = 10.0
@@ -41,14 +41,15 @@ class DockerProcess(SandboxProcess):
         exec_id: str,
         stream: Hijacked,
         streams: list[bool],
-        status_file: Path,
+        call_id: str,
+        status: Callable[[str], int | None],
         kill_request: Callable[[str], None],
     ) -> None:
         self._client = client
         self.exec_id = exec_id
-        self.call_id = status_file.name
+        self.call_id = call_id
         self._stream = stream
-        self._status_file = status_file
+        self._status = status
         self._kill_request = kill_request
         self._code: int | None = None
         self._done = threading.Event()
@@ -119,16 +120,12 @@ class DockerProcess(SandboxProcess):
             self._done.set()
 
     def _exit_code(self) -> int:
-        """The wrapper's word for it (it wrote the file before it exited, so before the stream
-        ended); only if it was killed itself, the engine's (polled until it has the code)."""
-        try:  # the sandbox can write there too: no link is followed, no FIFO blocks us
-            text = read_under(self._status_file.parent, self._status_file.name).decode()
-            word, _, number = text.partition(" ")
-            with contextlib.suppress(OSError):
-                self._status_file.unlink()
-            return -int(number) if word == "signal" else int(number)
-        except (OSError, ValueError, UnicodeDecodeError):
-            pass
+        """The wrapper's report (sent before it exited, so as the stream ends); without one
+        (the container was killed), the engine's exit code of the exec (polled until it has
+        it): the wrapper's, which no sandboxed process can change, 128+N for a signal."""
+        reported = self._status(self.call_id)
+        if reported is not None:
+            return reported
         end = time.monotonic() + KILL_TIMEOUT_S
         info: dict[str, Any] = {}
         while time.monotonic() < end:

@@ -1,8 +1,9 @@
 """The docker backend: a sandbox is one container; every command is a `docker exec` in it.
 
 The container (created when the sandbox is): the image's `ari-init` as PID 1 (root with only
-CAP_KILL, so the sandbox's own processes can neither signal nor trace it), the sandbox's root
-bind-mounted read-write at the same path as on the host, read-only paths bind-mounted read-only
+CAP_KILL, CAP_SETUID and CAP_SETGID, so the sandbox's own processes can neither signal nor
+trace it), the sandbox's root bind-mounted read-write at the same path as on the host (its
+only host folder a sandbox may write), read-only paths bind-mounted read-only
 (also at their host paths, so every path a caller passes means the same inside), hidden paths
 that fall inside those mounts covered by an empty read-only tmpfs (a file: /dev/null), a
 read-only root filesystem with private tmpfs /tmp and /var/tmp, `network_mode="none"` (or an
@@ -11,10 +12,15 @@ capabilities dropped, `no-new-privileges`, memory/pids caps and rlimits from `Li
 only by device id, and labels that say who made it (`docker_engine`).
 
 Commands run as uid/gid 65534 (the caller's own uid when the host side is not root), through
-`ari-init run`, which keeps a command's whole tree together and reports its exact status; a
-kill goes to PID 1 over its stdin (which only the harness holds), and PID 1 also kills any
-process that escapes its command. PID 1 exits when that stdin closes, so a harness that dies
-takes its containers with it; `remove_leftovers` deletes what remains.
+`ari-init run`, a wrapper that runs as root, drops to that uid for the command alone (no
+capability survives the switch), keeps the command's whole tree together and reports its
+exact status to PID 1 through a FIFO in a root-only tmpfs folder; PID 1 writes it to its
+stdout, which only the harness reads (attached through the engine; the container keeps no
+log). So no sandboxed process can write or forge a status, and no host folder is writable
+by the container except its root (the status folder of earlier versions is gone). A kill
+goes to PID 1 over its stdin (which only the harness holds), and PID 1 also kills any process
+that escapes its command. PID 1 exits when that stdin closes, so a harness that dies takes its
+containers with it; `remove_leftovers` deletes what remains.
 
 What the docker backend does NOT isolate (recorded in `not_isolated`): the kernel (shared with
 the host; the engine's default seccomp profile applies), the CPU share unless `Limits.cpus` sets
@@ -28,8 +34,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -50,7 +54,12 @@ from toolkit.sandbox.docker_engine import Hijacked, connect, labels
 from toolkit.sandbox.docker_process import MAX_OUTPUT_BYTES, DockerProcess
 from toolkit.sandbox.files import read_under, write_under
 
-STATUS_MOUNT = "/run/ari-status"
+STATUS_DIR = "/run/ari-init"
+"""Where the wrappers' status FIFO lives in a container: a tmpfs only root may enter."""
+STATUS_TMPFS = "rw,nosuid,nodev,noexec,size=65536,mode=0700"
+STATUS_WAIT_S = 5.0
+"""How long a finished command's status may take to arrive through PID 1 (milliseconds,
+normally) before the engine's exit code is taken instead."""
 SANDBOX_UID = 65534
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SHM_BYTES = 64 * 2**20  # the engine's default /dev/shm
@@ -130,10 +139,9 @@ class DockerSandbox(Sandbox):
             **(env or {}),
         }
         self.prefix = f"ari-{secrets.token_hex(5)}"
-        self.state = Path(tempfile.mkdtemp(prefix=f"{self.prefix}-"))
-        self.status_dir = self.state / "status"
-        self.status_dir.mkdir()
-        os.chown(self.status_dir, self.uid, self.gid)
+        self._statuses: dict[str, int] = {}
+        self._status_ready = threading.Condition()
+        self._listening = False
         self._lock = threading.Lock()
         self._processes: list[DockerProcess] = []
         self._closed = False
@@ -154,6 +162,7 @@ class DockerSandbox(Sandbox):
         on = [
             "container", "pidns", "mountns", "ipcns", "utsns", "subreaper", "pgroup",
             "scrubbed-env", "no-new-privs", "caps-dropped", "readonly-rootfs", "private-tmp",
+            "host-allowlist",  # the image and the explicit mounts: nothing else of the host
             f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
         ]  # fmt: skip
         off = ["kernel"]
@@ -215,7 +224,6 @@ class DockerSandbox(Sandbox):
             docker.types.Mount(
                 str(self.root), str(self.root), type="bind", read_only=self.root_readonly
             ),
-            docker.types.Mount(STATUS_MOUNT, str(self.status_dir), type="bind"),
         ]
         mounts += [
             docker.types.Mount(str(p), str(p), type="bind", read_only=True)
@@ -232,6 +240,7 @@ class DockerSandbox(Sandbox):
             var_tmp = tmp_size = self.limits.memory_bytes or _ram_bytes() // 4
         tmpfs["/tmp"] = f"rw,nosuid,nodev,size={tmp_size},mode=1777"
         tmpfs["/var/tmp"] = f"rw,nosuid,nodev,size={var_tmp},mode=1777"
+        tmpfs[STATUS_DIR] = STATUS_TMPFS
         for path, is_dir in self._covers():
             if is_dir:
                 tmpfs[str(path)] = "ro,nosuid,nodev,noexec,size=4096,mode=0"
@@ -276,7 +285,10 @@ class DockerSandbox(Sandbox):
             network_mode=network_mode,
             extra_hosts=hosts or None,
             cap_drop=["ALL"],
-            cap_add=["KILL"],
+            # PID 1 kills trees; each command's wrapper becomes the sandbox user for it (the
+            # switch from root drops every capability: the command has none).
+            cap_add=["KILL", "SETUID", "SETGID"],
+            log_config=docker.types.LogConfig(type="none"),  # nothing lands in a host log
             security_opt=["no-new-privileges"],
             read_only=True,
             ipc_mode="private",
@@ -303,7 +315,10 @@ class DockerSandbox(Sandbox):
                 name=f"{self.prefix}-box",
             )
             self.container = str(created["Id"])
-            self._control = Hijacked(f"/containers/{self.container}/attach?stream=1&stdin=1", None)
+            attach = "attach?stream=1&stdin=1&stdout=1&stderr=1"
+            self._control = Hijacked(f"/containers/{self.container}/{attach}", None)
+            self._listening = True
+            threading.Thread(target=self._listen, args=(self._control,), daemon=True).start()
             api.start(self.container)
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker sandbox could not start: {exc.explanation or exc}") from exc
@@ -330,7 +345,8 @@ class DockerSandbox(Sandbox):
             if self._closed:
                 raise SandboxError("sandbox was cleaned up; create a new one")
         call = secrets.token_hex(8)
-        command = [INIT_PATH, "run", call, f"{STATUS_MOUNT}/{call}", "--", *argv]
+        ids = [str(self.uid), str(self.gid), workdir]
+        command = [INIT_PATH, "run", call, *ids, "--", *argv]
         try:
             created = self.client.api.exec_create(
                 self.container,
@@ -338,19 +354,49 @@ class DockerSandbox(Sandbox):
                 stdin=streams[0],
                 stdout=True,
                 stderr=True,
-                user=f"{self.uid}:{self.gid}",
+                user="0:0",  # the wrapper; it runs the command as the sandbox user, in `workdir`
                 environment=env or None,
-                workdir=workdir,
+                workdir="/",
             )
             stream = Hijacked(f"/exec/{created['Id']}/start", {"Detach": False, "Tty": False})
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker exec failed: {exc.explanation or exc}") from exc
         process = DockerProcess(
-            self.client, str(created["Id"]), stream, streams, self.status_dir / call, self._kill
+            self.client, str(created["Id"]), stream, streams, call, self._status, self._kill
         )
         with self._lock:
             self._processes = [p for p in self._processes if p.poll() is None] + [process]
         return process
+
+    def _listen(self, control: Hijacked) -> None:
+        """Collect the statuses PID 1 relays ("status ID exit|signal N" lines on its stdout)
+        until the container's output ends."""
+        pending = b""
+        try:
+            for kind, data in control.frames():
+                if kind != 1:
+                    continue
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                pending = pending[-256:]  # PID 1's lines are short; anything else is dropped
+                found = [parsed for line in lines if (parsed := _status_line(line))]
+                if found:
+                    with self._status_ready:
+                        self._statuses.update(found)
+                        self._status_ready.notify_all()
+        finally:
+            with self._status_ready:
+                self._listening = False
+                self._status_ready.notify_all()
+
+    def _status(self, call_id: str) -> int | None:
+        """The status PID 1 relayed for `call_id` (negative: killed by that signal), waited
+        for a little (its command has ended); None if none comes (the container is gone)."""
+        with self._status_ready:
+            self._status_ready.wait_for(
+                lambda: call_id in self._statuses or not self._listening, STATUS_WAIT_S
+            )
+            return self._statuses.pop(call_id, None)
 
     def _kill(self, call_id: str) -> None:
         """Ask PID 1 to kill the tree of one command (no new process needed: works even when
@@ -407,7 +453,17 @@ class DockerSandbox(Sandbox):
         if self._open_network is not None:
             with contextlib.suppress(Exception):
                 self.client.api.remove_network(self._open_network)
-        shutil.rmtree(self.state, ignore_errors=True)
+
+
+def _status_line(line: bytes) -> tuple[str, int] | None:
+    """(call id, status) of a line "status ID exit N" / "status ID signal N", else None."""
+    parts = line.decode("ascii", errors="replace").split()
+    if len(parts) != 4 or parts[0] != "status" or parts[2] not in ("exit", "signal"):
+        return None
+    if not parts[3].isdigit() or len(parts[3]) > 3:
+        return None
+    number = int(parts[3])
+    return parts[1], -number if parts[2] == "signal" else number
 
 
 def _resolve(client: Any, ref: str, role: str) -> Resolved:

@@ -3,7 +3,9 @@
 Where the host allows it (root, or a user namespace; here: yes), every command gets its own
 PID namespace (killing its first process kills the whole tree, setsid'd and double-forked
 children included), network namespace (loopback only), IPC and UTS namespaces, and mount
-namespace in which the whole host is read-only: the root is bound read-write, read-only paths
+namespace in which the whole host is read-only and only an allow-list of it is seen (the
+system folders: everything else is covered by an empty tmpfs, `host-allowlist`): the root is
+bound read-write, read-only paths (and the interpreter, where it lies outside the allow-list)
 read-only, hidden paths are covered by an empty tmpfs (a hidden folder that holds the root or a
 read-only path shows only those), and /tmp, /var/tmp, /dev/shm, /run (/run/lock, /var/lock)
 and /dev/mqueue are private, size-capped and gone with the command (`_layout.py` plans it,
@@ -17,9 +19,11 @@ host cannot, the backend falls back with a logged warning.
 
 What the local backend does NOT isolate (recorded in `not_isolated`):
 
-- reading the host filesystem outside the hidden paths: it is visible, and readable wherever
-  the sandbox user may read (world-readable files); the same data reached by another path (a
-  hard link, another bind mount, a copy) is not hidden: callers hide the real locations;
+- reading the system folders (`_layout.SYSTEM_FOLDERS`: /usr, /etc, /lib*, /bin, /sbin, /dev,
+  /proc, /sys) wherever the sandbox user may read: everything else of the host is covered (the
+  allow-list: `host-allowlist`), but data an operator keeps inside a system folder, or links
+  into one with a hard link, is only hidden if the caller hides it (`hide`: the deny-list, a
+  second layer);
 - FIFOs and Unix sockets on the host outside the private places: a read-only mount does not
   stop opening them, so their permissions (and hiding their folders) must;
 - the root's disk use, unless the root is ephemeral (`ephemeral_root`) or lies on a capped
@@ -174,17 +178,27 @@ class LocalSandbox(Sandbox):
         places = _layout.private_places()
         home = _home()
         uid = self.uid if self.drop_uid else None
+        outside, outside_files = _layout.outside_allowlist(places)
         self.runtime = _layout.runtime_paths(
             sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}),
             hide=self.hide,
             readonly=[*self.readonly, self.root],
-            unseen=[p for p, _ in places.top] + ([home] if home else []),
+            unseen=[p for p, _ in places.top] + ([home] if home else []) + outside,
             uid=uid,
         )
         system = _layout.network_files(places) if self.network else []
         readonly = [*self.readonly, *(p for p in [*self.runtime, *system] if p != self.root)]
+        exposed = [self.root, *readonly]
+        hide = [*self.hide]
+        hide += [f for f in outside_files if f not in hide and f not in exposed]
         layout = _layout.layout(
-            self.root, readonly=readonly, hide=self.hide, places=places, home=home, uid=uid
+            self.root,
+            readonly=readonly,
+            hide=hide,
+            places=places,
+            home=home,
+            uid=uid,
+            outside=outside,
         )
         self.covers_home = layout.covers_home
         how = "setattr" if self.support.mount_setattr else "remount"
@@ -214,7 +228,7 @@ class LocalSandbox(Sandbox):
     def _describe(self) -> tuple[list[str], list[str]]:
         s, lim = self.support, self.limits
         on = ["pgroup", "subreaper", "scrubbed-env"]
-        off = ["host-filesystem-readable", "kernel", "devices"]
+        off = ["kernel", "devices"]
         if lim.cpus is None:
             off.append("cpu-share")  # no quota asked: the tree competes for every core
         elif s.cpu_parent is not None:
@@ -223,6 +237,8 @@ class LocalSandbox(Sandbox):
             off.append("cpu-quota")
         if self.namespaces:
             on += ["pidns", "mountns", "ipcns", "utsns", "private-tmp", "host-filesystem-readonly"]
+            on.append("host-allowlist")  # only the system folders and the sandbox's own paths
+            off.append("system-folders-readable")  # those stay readable where permissions allow
             on += ["userns"] if self.userns else []
             on += ["private-home"] if self.covers_home else []
             on += ["hidden-paths"] if self.hide else []
@@ -230,6 +246,7 @@ class LocalSandbox(Sandbox):
             on += [] if self.network else ["netns"]
             on += ["disk-cap"] if lim.disk_bytes is not None else []
         else:
+            off += ["host-filesystem-readable", "host-allowlist"]
             off += ["host-filesystem-writable", "mounts", "hidden-paths", "readonly-paths"]
             off += ["private-tmp", "ipc", "uts"]
             off += [] if self.network else ["network"]
