@@ -60,7 +60,24 @@ struct proc {
 
 static struct proc procs[MAX_PROCS];
 
-/* Every process of this PID namespace: pid, parent, state. Returns the count. */
+/* Whether a process /proc shows as a zombie has other threads still running: its main thread
+   called pthread_exit, it lives on (and may fork). Such a "zombie leader" is alive: a kill that
+   skipped it let it outlive its call (and a PID 1 that skipped it left it as an orphan). */
+static int threads_alive(long pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%ld/task", pid);
+    DIR *dir = opendir(path);
+    if (!dir) return 0;
+    int threads = 0;
+    struct dirent *entry;
+    while ((entry = readdir(dir)))
+        if (entry->d_name[0] != '.') threads++;
+    closedir(dir);
+    return threads > 1;
+}
+
+/* Every process of this PID namespace: pid, parent, state ('Z' only when truly dead).
+   Returns the count. */
 static int scan(void) {
     DIR *dir = opendir("/proc");
     if (!dir) return 0;
@@ -83,6 +100,7 @@ static int scan(void) {
         char state;
         int ppid;
         if (sscanf(paren + 1, " %c %d", &state, &ppid) != 2) continue;
+        if (state == 'Z' && threads_alive(pid)) state = 'S';
         procs[n].pid = (pid_t)pid;
         procs[n].ppid = (pid_t)ppid;
         procs[n].state = state;
