@@ -65,12 +65,15 @@ def test_a_failing_bundle_is_graded_with_exit_code_0(
     make_bundle: MakeBundle, make_exam: MakeExam
 ) -> None:
     bundle = make_bundle("raise SystemExit('nope')\n")
-    result = CliRunner().invoke(
-        cli, ["grade", str(bundle), "--exam", str(make_exam([*code_questions(1)]))]
-    )
+    exam = make_exam([*code_questions(1)])
+    result = CliRunner().invoke(cli, ["grade", str(bundle), "--exam", str(exam)])
     assert result.exit_code == 0, result.output
     assert "Score: 0.0%" in result.output
     assert "load(): the bundle raised an error" in result.output
+    first = result.output.index("the bundle failed: load()")
+    assert first < result.output.index("Score: 0.0%")  # the reason first, then the zeros
+    strict = CliRunner().invoke(cli, ["grade", str(bundle), "--exam", str(exam), "--fail-on-error"])
+    assert strict.exit_code == 3, strict.output
 
 
 def test_usage_errors_exit_2(make_bundle: MakeBundle, tmp_path: Path) -> None:

@@ -49,6 +49,8 @@ def print_report(report: GradeReport, console: Console) -> None:
     """The summary `toolkit grade` prints: score, families, bpb, timings, identity, reason."""
     s = report.score
     colour = "green" if report.ok and not report.reason else "yellow" if report.ok else "red"
+    if not report.ok:  # what went wrong first: the table below is all zeros
+        console.print(f"[bold red]the bundle failed: {report.reason}[/bold red]")
     console.print(f"[bold]Score: {s.percent:.1f}%[/bold] ({s.passed}/{s.total} exact)")
     console.print(report_table(report))
     bpb = (
@@ -74,7 +76,7 @@ def print_report(report: GradeReport, console: Console) -> None:
         score = f"{ablated.passed}/{ablated.total}" if ablated else "—"
         suspect = " · MODEL-FREE SUSPECT" if report.model_free_suspect else ""
         console.print(f"weights ablation: {score} ({report.ablation.note}){suspect}")
-    if report.reason:
+    if report.reason and report.ok:
         console.print(f"[{colour}]reason: {report.reason}[/{colour}]")
 
 
@@ -181,6 +183,12 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     "there (to inspect a bundle; those folders are then capped per file only).",
 )
 @click.option(
+    "--fail-on-error",
+    is_flag=True,
+    help="Exit with status 3 when the bundle fails as a whole (size, load, crash, hang), for "
+    "scripts; by default a failed bundle is a graded result and the exit status is 0.",
+)
+@click.option(
     "--ablation/--no-ablation",
     default=None,
     help="Also run phase 1 with the bundle's weights replaced by noise (the model-free "
@@ -202,13 +210,15 @@ def grade_command(
     images_file: Path | None,
     ablation: bool | None,
     public: bool,
+    fail_on_error: bool,
 ) -> None:
     """Grade a bundle (a folder or .tar.gz) on an exam, in a sandbox.
 
     The grader packs the bundle itself and checks its size, then runs the bundle's
     inference.py in a fresh sandbox: phase 1 generates every answer greedily (exact match is
     the score), phase 2 measures bits per byte in another fresh worker. A bundle that fails is
-    graded (score 0 and a reason), and the exit status is still 0.
+    graded (score 0 and a reason, printed first), and the exit status is still 0 unless
+    --fail-on-error is given (then 3).
 
     \b
     The grading settings (time limits, memory cap, batch size, context) are a track's: the
@@ -282,3 +292,5 @@ def grade_command(
         except OSError as exc:
             raise click.UsageError(f"cannot write --json {json_out}: {exc}") from exc
         console.print(f"report written to {json_out}")
+    if fail_on_error and not report.ok:
+        raise SystemExit(3)
