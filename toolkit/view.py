@@ -30,6 +30,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from toolkit.agents.relay import LOG_FILE as PROVIDER_LOG
 from toolkit.run import journal, recovery
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
 from toolkit.run.history import HISTORY_FILE
@@ -159,6 +160,23 @@ def _state(entry: journal.Entry) -> tuple[str, float]:
         return "missing", 0.0
 
 
+def spend(artifacts: Path) -> str:
+    """Model calls and tokens so far, from the relay's log (`provider.jsonl`); "" without one."""
+    entries = [e for e in _read_jsonl(artifacts / PROVIDER_LOG) if e.get("kind") != "probe"]
+    if not entries:
+        return ""
+    tokens = 0
+    refused = 0
+    for e in entries:
+        usage = e.get("usage")
+        if isinstance(usage, dict):
+            tokens += sum(v for v in usage.values() if isinstance(v, int))
+        if "budget" in str(e.get("error") or "") or "budget" in str(e.get("outcome") or ""):
+            refused += 1
+    spent = f" · {refused} refused: the budget is spent" if refused else ""
+    return f"model calls {len(entries)} · tokens {tokens:,}{spent}"
+
+
 def _x(seconds: float, budget: float) -> float:
     return round(WIDTH * max(0.0, min(seconds, budget)) / budget, 1)
 
@@ -277,6 +295,7 @@ def live_run(run_id: str) -> bytes | None:
         f"{html.escape(e.agent)}</p>"
         f'<p>state <b class="{html.escape(state)}">{html.escape(state)}</b> · clock '
         f"<b>{clock:.0f} s</b> of {e.budget_s:.0f} s · <b>{left:.0f} s left</b></p>"
+        f"<p>{html.escape(spend(Path(e.artifacts)))}</p>"
         f"{timeline_svg(e, clock, reserved)}"
         "<p>Bars: runner calls. Dots: submissions (hover for the public score). Triangle: "
         "promotion. Red: now; pink: the reserved window.</p>"

@@ -61,6 +61,10 @@ def _fake_running_run(home: Path, results: Path) -> str:
         '{"kind": "promote", "id": "c001", "elapsed_s": 650.0}',
     ]
     (artifacts / "history.jsonl").write_text("\n".join(history) + "\n")
+    (artifacts / "provider.jsonl").write_text(
+        '{"kind": "call", "outcome": "answered", "usage": {"input": 1000, "output": 234}}\n'
+        '{"kind": "probe", "outcome": "answered"}\n'
+    )
     (artifacts / "agent.log").write_text(f"[  1.0s] started\n[ 700.0s] agent said {HOSTILE}\n")
     return run_id
 
@@ -129,6 +133,7 @@ def test_the_live_view_in_a_browser(view: tuple[str, Path, str]) -> None:
         assert page["scripts"] == 0 and page["imgs"] == 0 and page["title"] != "owned"
         assert "<script>" in page["text"]  # shown as text
         assert re.search(r"\d+ s left", page["text"])
+        assert "model calls 1 · tokens 1,234" in page["text"]
         # The leaderboard of the folder, then rebuilt when a new result arrives.
         _wait_text(browser, f"{url}leaderboards/v1-test.html", "gpt-x")
         write_run(results, run_dict("brand-new-0", model="brand-new-model", seed=0))
