@@ -405,7 +405,9 @@ class ProviderRelay:
             if spend.spent
             else ""
         )
-        return f"{self.totals.calls} model call(s) passed on; {tokens}; {cost}{ended}"
+        t = self.totals
+        retried = f" ({t.retries} retries for {t.retried_calls} of them)" if t.retries else ""
+        return f"{t.calls} model call(s) passed on{retried}; {tokens}; {cost}{ended}"
 
     def record(self, entry: dict[str, object], force: bool = False) -> None:
         """One line of `provider.jsonl` (metadata only)."""
