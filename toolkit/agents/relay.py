@@ -191,6 +191,8 @@ class _Sent:
 
     answer: tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None = None
     error: str | None = None
+    transient: bool = False
+    """No answer, for a reason that may pass (refused, reset, timed out)."""
     retries: int = 0
 
 
@@ -652,7 +654,10 @@ class ProviderRelay:
         try:
             return _Sent(answer=self._send("POST", self._target(path, query), body, headers))
         except (OSError, http.client.HTTPException, ssl.SSLError) as e:
-            return _Sent(error=f"unreachable: {type(e).__name__}: {_short(e)}")
+            # Refused, reset, timed out: maybe not next time. A certificate, a name that does
+            # not resolve, a protocol error: the same next time.
+            transient = isinstance(e, (ConnectionError, TimeoutError))
+            return _Sent(error=f"unreachable: {type(e).__name__}: {_short(e)}", transient=transient)
 
     def _send_with_retries(
         self, path: str, query: str, body: bytes, headers: dict[str, str], started: float
@@ -673,8 +678,10 @@ class ProviderRelay:
                     answer.getheader("retry-after"), answer.getheader("retry-after-ms")
                 )
                 why = f"HTTP {answer.status}"
-            else:
+            elif sent.transient:
                 why = sent.error or "unreachable"
+            else:
+                return sent
             wait = self.retry.wait_s(retries + 1, hint)
             elapsed = time.monotonic() - started
             if self._closed or not self.retry.allows(retries + 1, elapsed, wait):
