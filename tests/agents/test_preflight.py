@@ -8,6 +8,7 @@ once.
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from pathlib import Path
@@ -85,16 +86,15 @@ def test_a_bad_key_stops_toolkit_run_before_anything_starts(keyed: Path, tmp_pat
     print(f"bad key refused in {took:.2f}s")
 
 
-def _quoting_send(key: str):  # type: ignore[no-untyped-def]
-    """The fake provider's answer writer, with error answers that quote the key."""
+def _error_send(message: str):  # type: ignore[no-untyped-def]
+    """The fake provider's answer writer, with error answers that say `message`."""
     from tests.agents import fake_provider
 
     original = fake_provider._Handler._send
+    said = json.dumps({"error": {"message": message}}).encode()
 
     def send(self, status, content_type, data, headers=None):  # type: ignore[no-untyped-def]
-        if status != 200:
-            data = b'{"error": {"message": "incorrect API key provided: ' + key.encode() + b'"}}'
-        original(self, status, content_type, data, headers)
+        original(self, status, content_type, said if status != 200 else data, headers)
 
     return send
 
@@ -102,7 +102,8 @@ def _quoting_send(key: str):  # type: ignore[no-untyped-def]
 def test_a_provider_quoting_the_key_does_not_get_it_printed(
     keyed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("tests.agents.fake_provider._Handler._send", _quoting_send(KEY))
+    quoted = _error_send(f"incorrect API key provided: {KEY}")
+    monkeypatch.setattr("tests.agents.fake_provider._Handler._send", quoted)
     before = _home_files(keyed)
     with FakeProvider(lambda r: Reply(status=403)) as provider:
         done = _run(tmp_path, providers_file(tmp_path, provider))
@@ -150,6 +151,25 @@ def test_doctor_shows_the_preflight_line(
     assert done.exit_code == 1
     assert "pre-flight" in done.output and "HTTP 401" in done.output, done.output
     assert KEY not in done.output
+
+
+def test_a_providers_error_text_cannot_style_or_break_the_output(
+    keyed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rich markup and terminal escapes in the provider's message are shown as text."""
+    nasty = "bad key [/bold] [link=http://x]x[/link] \x1b[2J\x1b]0;title\x07\r\nnext line"
+    monkeypatch.setattr("tests.agents.fake_provider._Handler._send", _error_send(nasty))
+    before = _home_files(keyed)
+    with FakeProvider(lambda r: Reply(status=401)) as provider:
+        path = providers_file(tmp_path, provider)
+        done = _run(tmp_path, path)
+        monkeypatch.setenv("ARI_PROVIDERS", str(path))
+        args = ["doctor", "--provider", "fake", "--model", "fake-model"]
+        doctor = CliRunner().invoke(cli, [*args, "--results", str(REPO / "results")])
+    line = _refused_cleanly(done, tmp_path, keyed, before)
+    assert "\x1b" not in line and "\x07" not in line and "[/bold]" in line, line
+    assert doctor.exit_code == 1 and not isinstance(doctor.exception, Exception), doctor.output
+    assert "\x1b" not in doctor.output and "[/bold]" in doctor.output, doctor.output
 
 
 @pytest.mark.slow

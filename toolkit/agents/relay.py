@@ -962,7 +962,7 @@ class ProviderRelay:
                 parsed = parsed[step]
         if isinstance(parsed, dict):
             parsed = parsed.get("message", json.dumps(parsed))
-        said = str(parsed)
+        said = "".join(c if c.isprintable() else " " for c in str(parsed))  # no escapes
         said = " ".join((said.replace(self._key, "[redacted]") if self._key else said).split())
         return _short(said, 120) if said else None
 
