@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.agents.conftest import AgentFactory, SpecFactory
 from tests.agents.fake_provider import FakeProvider, Reply, Request
 from tests.agents.relay_calls import (
     KEY,
@@ -31,6 +32,7 @@ from toolkit.agents.provider_api import PROBE_TEXT
 from toolkit.agents.providers import Provider
 from toolkit.agents.relay import ProviderRelay
 from toolkit.agents.relay_retry import RetryPolicy, retry_after_s
+from toolkit.run.orchestrate import execute_run
 
 QUICK = RetryPolicy(retries=3, base_s=0.05, max_wait_s=0.5, window_s=30.0, jitter=lambda: 0.5)
 
@@ -260,3 +262,28 @@ def test_the_policy_backs_off_exponentially_within_its_bounds() -> None:
     assert retry_after_s("2") == 2.0 and retry_after_s(None, "1500") == 1.5
     assert retry_after_s("Wed, 21 Oct 2015 07:28:00 GMT") is None
     assert retry_after_s("nan") is None and retry_after_s("-3") is None
+
+
+@pytest.mark.slow
+def test_a_whole_run_through_a_provider_that_answers_503_twice_records_two_retries(
+    make_agent: AgentFactory, make_spec: SpecFactory
+) -> None:
+    """The scaffold never sees the two 503s: its first call is answered, the run goes on, and
+    the result counts the retries."""
+    failures = iter([503, 503])
+
+    def model(request: Request) -> Reply:
+        if not request.body.get("tools"):
+            return Reply(text="A title")  # the scaffold's own side calls
+        status = next(failures, 200)
+        return Reply(status=status) if status != 200 else Reply(text="Done.")
+
+    with FakeProvider(model) as provider:
+        agent = make_agent(provider, relay_options={"retry": QUICK})
+        result = execute_run(make_spec(agent, budget=120, per_call=60, reserved=10))
+    assert result.status != "invalid", result.status_reason
+    usage = result.usage
+    assert usage.provider_retries == 2 and usage.retried_calls == 1, usage
+    assert usage.model_calls == len(provider.requests) - 2
+    tool_calls = provider.agent_requests()
+    assert [r.turn for r in tool_calls] == [0, 0, 0]  # one call of the scaffold, sent 3 times
