@@ -234,9 +234,9 @@ def test_retries_stop_when_the_relay_closes(relays: RelayFactory) -> None:
     slow = RetryPolicy(retries=3, base_s=20.0, max_wait_s=20.0, window_s=100.0)
     with FakeProvider(lambda r: Reply(status=503)) as provider:
         relay = relays(provider, retry=slow)
-        got: list[int] = []
+        got: list[tuple[int, dict[str, object]]] = []
         thread = threading.Thread(
-            target=lambda: got.append(send(relay, "openai-compatible", body_for("chat"))[0])
+            target=lambda: got.append(send(relay, "openai-compatible", body_for("chat")))
         )
         thread.start()
         deadline = time.monotonic() + 10
@@ -247,7 +247,10 @@ def test_retries_stop_when_the_relay_closes(relays: RelayFactory) -> None:
         relay.close()
         thread.join(10)
         took = time.monotonic() - started
-    assert got == [503] and len(provider.requests) == 1
+    assert len(got) == 1 and len(provider.requests) == 1
+    status, answer = got[0]
+    assert status == 502 and "HTTP 503, then the run ended before a retry" in message(answer)
+    assert relay.totals.failed == 1 and relay.totals.retries == 1
     print(f"a retry wait ended {took:.2f}s after the relay closed")
 
 

@@ -701,10 +701,11 @@ class ProviderRelay:
                     "wait_s": round(wait, 3),
                 }
             )
-            if self._stop.wait(wait):
-                return sent  # the relay closed meanwhile: the last failure stands
-            if not self._open.is_set():  # the probe holds the controller's calls: so this one
-                self._open.wait(HOLD_MAX_S)
+            stopped = self._stop.wait(wait)
+            if not stopped and not self._open.is_set():  # the probe holds the controller's
+                self._open.wait(HOLD_MAX_S)  # calls: so this one too
+            if stopped or self._closed:  # the dropped answer cannot be passed on: say why
+                return _Sent(error=f"{why}, then the run ended before a retry", retries=retries)
 
     def _drop(self, sent: _Sent) -> int:
         """Read and drop a "not now" answer before the call is sent again; its size."""
