@@ -162,6 +162,15 @@ class Usage(_Model):
     bytes_received: int | None = Field(
         default=None, ge=0, description="Answer bytes the relay received from the provider."
     )
+    provider_retries: int | None = Field(
+        default=None,
+        ge=0,
+        description="Times the relay sent a model call again after the provider answered 'not "
+        "now' (429, 5xx, no connection) before any byte of its answer; not in model_calls.",
+    )
+    retried_calls: int | None = Field(
+        default=None, ge=0, description="Model calls the relay had to send more than once."
+    )
     max_tokens_total: int | None = Field(
         default=None, ge=1, description="The run's token budget in force at the relay; null: none."
     )

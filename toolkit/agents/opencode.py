@@ -57,6 +57,8 @@ from toolkit.results import Usage
 from toolkit.sandbox import Egress, Sandbox
 
 PLACEHOLDER_KEY = "ari-relay-sets-the-key"  # all the controller has; the relay sets the real one
+PREFLIGHT_TIMEOUT_S = 30.0  # the pre-flight call's connect and each read
+PREFLIGHT_CHARS = 200
 STALL_SHARE = 0.1  # provider failures for longer than this share of the budget: checked, invalid
 EXPORT_TIMEOUT_S = 120
 EXPORT_CAP_BYTES = 64 * 2**20
@@ -315,6 +317,38 @@ class OpencodeAgent(Agent):
 
     # -- before the run -----------------------------------------------------------------------
 
+    def preflight(self) -> str | None:
+        """One tiny call of the harness's own (the relay's probe, sent straight to the
+        provider with the run's key, endpoint and model, `PREFLIGHT_TIMEOUT_S` at most), before
+        any clock: None when the provider answers it, else one line (what failed, the status,
+        the provider's short word; never the key). A failure is judged as during a run: no
+        answer, 5xx, 429, or a key, account or model the provider refuses."""
+        entry = self.provider_entry
+        relay = ProviderRelay(
+            kind=entry.kind,
+            base_url=entry.base_url,
+            model=self.model,
+            key=self._key,
+            credential=entry.credential,
+            **self.relay_options,
+        )  # never started: only its probe is used
+        result = relay.probe_once(timeout_s=PREFLIGHT_TIMEOUT_S)
+        if not result.failed:
+            return None
+        up = relay.upstream
+        where = f"{up.scheme}://{up.netloc}{up.base_path}"
+        said = f": {result.detail}" if result.detail else ""
+        line = (
+            f"provider '{self.provider}' failed the pre-flight call for model '{self.model}' "
+            f"at {where}: {result.describe()}{said}"
+        )
+        if self._key:
+            line = line.replace(self._key, "[redacted]")
+        line = " ".join(line.split())
+        if len(line) > PREFLIGHT_CHARS:
+            line = line[: PREFLIGHT_CHARS - 1] + "…"
+        return line
+
     def _folders(self) -> dict[str, Path]:
         assert self._home is not None
         return {
@@ -494,6 +528,7 @@ class OpencodeAgent(Agent):
             counts.update(
                 model_calls=relay.calls, bytes_sent=relay.bytes_up, bytes_received=relay.bytes_down
             )
+            counts.update(provider_retries=relay.retries, retried_calls=relay.retried_calls)
         if relay.with_usage == 0:
             source = "scaffold" if claimed.input_tokens is not None else None
             return claimed.model_copy(update={"source": source, **counts})

@@ -77,6 +77,7 @@ from toolkit.agents.provider_api import (
 )
 from toolkit.agents.relay_budget import RelayLimits, Reservation, Spend
 from toolkit.agents.relay_policy import clean, error_body, parse_body, serialize, upstream_headers
+from toolkit.agents.relay_retry import RETRY_STATUSES, RetryPolicy, retry_after_s
 
 LOG_FILE = "provider.jsonl"
 CONNECT_TIMEOUT_S = 15.0
@@ -148,6 +149,8 @@ class ProbeResult:
     status: int | None
     error: str | None
     retry_after_s: float | None = None
+    detail: str | None = None
+    """The provider's own short word on a failed probe (its error message), key blanked."""
 
     def describe(self) -> str:
         return f"HTTP {self.status}" if self.error is None else str(self.error)
@@ -166,6 +169,10 @@ class RelayTotals:
     with_usage: int = 0
     tokens: Tokens = field(default_factory=Tokens)
     probes: int = 0
+    retries: int = 0
+    """Sends of a call after its first (`relay_retry`), all calls together."""
+    retried_calls: int = 0
+    """Calls sent more than once."""
 
 
 @dataclass
@@ -176,6 +183,17 @@ class _Call:
     headers: dict[str, str]
     notes: dict[str, list[str]]
     output_cap: int
+
+
+@dataclass
+class _Sent:
+    """A call's last send: the connection and the answer's head, or why there is none."""
+
+    answer: tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None = None
+    error: str | None = None
+    transient: bool = False
+    """No answer, for a reason that may pass (refused, reset, timed out)."""
+    retries: int = 0
 
 
 @dataclass
@@ -254,8 +272,11 @@ class ProviderRelay:
         limits: RelayLimits | None = None,
         prices: dict[str, float] | None = None,
         note: Callable[[str], None] | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.kind = kind
+        self.retry = retry or RetryPolicy()
+        self._stop = threading.Event()  # set when the relay closes: retry waits end
         self.limits = limits or RelayLimits()
         self.spend = Spend(self.limits, prices)
         self._note = note
@@ -325,6 +346,7 @@ class ProviderRelay:
             if self._closed:
                 return
             self._closed = True
+        self._stop.set()
         self._open.set()
         if self._server is not None:
             self._server.shutdown()
@@ -346,6 +368,8 @@ class ProviderRelay:
                 "with_usage": totals.with_usage,
                 "usage": totals.tokens.as_dict(),
                 "probes": totals.probes,
+                "retries": totals.retries,
+                "retried_calls": totals.retried_calls,
                 "budget_tokens": self.spend.tokens,
                 "cost_usd": self.spend.cost_usd,
                 "budget_spent": self.spend.spent is not None,
@@ -383,7 +407,9 @@ class ProviderRelay:
             if spend.spent
             else ""
         )
-        return f"{self.totals.calls} model call(s) passed on; {tokens}; {cost}{ended}"
+        t = self.totals
+        retried = f" ({t.retries} retries for {t.retried_calls} of them)" if t.retries else ""
+        return f"{t.calls} model call(s) passed on{retried}; {tokens}; {cost}{ended}"
 
     def record(self, entry: dict[str, object], force: bool = False) -> None:
         """One line of `provider.jsonl` (metadata only)."""
@@ -540,22 +566,27 @@ class ProviderRelay:
         headers[self.credential.header] = self.credential.prefix + self._key
         return headers
 
-    def _connection(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+    def _connection(
+        self, fresh: bool, timeout_s: float | None = None
+    ) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection to the provider (pooled unless `fresh`); `timeout_s` bounds the
+        connect and every read (default: `CONNECT_TIMEOUT_S`, then `READ_TIMEOUT_S`)."""
         if not fresh:
             with self._lock:
                 if self._idle:
                     return self._idle.pop(), True
         up = self.upstream
         conn: http.client.HTTPConnection
+        connect_s = CONNECT_TIMEOUT_S if timeout_s is None else min(timeout_s, CONNECT_TIMEOUT_S)
         if up.scheme == "https":
             conn = http.client.HTTPSConnection(
-                up.host, up.port, timeout=CONNECT_TIMEOUT_S, context=self._ssl
+                up.host, up.port, timeout=connect_s, context=self._ssl
             )
         else:
-            conn = http.client.HTTPConnection(up.host, up.port, timeout=CONNECT_TIMEOUT_S)
+            conn = http.client.HTTPConnection(up.host, up.port, timeout=connect_s)
         conn.connect()
         assert conn.sock is not None
-        conn.sock.settimeout(READ_TIMEOUT_S)
+        conn.sock.settimeout(READ_TIMEOUT_S if timeout_s is None else timeout_s)
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn, False
 
@@ -603,18 +634,91 @@ class ProviderRelay:
         entry.update(status=None, bytes_up=len(body), bytes_down=0, error=None, usage=None)
         entry.update(notes)
         started = time.monotonic()
-        try:
-            conn, answer = self._send("POST", self._target(path, query), body, headers)
-        except (OSError, http.client.HTTPException, ssl.SSLError) as e:
-            error = f"unreachable: {type(e).__name__}: {_short(e)}"
+        sent = self._send_with_retries(path, query, body, headers, started)
+        if sent.retries:
+            entry["retries"] = sent.retries
+        if sent.answer is None:
+            error = sent.error or "unreachable"
             self._done(entry, started, arrived, held, failure=error)
             self._answer_error(handler, 502, f"the provider is unreachable ({error})")
             return
+        conn, answer = sent.answer
         entry["status"] = answer.status
         if answer.status >= 300:
             self._relay_error(handler, conn, answer, entry, started, arrived, held)
             return
         self._stream(handler, conn, answer, entry, started, arrived, held)
+
+    def _attempt(self, path: str, query: str, body: bytes, headers: dict[str, str]) -> _Sent:
+        """One send of a call: the answer's head, or why there is none."""
+        try:
+            return _Sent(answer=self._send("POST", self._target(path, query), body, headers))
+        except (OSError, http.client.HTTPException, ssl.SSLError) as e:
+            # Refused, reset, timed out: maybe not next time. A certificate, a name that does
+            # not resolve, a protocol error: the same next time.
+            transient = isinstance(e, (ConnectionError, TimeoutError))
+            return _Sent(error=f"unreachable: {type(e).__name__}: {_short(e)}", transient=transient)
+
+    def _send_with_retries(
+        self, path: str, query: str, body: bytes, headers: dict[str, str], started: float
+    ) -> _Sent:
+        """The call sent, and sent again while the provider answers "not now"
+        (`relay_retry`): the first answer worth passing on, or the last failure. Nothing of
+        a dropped answer reaches the controller; each retry is one line of the log."""
+        retries = 0
+        while True:
+            sent = self._attempt(path, query, body, headers)
+            sent.retries = retries
+            hint: float | None = None
+            if sent.answer is not None:
+                answer = sent.answer[1]
+                if answer.status not in RETRY_STATUSES:
+                    return sent
+                hint = retry_after_s(
+                    answer.getheader("retry-after"), answer.getheader("retry-after-ms")
+                )
+                why = f"HTTP {answer.status}"
+            elif sent.transient:
+                why = sent.error or "unreachable"
+            else:
+                return sent
+            wait = self.retry.wait_s(retries + 1, hint)
+            elapsed = time.monotonic() - started
+            if self._closed or not self.retry.allows(retries + 1, elapsed, wait):
+                return sent  # passed on (an error answer) or failed, as without retries
+            dropped = self._drop(sent)
+            retries += 1
+            with self._lock:
+                self.totals.bytes_up += len(body)
+                self.totals.bytes_down += dropped
+            self.record(
+                {
+                    "kind": "retry",
+                    "path": path,
+                    "retry": retries,
+                    "after": why,
+                    "bytes_down": dropped,
+                    "wait_s": round(wait, 3),
+                }
+            )
+            stopped = self._stop.wait(wait)
+            if not stopped and not self._open.is_set():  # the probe holds the controller's
+                self._open.wait(HOLD_MAX_S)  # calls: so this one too
+            if stopped or self._closed:  # the dropped answer cannot be passed on: say why
+                return _Sent(error=f"{why}, then the run ended before a retry", retries=retries)
+
+    def _drop(self, sent: _Sent) -> int:
+        """Read and drop a "not now" answer before the call is sent again; its size."""
+        if sent.answer is None:
+            return 0
+        conn, answer = sent.answer
+        try:
+            data = answer.read(MAX_ERROR_BODY)
+            complete = answer.isclosed() or answer.length == 0
+        except (OSError, http.client.HTTPException):
+            data, complete = b"", False
+        self._release(conn, complete and not answer.will_close)
+        return len(data)
 
     def _answer_error(self, handler: BaseHTTPRequestHandler, status: int, message: str) -> None:
         data = error_body(self.kind, status, f"ari relay: {message}")
@@ -767,9 +871,12 @@ class ProviderRelay:
         if failure is not None:
             entry["error"] = entry.get("error") or failure
         entry["outcome"] = "provider-failure" if failure else "answered"
+        retries = int(str(entry.get("retries", 0)))
         with self._lock:
             t = self.totals
             t.calls += 1
+            t.retries += retries
+            t.retried_calls += 1 if retries else 0
             t.bytes_up += int(str(entry["bytes_up"]))
             t.bytes_down += int(str(entry["bytes_down"]))
             if tokens is not None:
@@ -804,25 +911,29 @@ class ProviderRelay:
 
     # -- the harness's own probe ----------------------------------------------------------------
 
-    def probe_once(self) -> ProbeResult:
-        """One minimal call of the harness's own, straight to the provider (never held)."""
+    def probe_once(self, timeout_s: float | None = None) -> ProbeResult:
+        """One minimal call of the harness's own, straight to the provider (never held, never
+        retried); `timeout_s` bounds its connect and each read (default: the relay's)."""
         path, body, extra = probe(self.kind, self.model)
         data = json.dumps(body).encode()
         headers = {"Content-Type": "application/json", "Host": self.upstream.netloc, **extra}
         headers["Accept-Encoding"] = "identity"
+        headers["User-Agent"] = USER_AGENT
         headers[self.credential.header] = self.credential.prefix + self._key
         started = time.monotonic()
         result: ProbeResult
         try:
-            conn, _ = self._connection(fresh=True)
+            conn, _ = self._connection(fresh=True, timeout_s=timeout_s)
             try:
                 conn.request("POST", self._target(path, ""), body=data, headers=headers)
                 answer = conn.getresponse()
-                answer.read(MAX_ERROR_BODY)
+                said = answer.read(MAX_ERROR_BODY)
             finally:
                 conn.close()
-            retry = _retry_after(answer.getheader("retry-after"))
-            result = ProbeResult(is_failure(answer.status), answer.status, None, retry)
+            retry = retry_after_s(answer.getheader("retry-after"))
+            failed = is_failure(answer.status)
+            detail = self._error_detail(said) if failed else None
+            result = ProbeResult(failed, answer.status, None, retry, detail)
         except (OSError, http.client.HTTPException, ssl.SSLError) as e:
             result = ProbeResult(True, None, f"unreachable: {type(e).__name__}: {_short(e)}")
         with self._lock:
@@ -839,6 +950,22 @@ class ProviderRelay:
             }
         )
         return result
+
+    def _error_detail(self, data: bytes) -> str | None:
+        """The message of a provider's error answer, short, with the key blanked."""
+        text = data.decode("utf-8", errors="replace")
+        try:
+            parsed: object = json.loads(text)
+        except ValueError:
+            parsed = text
+        for step in ("error", "message"):  # {"error": {"message": ...}}, {"message": ...}
+            if isinstance(parsed, dict) and step in parsed:
+                parsed = parsed[step]
+        if isinstance(parsed, dict):
+            parsed = parsed.get("message", json.dumps(parsed))
+        said = "".join(c if c.isprintable() else " " for c in str(parsed))  # no escapes
+        said = " ".join((said.replace(self._key, "[redacted]") if self._key else said).split())
+        return _short(said, 120) if said else None
 
     def _confirm(self, hold: bool) -> ProbeResult | None:
         """Ask the provider ourselves, up to `PROBE_TRIES` times; None: it works. On a rate
@@ -934,12 +1061,3 @@ class ProviderRelay:
             f"{lead}: {text}; the harness's own probe call failed too ({failed.describe()}): "
             "infrastructure, rerun"
         )
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None

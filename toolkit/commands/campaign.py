@@ -181,6 +181,12 @@ def _terminate(signum: int, _frame: object) -> None:
     metavar="NAME",
     help="ray: ask each task for one unit of this custom resource instead of a GPU.",
 )
+@click.option(
+    "--skip-failing-models",
+    is_flag=True,
+    help="Leave out the runs of a model whose provider fails the pre-flight check (with a note) "
+    "instead of refusing to start.",
+)
 @BUDGET
 @click.pass_context
 def run_command(
@@ -191,6 +197,7 @@ def run_command(
     gpus: str | None,
     slots: int | None,
     ray_resource: str | None,
+    skip_failing_models: bool,
     budget: float | None,
 ) -> None:
     """Do every run of the campaign that has no final result yet; safe to start again.
@@ -199,6 +206,10 @@ def run_command(
     failures) are rerun up to the file's attempts. Each run key is claimed while it runs, so
     two campaigns on one results folder never do the same run. Killed half way, a campaign
     started again does only what is still missing. At the end: the track's leaderboard.
+
+    Before anything starts, each model with runs to do is checked once (one tiny call to its
+    provider with its key): a model that fails is named in one line and the campaign refuses
+    to start, unless --skip-failing-models leaves that model's runs out.
 
     \b
     Example:
@@ -218,7 +229,8 @@ def run_command(
     except SigningError as exc:
         raise click.UsageError(str(exc)) from None
     console = make_console(stderr=True)
-    _plan(campaign)  # a bad result file stops us here, with its name
+    plans = _plan(campaign)  # a bad result file stops us here, with its name
+    campaign = _preflight(campaign, plans, skip_failing_models, console)
     if campaign.registry is not None:  # the results folder carries its track (and fixes)
         try:
             carry_track(campaign.results_dir, campaign.registry, campaign.track)
@@ -271,6 +283,31 @@ def run_command(
         )
     if progress.gave_up:
         raise SystemExit(1)
+
+
+def _preflight(campaign: Campaign, plans: list[KeyPlan], skip: bool, console: Console) -> Campaign:
+    """Each model with runs to do, checked once before anything starts (`campaign.preflight`):
+    the campaign as it will run, or a refusal naming each failing model in one line."""
+    from toolkit.campaign.preflight import check_models, without
+
+    failing = check_models(campaign, plans)
+    if not failing:
+        return campaign
+    if not skip:
+        for bad in failing:
+            console.print(bad.line(), markup=False, highlight=False)
+        raise click.ClickException(
+            f"{len(failing)} model(s) failed the provider pre-flight check: fix their keys or "
+            "provider entries, or pass --skip-failing-models to leave their runs out"
+        )
+    for bad in failing:
+        console.print(
+            f"note: leaving out {bad.runs} run(s) of {bad.line()}", markup=False, highlight=False
+        )
+    try:
+        return without(campaign, {bad.model for bad in failing})
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _report(progress: Progress, console: Console) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from toolkit.commands.console import make_console
@@ -110,7 +111,7 @@ def _provider_check(provider: str, model: str | None) -> Check:
     return Check(
         "provider",
         f"{provider} answers for {model}",
-        "answers" if problem is None else problem,
+        "answers" if problem is None else escape(problem),  # the provider's words: not markup
         problem is None,
         required=problem is not None,
         fix="" if problem is None else "check the key, the model name and the provider entry",

@@ -313,6 +313,11 @@ def run_command(
     except (AgentSetupError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
     preflight(the_track, backend)  # before any work: a track this host cannot run is refused
+    # Then the provider: one tiny call with the run's key, endpoint and model, before anything
+    # is prepared or written and before the clock (a bad key costs seconds, not the budget).
+    provider_problem = the_agent.preflight()
+    if provider_problem is not None:
+        raise click.ClickException(provider_problem)
     try:  # the results folder carries its track: the leaderboard and the site can read it
         carry_track(results_dir, registry_dir, the_track)
     except RegistryError as exc:

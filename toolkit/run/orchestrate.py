@@ -187,11 +187,17 @@ class AgentLog:
         self._echo = echo
         self._lock = threading.Lock()
 
-    def __call__(self, message: str) -> None:
-        line = f"[{self._clock():8.1f}s] {bounded(message, LOG_LINE_CHARS)}"
+    def __call__(self, message: str, shown: str | None = None) -> None:
+        """Write `message`; echo it to the operator, or `shown` instead ("": nothing), for a
+        line whose text the command prints anyway (the result's reason: printed once)."""
+        stamp = f"[{self._clock():8.1f}s]"
+        line = f"{stamp} {bounded(message, LOG_LINE_CHARS)}"
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
-        self._echo(line)
+        if shown is None:
+            self._echo(line)
+        elif shown:
+            self._echo(f"{stamp} {shown}")
 
 
 def _quiet(_: str) -> None:
@@ -406,7 +412,8 @@ class Run:
         agent_problem = self.agent_problem or self.spec.agent.final_problem(self.agent_exited)
         self._close_agent()
         if agent_problem:  # infrastructure (the provider), not the model: rerun, never a 0
-            self.log(f"agent infrastructure problem: {agent_problem}")
+            if not self.agent_problem:  # found now (else logged when the agent was stopped)
+                self.log(f"agent infrastructure problem: {agent_problem}", shown="")
             return self._finish_invalid(agent_problem)
         return self._grade_and_publish(stop_reason)
 
@@ -648,7 +655,11 @@ class Run:
             if problem:
                 self.used_s = self.clock.elapsed()
                 self.agent_problem = problem
-                self.log(f"stopping the agent: {problem}")
+                self.log(
+                    f"stopping the agent: {problem}",
+                    shown="stopping the agent: an infrastructure problem (the reason follows "
+                    "with the result)",
+                )
                 return problem
 
     def _follow_console(self, agent: SandboxProcess) -> None:
@@ -775,7 +786,8 @@ class Run:
         self.published = True
         recovery.clear_marker(self.harness)
         reason = f" ({result.status_reason})" if result.status_reason else ""
-        self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}")
+        # Not echoed: the command prints the result, its reason once.
+        self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}", shown="")
         return result
 
     def _grade_and_publish(self, stop_reason: str) -> RunResult:
