@@ -187,12 +187,15 @@ class Doctor:
     def wants_gpu(self) -> bool:
         return self.track.gpu_model is not None
 
-    def fast(self) -> list[Check]:
-        """Everything but the provider: what `toolkit run` checks before any work."""
+    def fast(self, *, required_only: bool = False) -> list[Check]:
+        """Everything but the provider: what `toolkit run` checks before any work. With
+        `required_only` (the run's pre-flight), what the track does not need is not looked at
+        (torch is not imported for a track without a GPU)."""
         checks = [self._cgroups(), self._userns(), self._loop()]
         gpu_support = self.docker_gpus() if self.backend == "docker" else None
         checks += self._isolation(gpu_support)
-        checks += self._gpu_checks(gpu_support)
+        if self.wants_gpu or not required_only:
+            checks += self._gpu_checks(gpu_support)
         checks.append(self._disk())
         return checks
 

@@ -18,7 +18,7 @@ from toolkit.tracks import RegistryError, Track, get_track
 def preflight(track: Track, backend: str) -> None:
     """`toolkit run`'s fast checks, before any work: one line and a non-zero exit when the
     track cannot run validly here."""
-    bad = failed(Doctor(track, backend).fast())
+    bad = failed(Doctor(track, backend).fast(required_only=True))
     if bad:
         first = bad[0]
         more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
