@@ -159,4 +159,4 @@ def test_a_harness_failure_in_the_final_grading_publishes_no_traceback(
     secret = Secrets.of_exam(exam)
     assert secret.scan_tree(tmp_path / "results") == []
     log = (tmp_path / "results" / result.track / result.run_id / "agent.log").read_text()
-    assert "Traceback" not in log and "grading error (GradingError)" in log
+    assert "Traceback" not in log and "raised GradingError" in log

@@ -45,7 +45,12 @@ BPB_DECIMALS = 3
 
 class GradingError(RuntimeError):
     """The harness failed during a hidden grading; the text is fixed, the details are in the
-    operator log."""
+    operator log. `kind`: the class of the exception it stands for (a type of the harness's own,
+    never text), so callers can still tell a sandbox that broke from a bug."""
+
+    def __init__(self, text: str, kind: type[BaseException]) -> None:
+        super().__init__(text)
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -262,7 +267,8 @@ def grade_bundle(
                 f"grading failed in the harness ({name})", traceback.format_exc(), exam=exam_sha
             )
             raise GradingError(
-                f"grading failed in the harness ({name}); the details are in the operator log"
+                f"grading failed in the harness ({name}); the details are in the operator log",
+                type(exc),
             ) from None
     finally:
         if workdir is None:

@@ -56,7 +56,7 @@ from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
 from toolkit.data import load_prepared
 from toolkit.grading import secret_log
-from toolkit.grading.grade import failure_name, fit_to_host
+from toolkit.grading.grade import GradingError, failure_name, fit_to_host
 from toolkit.results import (
     EffectiveConfig,
     FamilyScore,
@@ -871,9 +871,10 @@ def grading_charged_reason(candidate: str, exc: Exception) -> str:
     """Why a promoted candidate whose grading broke (while the reference bundle graded fine)
     failed: a fixed text per kind of failure, never the exception's own (it may quote the
     bundle)."""
-    if isinstance(exc, SandboxTeardownTimeout):
+    kind = exc.kind if isinstance(exc, GradingError) else type(exc)
+    if issubclass(kind, SandboxTeardownTimeout):
         what = "the bundle's sandbox could not be torn down in time"
-    elif isinstance(exc, SandboxError):
+    elif issubclass(kind, SandboxError):
         what = "the bundle's sandbox broke"
     else:
         what = "the harness could not grade the bundle"

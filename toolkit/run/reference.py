@@ -25,6 +25,8 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
+from toolkit.grading import secret_log
+from toolkit.grading.grade import failure_name
 from toolkit.run.submissions import Grader
 from toolkit.sandbox import Sandbox
 
@@ -62,8 +64,9 @@ def grading_reference(grader: Grader, exam: Path) -> str | None:
         bundle = write_reference_bundle(Path(tmp) / "bundle")
         try:
             report = grader.grade(bundle, exam, ("generate", "bpb"))
-        except Exception:
-            return "the reference bundle's grading raised: " + _last_lines(traceback.format_exc())
+        except Exception as exc:  # a hidden grading: the type only, the traceback kept apart
+            secret_log.record("the reference bundle's grading", traceback.format_exc())
+            return f"the reference bundle's grading raised {failure_name(exc)}"
     if not report.ok:
         return f"the reference bundle failed grading: {report.reason}"
     if report.bits_per_byte is None:
