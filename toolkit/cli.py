@@ -46,6 +46,9 @@ cli.add_command(images_group)
 from toolkit.commands.campaign import campaign_group  # noqa: E402
 
 cli.add_command(campaign_group)
+from toolkit.commands.data import data_group  # noqa: E402
+
+cli.add_command(data_group)
 
 
 def main() -> None:
