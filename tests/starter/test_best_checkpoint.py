@@ -75,7 +75,7 @@ def test_an_overfitting_run_exports_its_best_validation(tmp_path: Path) -> None:
             "--preset",
             "micro",
             "--eval-every-s",
-            "2",
+            "0",  # after every step: where the minimum falls does not depend on the machine
         ],
         capture_output=True,
         text=True,
