@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> list[Point]:
     parser.add_argument("--corpus", type=Path, default=None, help="prepared folder or text")
     parser.add_argument("--budgets", default=None, help="comma-separated seconds")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
-    parser.add_argument("--preset", default=None, choices=["tiny", "default"])
+    parser.add_argument("--preset", default=None, choices=["micro", "tiny", "default"])
     parser.add_argument("--exam", type=Path, default=None, help="exam.jsonl (default: demo exam)")
     parser.add_argument("--out", type=Path, default=Path("calibration"), help="output folder")
     args = parser.parse_args(argv)

@@ -132,6 +132,13 @@ def test_a_missing_shard_says_how_to_download(tmp_path: Path) -> None:
         prepare_recipe(_recipe(), source, tmp_path / "out")
 
 
+@pytest.mark.parametrize("shard", ["../outside.parquet", "/etc/outside.parquet"])
+def test_a_shard_outside_the_download_folder_is_refused(tmp_path: Path, shard: str) -> None:
+    source = _download(tmp_path / "dl")
+    with pytest.raises(DataError, match="inside the download folder"):
+        prepare_recipe(_recipe(shards=[shard]), source, tmp_path / "out")
+
+
 def test_too_little_text_in_the_shards_is_refused(tmp_path: Path) -> None:
     source = _download(tmp_path / "dl", SHARDS)
     with pytest.raises(DataError, match="fewer than 500,000 bytes"):

@@ -415,6 +415,8 @@ def _recipe_documents(
     appends each shard to `read` as it is opened."""
     total = 0
     for shard in recipe.shards:
+        if Path(shard).is_absolute() or ".." in Path(shard).parts:
+            raise DataError(f"shard '{shard}': must be a path inside the download folder")
         path = source_dir / shard
         if not path.is_file():
             raise DataError(

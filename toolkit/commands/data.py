@@ -87,6 +87,8 @@ def prepare_command(
       toolkit data prepare --out /data/demo
       toolkit data prepare --track v1-h100-1h --source /data/fineweb-edu --out /data/v1
     """
+    if record_pin and track_id is None:
+        raise click.UsageError("--record-pin records the pin of a track: pass --track")
     track = None
     if track_id is not None:
         try:

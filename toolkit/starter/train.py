@@ -263,6 +263,7 @@ def main() -> None:
     train_start = time.monotonic()
     next_eval = train_start + cfg.eval_every_s
     step, seen, step_s = 0, 0, 0.0
+    last_eval = (0, bpb)  # (step, val bpb) of the latest validation
     while True:
         # Stop when the next step would eat into the time the export needs: one evaluation of
         # the last weights, then the export's own. (Margins of 2x: on a shared machine a step
@@ -291,6 +292,7 @@ def main() -> None:
             bpb = evaluate_bpb(model, windows, device)
             eval_s = max(eval_s, time.monotonic() - t)
             kept = best.offer(bpb, step, model)
+            last_eval = (step, bpb)
             print(
                 f"step {step:6d} | {time.monotonic() - T0:7.1f}s | train loss {loss.item():.3f} | "
                 f"val bpb {bpb:.4f}{' (best)' if kept else ''} | "
@@ -301,7 +303,7 @@ def main() -> None:
     train_s = time.monotonic() - train_start
     print(f"trained {step} steps, {seen:,} bytes in {train_s:.1f}s")
     # The last weights are a candidate too; then the best of all is what gets exported.
-    last_bpb = evaluate_bpb(model, windows, device) if best.step != step else best.bpb
+    last_bpb = last_eval[1] if last_eval[0] == step else evaluate_bpb(model, windows, device)
     best.offer(last_bpb, step, model)
     if best.step != step:
         best.restore(model)
