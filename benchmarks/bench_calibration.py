@@ -211,7 +211,12 @@ def main(argv: list[str] | None = None) -> list[Point]:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--preset", default=None, choices=["micro", "tiny", "default"])
     parser.add_argument("--exam", type=Path, default=None, help="exam.jsonl (default: demo exam)")
-    parser.add_argument("--out", type=Path, default=Path("calibration"), help="output folder")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "ari-calibration",
+        help="output folder (default: ari-calibration in the temporary folder)",
+    )
     args = parser.parse_args(argv)
     default_budgets = "60,300,900,1800,3300" if args.device == "cuda" else "10,20,40"
     budgets = [float(b) for b in (args.budgets or default_budgets).split(",")]

@@ -252,3 +252,26 @@ def test_the_official_track_names_its_training_text(repo_root: Path) -> None:
     assert recipe is not None and recipe.shards and recipe.licence
     # Sized to what an hour on an H100 reads at a good MFU (3-9 GB by the starter's estimate).
     assert recipe.max_bytes >= 9_000_000_000
+
+
+def test_a_run_takes_the_prepared_folder_only_with_the_pinned_bytes(tmp_path: Path) -> None:
+    """What `toolkit run --train-data PREPARED` does: prepare_data, then the track's pin."""
+    from toolkit.run.inputs import prepare_data
+
+    source = _download(tmp_path / "dl")
+    meta = prepare_recipe(_recipe(), source, tmp_path / "official")
+    registry = _registry(
+        tmp_path / "reg",
+        _recipe(source_sha256=meta.source_sha256),
+        train_data_sha256=meta.train_sha256,
+        val_data_sha256=meta.val_sha256,
+    )
+    track = load_tracks(registry)["pinned"]
+    got = load_prepared(prepare_data(tmp_path / "official", tmp_path / "run1"))
+    assert track.train_data_mismatch(got.train_sha256, got.val_sha256) is None
+    # Attack: a consistently prepared folder of other text (its own meta.json agrees with it).
+    other = tmp_path / "other.txt"
+    other.write_text("Q: what is 2+2? A: 4\n" * 500)
+    prepare_train_data(other, tmp_path / "other")
+    got = load_prepared(prepare_data(tmp_path / "other", tmp_path / "run2"))
+    assert track.train_data_mismatch(got.train_sha256, got.val_sha256) is not None
