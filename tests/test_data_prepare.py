@@ -207,6 +207,12 @@ def test_cli_refuses_a_recipe_without_a_pin_then_records_it(tmp_path: Path) -> N
     )
     code, output = _prepare(*base, "--out", str(tmp_path / "again"))
     assert code == 0 and "matches the pin" in output, output
+    # A folder prepared earlier is checked again the same way.
+    code, output = _prepare(
+        "--track", "pinned", "--registry", str(registry), "--source", str(tmp_path / "again"),
+        "--out", str(tmp_path / "checked"),
+    )  # fmt: skip
+    assert code == 0 and "matches the pin" in output, output
 
 
 def test_cli_refuses_other_shards_than_the_pinned_ones(tmp_path: Path) -> None:

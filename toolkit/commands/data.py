@@ -8,7 +8,13 @@ from pathlib import Path
 import click
 
 from toolkit.commands.options import find_registry, registry_option, results_dir_option
-from toolkit.data import DataError, PreparedData, prepare_recipe, prepare_train_data
+from toolkit.data import (
+    DataError,
+    PreparedData,
+    is_prepared,
+    prepare_recipe,
+    prepare_train_data,
+)
 from toolkit.tracks import RegistryError, Track, get_track
 
 
@@ -77,8 +83,9 @@ def prepare_command(
     """Prepare training text into OUT (train.bin, val.bin, meta.json) and check the track's pin.
 
     With --track, a track with a recipe (`train_data` in tracks.json) is prepared from its
-    downloaded shards (--source, the download folder) and the result must match the track's
-    SHA-256 pin; a recipe without a pin is refused unless --record-pin, which prints the pin.
+    downloaded shards (--source, the download folder; or a folder prepared earlier, checked
+    again) and the result must match the track's SHA-256 pin; a recipe without a pin is
+    refused unless --record-pin, which prints the pin.
     Without --track: --source as it is, or the default corpus. Pass OUT to `toolkit run
     --train-data`.
 
@@ -103,6 +110,10 @@ def prepare_command(
                 f"track '{track.id}' trains on {recipe.dataset}: download it first "
                 f"({recipe.download}) and pass the folder with --source"
             )
+        if record_pin and is_prepared(source):
+            raise click.UsageError(
+                "--record-pin reads the downloaded shards, not a prepared folder"
+            )
         if not pinned and not record_pin:
             raise click.UsageError(
                 f"track '{track.id}' names its training text but pins no hash yet: a "
@@ -110,8 +121,8 @@ def prepare_command(
                 "tracks.json"
             )
     try:
-        if track is not None and recipe is not None and source is not None:
-            click.echo(f"preparing {recipe.dataset} by the recipe of track '{track.id}'...")
+        if recipe is not None and source is not None and not is_prepared(source):
+            click.echo(f"preparing {recipe.dataset} by the recipe of track '{track_id}'...")
             prepared = prepare_recipe(recipe, source, out_dir)
         else:
             prepared = prepare_train_data(source, out_dir)
