@@ -20,7 +20,12 @@ from toolkit.tracks import RegistryError, Track, get_track
 
 @click.group("data")
 def data_group() -> None:
-    """Training text: prepare it, and check it against a track's pin."""
+    """Training text: prepare it, and check it against a track's pin.
+
+    \b
+    Example:
+      toolkit data prepare --track v1-h100-1h --source /data/fineweb-edu --out /data/v1
+    """
 
 
 def _pin(track: Track, prepared: PreparedData) -> dict[str, object]:
