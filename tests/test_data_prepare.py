@@ -281,3 +281,16 @@ def test_a_run_takes_the_prepared_folder_only_with_the_pinned_bytes(tmp_path: Pa
     prepare_train_data(other, tmp_path / "other")
     got = load_prepared(prepare_data(tmp_path / "other", tmp_path / "run2"))
     assert track.train_data_mismatch(got.train_sha256, got.val_sha256) is not None
+
+
+def test_cli_record_pin_needs_a_track_and_the_shards(tmp_path: Path) -> None:
+    code, output = _prepare("--out", str(tmp_path / "out"), "--record-pin")
+    assert code != 0 and "pass --track" in output
+    source = _download(tmp_path / "dl")
+    registry = _registry(tmp_path / "reg", _recipe())
+    prepare_recipe(_recipe(), source, tmp_path / "prepared")
+    code, output = _prepare(
+        "--track", "pinned", "--registry", str(registry), "--source", str(tmp_path / "prepared"),
+        "--out", str(tmp_path / "out"), "--record-pin",
+    )  # fmt: skip
+    assert code != 0 and "not a prepared folder" in output
