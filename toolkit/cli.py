@@ -59,6 +59,9 @@ cli.add_command(campaign_group)
 from toolkit.commands.keys import keys_group  # noqa: E402
 
 cli.add_command(keys_group)
+from toolkit.commands.data import data_group  # noqa: E402
+
+cli.add_command(data_group)
 
 
 def main() -> None:

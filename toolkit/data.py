@@ -16,6 +16,12 @@ Every run must get the same training text, so the preparation is pinned by hash:
 the run's effective config). And text it must be: a source whose bytes are mostly not text
 (invalid UTF-8 or control characters, e.g. a binary file named `.txt`) is refused, because a
 byte model trained on noise is a run that measures nothing.
+
+A track may name its training text by a recipe (`Track.train_data`: a public dataset, which
+shards in which order, how many bytes, how documents are cleaned); `prepare_recipe` makes the
+prepared files from the downloaded shards, and `toolkit data prepare --track` checks them
+against the track's pin. A folder that already holds prepared files (`train.bin`, `val.bin`,
+`meta.json`) is used as it is: its bytes are re-hashed, never taken from `meta.json`.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pydantic import BaseModel, Field
 
 from toolkit import corpus
 from toolkit.results import TrainData
+from toolkit.tracks import TrainDataRecipe
 
 TRAIN_FILE = "train.bin"
 VAL_FILE = "val.bin"
@@ -234,20 +241,51 @@ def _split_tail(all_path: Path, train: Path, val: Path, val_bytes: int) -> None:
 def prepare_train_data(
     source: Path | None, out_dir: Path, *, val_fraction: float = 0.01
 ) -> PreparedData:
-    """Write `train.bin`, `val.bin` (raw uint8 bytes) and `meta.json` into `out_dir`."""
-    if not 0 < val_fraction < 1:
-        raise DataError(f"val_fraction must be between 0 and 1, got {val_fraction}")
+    """Write `train.bin`, `val.bin` (raw uint8 bytes) and `meta.json` into `out_dir`.
+
+    `source`: a text source (see the module docstring), a folder of prepared files (copied and
+    re-hashed), or None for the default corpus."""
+    if source is not None and is_prepared(source):
+        return use_prepared(source, out_dir)
     if source is None:
         text = corpus.default_corpus()
-        docs: Iterator[Iterator[bytes]] = iter([iter([text])])
-        name, licence = "default corpus", corpus.LICENSE
-        source_digest = hashlib.sha256(text).hexdigest()
-    else:
-        files = _source_files(source)
-        docs = _documents(files)
-        name, licence = str(source), "as supplied by the operator (unknown to the toolkit)"
-        source_digest = source_sha256(source, files)
-    where = source if source is not None else "the default corpus"
+        return _write(
+            iter([iter([text])]),
+            out_dir,
+            name="default corpus",
+            licence=corpus.LICENSE,
+            source_digest=lambda: hashlib.sha256(text).hexdigest(),
+            val_fraction=val_fraction,
+            where="the default corpus",
+        )
+    files = _source_files(source)
+    return _write(
+        _documents(files),
+        out_dir,
+        name=str(source),
+        licence="as supplied by the operator (unknown to the toolkit)",
+        source_digest=lambda: source_sha256(source, files),
+        val_fraction=val_fraction,
+        where=str(source),
+    )
+
+
+def _write(
+    docs: Iterator[Iterator[bytes]],
+    out_dir: Path,
+    *,
+    name: str,
+    licence: str,
+    source_digest: Callable[[], str],
+    val_fraction: float,
+    where: str,
+) -> PreparedData:
+    """Join `docs` with newlines into train.bin + val.bin (the tail) and write meta.json.
+
+    `source_digest` is called after the documents were read (a recipe knows only then which
+    shards it read)."""
+    if not 0 < val_fraction < 1:
+        raise DataError(f"val_fraction must be between 0 and 1, got {val_fraction}")
     out_dir.mkdir(parents=True, exist_ok=True)
     partial = out_dir / f".all.{os.getpid()}.tmp"
     total = documents = 0
@@ -287,8 +325,134 @@ def prepare_train_data(
         train_sha256=_sha256(out_dir / TRAIN_FILE),
         val_sha256=_sha256(out_dir / VAL_FILE),
         documents=documents,
-        source_sha256=source_digest,
+        source_sha256=source_digest(),
         not_text_share=round(meter.share, 6),
     )
     (out_dir / META_FILE).write_text(prepared.model_dump_json(indent=2) + "\n", encoding="utf-8")
     return prepared
+
+
+# ----------------------------------------------------------------------------------------------
+# A folder prepared earlier (by `toolkit data prepare`): used as it is, its bytes re-hashed.
+
+
+def is_prepared(path: Path) -> bool:
+    """Whether `path` is a folder of prepared files (train.bin, val.bin and meta.json)."""
+    return path.is_dir() and all((path / n).is_file() for n in (TRAIN_FILE, VAL_FILE, META_FILE))
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    dst.unlink(missing_ok=True)
+    try:
+        os.link(src, dst)  # same file system: no second copy of gigabytes
+    except OSError:
+        with src.open("rb") as fin, dst.open("wb") as fout:
+            for block in iter(lambda: fin.read(_BLOCK), b""):
+                fout.write(block)
+
+
+def use_prepared(prepared_dir: Path, out_dir: Path) -> PreparedData:
+    """Bring a prepared folder's files into `out_dir` and describe them from their own bytes.
+
+    Only the source's name, licence, document count and source hash come from its `meta.json`;
+    sizes, hashes and the share of non-text bytes are measured here, and a folder whose bytes
+    no longer match its `meta.json` is refused."""
+    try:
+        claimed = load_prepared(prepared_dir)
+    except (ValueError, OSError) as exc:
+        raise DataError(f"{prepared_dir / META_FILE}: not a meta.json of prepared data") from exc
+    if prepared_dir.resolve() == out_dir.resolve():
+        raise DataError(f"{prepared_dir}: already the output folder; pass another --out")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    measured: dict[str, tuple[int, str]] = {}
+    meter = _TextMeter()
+    for name in (TRAIN_FILE, VAL_FILE):
+        _link_or_copy(prepared_dir / name, out_dir / name)
+        digest = hashlib.sha256()
+        size = 0
+        for block in _blocks(out_dir / name):
+            digest.update(block)
+            meter.feed(block)
+            size += len(block)
+        measured[name] = (size, digest.hexdigest())
+    meter.finish()
+    (train_bytes, train_sha), (val_bytes, val_sha) = measured[TRAIN_FILE], measured[VAL_FILE]
+    if (train_sha, val_sha) != (claimed.train_sha256, claimed.val_sha256):
+        raise DataError(
+            f"{prepared_dir}: train.bin/val.bin changed since meta.json was written "
+            f"(sha256 {train_sha[:12]}.../{val_sha[:12]}...); prepare the folder again"
+        )
+    if train_bytes < 1024 or meter.share > MAX_NOT_TEXT_SHARE:
+        raise DataError(f"{prepared_dir}: not enough training text, or mostly not text")
+    prepared = claimed.model_copy(
+        update={
+            "train_bytes": train_bytes,
+            "val_bytes": val_bytes,
+            "not_text_share": round(meter.share, 6),
+        }
+    )
+    (out_dir / META_FILE).write_text(prepared.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return prepared
+
+
+# ----------------------------------------------------------------------------------------------
+# A track's recipe: named shards of a public dataset, read in order up to a byte count.
+
+# utf8-v1 removes these: control characters other than tab and LF (CR is turned into LF first).
+_DROP_CONTROL = dict.fromkeys([*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F])
+
+
+def clean_utf8_v1(text: str) -> str:
+    """The 'utf8-v1' cleaning of one document: CRLF and CR to LF, control characters other than
+    tab and LF removed, leading and trailing whitespace stripped."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").translate(_DROP_CONTROL).strip()
+
+
+def _recipe_documents(
+    recipe: TrainDataRecipe, source_dir: Path, read: list[Path]
+) -> Iterator[Iterator[bytes]]:
+    """The recipe's cleaned documents, stopping before the first that would pass `max_bytes`;
+    appends each shard to `read` as it is opened."""
+    total = 0
+    for shard in recipe.shards:
+        if Path(shard).is_absolute() or ".." in Path(shard).parts:
+            raise DataError(f"shard '{shard}': must be a path inside the download folder")
+        path = source_dir / shard
+        if not path.is_file():
+            raise DataError(
+                f"{path}: shard '{shard}' of {recipe.dataset} not found under {source_dir}; "
+                f"download it first: {recipe.download}"
+            )
+        read.append(path)
+        for doc in _parquet_docs(path):
+            text = clean_utf8_v1(b"".join(doc).decode("utf-8", "replace"))
+            if not text:
+                continue
+            data = text.encode("utf-8", "replace")
+            total += len(data) + (1 if total else 0)
+            if total > recipe.max_bytes:
+                return
+            yield iter([data])
+    raise DataError(
+        f"{source_dir}: the {len(recipe.shards)} shards of the recipe hold fewer than "
+        f"{recipe.max_bytes:,} bytes of text; is the download complete and of the right dataset?"
+    )
+
+
+def prepare_recipe(recipe: TrainDataRecipe, source_dir: Path, out_dir: Path) -> PreparedData:
+    """Prepare a track's training text from its downloaded shards (`source_dir`)."""
+    if not source_dir.is_dir():
+        raise DataError(
+            f"{source_dir}: not a folder; pass the folder the shards were downloaded into "
+            f"({recipe.download})"
+        )
+    read: list[Path] = []
+    return _write(
+        _recipe_documents(recipe, source_dir, read),
+        out_dir,
+        name=f"{recipe.dataset} (recipe {recipe.cleaning}, {recipe.max_bytes:,} bytes)",
+        licence=recipe.licence,
+        source_digest=lambda: source_sha256(source_dir, read),
+        val_fraction=recipe.val_fraction,
+        where=f"{recipe.dataset} in {source_dir}",
+    )

@@ -46,6 +46,44 @@ class GradingParams(_Model):
     batch_size: int = Field(default=32, gt=0, description="Questions per generate() call.")
 
 
+class TrainDataRecipe(_Model):
+    """How a track's training text is made from a public dataset (`toolkit data prepare`).
+
+    The shards are read in the order listed, documents in file order; each document is cleaned
+    (`cleaning`), documents are joined with one newline, and reading stops before the first
+    document that would take the text past `max_bytes`. The last `val_fraction` of the bytes is
+    the validation split. The prepared bytes are pinned by the track's `train_data_sha256` and
+    `val_data_sha256`, written by the maintainer who first prepares them (`--record-pin`)."""
+
+    dataset: str = Field(description="The public dataset, e.g. 'HuggingFaceFW/fineweb-edu'.")
+    url: str = Field(description="Where the dataset is published.")
+    revision: str | None = Field(
+        default=None, description="Dataset revision (commit) the shards come from; none: main."
+    )
+    download: str = Field(description="Command that fetches the shards into a folder.")
+    licence: str = Field(description="Licence of the text, e.g. 'ODC-By 1.0'.")
+    shards: list[str] = Field(
+        min_length=1,
+        description="Shard files, relative to the download folder, in reading order (parquet "
+        "with a 'text' column); only as many as `max_bytes` needs are read.",
+    )
+    max_bytes: int = Field(gt=1024, description="Most bytes of prepared text, both splits.")
+    val_fraction: float = Field(
+        default=0.01, gt=0, lt=1, description="Share of the bytes, at the end, held out."
+    )
+    cleaning: Literal["utf8-v1"] = Field(
+        default="utf8-v1",
+        description="Per-document cleaning: 'utf8-v1' = line ends to LF, control characters "
+        "other than tab and LF removed, surrounding whitespace stripped, empty documents dropped.",
+    )
+    source_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="SHA-256 over the shard files read (as `toolkit.data.source_sha256`); "
+        "none: not recorded yet.",
+    )
+
+
 class Track(_Model):
     """A frozen set of rules under which runs are comparable."""
 
@@ -123,6 +161,12 @@ class Track(_Model):
         description="Cost budget of a run in USD, where its calls can be priced (the providers "
         "file's prices, or the cost the provider reports); enforced like max_tokens_total. A "
         "campaign or `toolkit run --max-cost-usd` may set another; null: no limit.",
+    )
+
+    train_data: TrainDataRecipe | None = Field(
+        default=None,
+        description="The recipe of the training text (`toolkit data prepare --track`); none: "
+        "any text, or the default corpus.",
     )
 
     @field_validator("isolation_floor")
