@@ -21,6 +21,7 @@ from toolkit.tracks import (
     ProtocolFix,
     RegistryError,
     Track,
+    TrainDataRecipe,
     load_tracks,
 )
 
@@ -200,6 +201,7 @@ def markdown_tables() -> str:
     for title, model in (
         ("A track entry", Track),
         ("Grading parameters (`grading`)", GradingParams),
+        ("The training-text recipe (`train_data`)", TrainDataRecipe),
         ("A protocol fix", ProtocolFix),
     ):
         lines = [f"## {title}", "", "| field | default | meaning |", "| --- | --- | --- |"]
