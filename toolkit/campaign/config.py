@@ -120,6 +120,17 @@ class CampaignFile(_Model):
         description="Cost budget of each run in USD, where calls can be priced; default: the "
         "track's max_cost_usd.",
     )
+    campaign_max_tokens: int | None = Field(
+        default=None,
+        gt=0,
+        description="Token budget of the whole campaign (every run's model calls together, "
+        "invalid runs included); once spent, no more runs start. Default: none.",
+    )
+    campaign_max_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="Cost budget of the whole campaign in USD; as campaign_max_tokens.",
+    )
 
     @field_validator("agent")
     @classmethod

@@ -27,6 +27,7 @@ from toolkit.campaign.config import CampaignFile
 from toolkit.campaign.engine import Engine, Finished, Running
 from toolkit.campaign.job import Job, make_job
 from toolkit.campaign.plan import TO_RUN, KeyPlan, ResultsIndex, RunKey
+from toolkit.campaign.spend import Allowance, Spent, allowance
 from toolkit.tracks import Track
 
 WAIT_S = 0.5  # how often the view refreshes while nothing ends
@@ -47,6 +48,7 @@ class Progress:
     slots: list[str] = field(default_factory=list)
     finished: list[Finished] = field(default_factory=list)  # every run that ended, in order
     budget_s: float = 0.0
+    spend: str = ""  # what the campaign spent on model calls, against its caps (if any)
 
 
 class View:
@@ -128,6 +130,7 @@ class Driver:
         self.queue: deque[RunKey] = deque(p.key for p in plans if p.state in TO_RUN)
         self.deferred: dict[RunKey, float] = {}  # claimed elsewhere: look again at that time
         self.announced: set[RunKey] = set()  # keys whose "waiting" line was shown
+        self.budgets: dict[RunKey, tuple[int | None, float | None]] = {}  # runs in flight
         self.in_flight: set[RunKey] = set()
         self.progress = progress = Progress(
             total=len(plans),
@@ -194,9 +197,34 @@ class Driver:
                 self.progress.done += 1
             return
         job = self._job(plan)
+        budget = self._allowance(job)
+        if budget.stop is not None:
+            self.claims.release(key)
+            self.progress.gave_up.append((key, budget.stop))
+            self.view.event(f"{key.label()}: not started: {budget.stop}")
+            return
+        job = job.model_copy(
+            update={"max_tokens_total": budget.tokens, "max_cost_usd": budget.cost_usd}
+        )
         self.engine.start(job, self.claims.descriptor(key))
         self.in_flight.add(key)
+        self.budgets[key] = (budget.tokens, budget.cost_usd)
         self.view.event(f"{key.label()}: started (attempt {job.attempt})")
+
+    def _allowance(self, job: Job) -> Allowance:
+        """The run's budget under the campaign's spending caps (toolkit.campaign.spend)."""
+        file, track = self.campaign.file, self.campaign.track
+        caps = (file.campaign_max_tokens, file.campaign_max_cost_usd)
+        per_run = (
+            job.max_tokens_total or track.max_tokens_total,
+            job.max_cost_usd or track.max_cost_usd,
+        )
+        if caps == (None, None):
+            return Allowance(*per_run)
+        spent = Spent.of(r for plan in self.index.plan() for _, r in plan.results)
+        self.progress.spend = spent.against(caps)
+        in_flight = [self.budgets[k] for k in self.in_flight if k in self.budgets]
+        return allowance(caps, spent, in_flight, per_run)
 
     def _finish(self, finished: Finished) -> None:
         key = finished.job.key

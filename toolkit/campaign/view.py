@@ -38,6 +38,8 @@ def summary(progress: Progress) -> str:
         parts.append(f"gave up {len(progress.gave_up)}")
     if progress.elsewhere:
         parts.append(f"held by another campaign {len(progress.elsewhere)}")
+    if progress.spend:
+        parts.append(progress.spend)
     return " · ".join(parts)
 
 
