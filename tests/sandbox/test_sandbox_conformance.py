@@ -17,6 +17,7 @@ from toolkit.sandbox import (
     SandboxError,
     create_sandbox,
 )
+from toolkit.sandbox.cores import THREAD_VARS
 
 PY = "python3"  # the sandbox's own Python (the host's for local, the image's for docker)
 DOCKER_BACKEND = True  # this module runs against the docker backend too (conftest)
@@ -68,7 +69,10 @@ def test_environment_is_scrubbed(backend: str, root: Path, monkeypatch: pytest.M
     assert env["LANG"] == "C.UTF-8"
     assert env["SANDBOX_VAR"] == "given" and env["CALL_VAR"] == "call"
     allowed = {"PATH", "HOME", "LANG", "TMPDIR", "SANDBOX_VAR", "CALL_VAR", "PWD", "SHLVL", "_"}
+    # The harness's own: numeric libraries' thread pools sized to the tree's cores.
+    allowed |= set(THREAD_VARS)
     assert set(env) <= allowed
+    assert all(env[v].isdigit() for v in THREAD_VARS if v in env)
 
 
 def test_home_and_tmpdir_are_inside_root(box: Sandbox) -> None:

@@ -48,7 +48,8 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         cannot grow past; other runs' capped folders are detached from view
     root-disk           (in not_isolated) the root is the caller's folder on the host's disk,
                         capped only per file (`file_size_bytes`)
-    scrubbed-env        only PATH, HOME, LANG, TMPDIR and the variables given
+    scrubbed-env        only PATH, HOME, LANG, TMPDIR, the thread-pool sizes (`cores.py`)
+                        and the variables given
     gpu-pinned / gpus   (gpus=[...]) the other GPUs' device nodes are hidden and the
                         environment names the given ones / (not_isolated) only the environment
                         selects them: other GPUs stay reachable
