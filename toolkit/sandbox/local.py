@@ -42,6 +42,7 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pwd
@@ -253,8 +254,10 @@ class LocalSandbox(Sandbox):
             (on if self._gate is not None else off).append("egress-allowlist")
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
         on += ["cgroup-memory"] if s.memory_parent and lim.memory_bytes is not None else []
+        on += ["cgroup2"] if s.cgroup2 and {"cgroup-pids", "cgroup-memory"} & set(on) else []
         if lim.memory_bytes is not None and not s.memory_parent:
             off.append("memory-per-tree")
+            off += [] if "as" in self._rlimits() else ["memory"]  # not even per process
         if lim.max_processes is not None and not s.pids_parent and not self.drop_uid:
             off.append("process-count")
         if set(self._rlimits()) - {"core"}:
@@ -311,11 +314,18 @@ class LocalSandbox(Sandbox):
             out["cpu"] = lim.cpu_seconds
         if lim.file_size_bytes is not None:
             out["fsize"] = lim.file_size_bytes
-        if lim.memory_bytes is not None and s.memory_parent is None:
-            out["as"] = lim.memory_bytes
+        if lim.memory_bytes is not None and s.memory_parent is None and not self._may_use_cuda:
+            out["as"] = lim.memory_bytes  # never with CUDA: its address-space reservations fail
         if lim.max_processes is not None and s.pids_parent is None and self.drop_uid:
             out["nproc"] = lim.max_processes
         return out
+
+    @functools.cached_property
+    def _may_use_cuda(self) -> bool:
+        """Whether commands here may reach a GPU: pinned to some, or not denied the host's."""
+        if self.gpus is not None:
+            return bool(self.gpus)
+        return bool(gpu_pinning.host_gpu_ids())
 
     def _spawn(
         self, argv: list[str], cwd: str | None, env: dict[str, str] | None, streams: list[bool]
