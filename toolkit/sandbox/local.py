@@ -26,7 +26,7 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
   folder (`capped.cap_folder`): a plain host folder is capped per file (`file_size_bytes`),
   not in total;
 - the kernel (no system call filter beyond the keyrings), CPU share (unless `Limits.cpus` sets
-  a quota, each process tree's own, in a cgroup-v1 `cpu` hierarchy; `cpu_seconds` caps CPU
+  a quota, each process tree's own, in a cgroup; `cpu_seconds` caps CPU
   time only), devices in /dev (GPUs stay reachable), the clock;
 - sandboxes running at the same time: all run as `nobody`; they cannot signal, see or write
   each other, but each may read another's root if it can reach it (keep roots under /tmp, which
@@ -35,9 +35,10 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 - without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
   host, hidden and read-only paths, private places, IPC and the uid (commands run as the
   caller); trees are still killed whole (the launcher is a subreaper), and keyrings refused;
-- without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree, the
-  process cap is only RLIMIT_NPROC of the uid (not enforced at all for root), and a CPU quota
-  is not enforced (`cpu-quota` in `not_isolated`).
+- without writable cgroups (v1 as root, or a delegated v2 subtree: see `_host`): the memory
+  cap is per process (RLIMIT_AS), not per tree, and none at all where the commands may use
+  CUDA (an address-space rlimit breaks it), the process cap is only RLIMIT_NPROC of the uid
+  (not enforced at all for root), and a CPU quota is not enforced (`cpu-quota`).
 """
 
 from __future__ import annotations
