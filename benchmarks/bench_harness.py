@@ -11,7 +11,9 @@ after its load():
 - raw pipe: the same requests, built in advance, sent with `WorkerSession.request` alone (no
   reply parsing or checks): the round trip through the pipe and the worker.
 
-Prints seconds per request and per question for each, and harness / raw. `--profile` prints the
+Prints seconds per request and per question for each, and harness / raw; wall time, and the
+host process's CPU time (steadier on a loaded machine: the worker runs in another process).
+`--profile` prints the
 host side's cProfile of phase 2 (the worker's share shows as time waiting in select).
 
     python benchmarks/bench_harness.py [--repeat 5] [--profile]
@@ -76,15 +78,17 @@ def messages(questions: list[Question], params: GradingParams) -> tuple[list[Any
     return generate, logprobs
 
 
-def best_s(action: Callable[[], object], repeat: int) -> float:
-    """The least disturbed of `repeat` timings (a shared machine), after a warm-up."""
+def best_s(action: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """The least disturbed of `repeat` runs (a shared machine), after a warm-up: wall seconds,
+    and CPU seconds of this (the host's) process, the worker's excluded."""
     action()
-    times = []
+    walls, cpus = [], []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         action()
-        times.append(time.perf_counter() - started)
-    return min(times)
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
+    return min(walls), min(cpus)
 
 
 def main() -> None:
@@ -129,21 +133,23 @@ def main() -> None:
 
                 return send
 
-            h1, h2 = best_s(harness1, args.repeat), best_s(harness2, args.repeat)
-            r1, r2 = best_s(raw(gen), args.repeat), best_s(raw(logp), args.repeat)
+            (h1, c1), (h2, c2) = best_s(harness1, args.repeat), best_s(harness2, args.repeat)
+            (r1, d1), (r2, d2) = best_s(raw(gen), args.repeat), best_s(raw(logp), args.repeat)
             print(
                 f"machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
                 f"{platform.python_version()}; exam: {n} questions, {answer_bytes} answer "
                 f"bytes, batch size {params.batch_size}; best of {args.repeat}"
             )
-            for name, h, r, count in (
-                ("phase 1 (generate)", h1, r1, len(gen)),
-                ("phase 2 (logprobs)", h2, r2, len(logp)),
+            for name, h, c, r, d, count in (
+                ("phase 1 (generate)", h1, c1, r1, d1, len(gen)),
+                ("phase 2 (logprobs)", h2, c2, r2, d2, len(logp)),
             ):
                 print(
-                    f"{name}: {count} requests | harness {h * 1e3 / count:.3f} ms/request, "
-                    f"{h * 1e3 / n:.2f} ms/question, {h:.3f} s | raw pipe "
-                    f"{r * 1e3 / count:.3f} ms/request, {r:.3f} s | harness / raw {h / r:.2f}x"
+                    f"{name}: {count} requests | harness {h * 1e3 / count:.3f} ms/request "
+                    f"({c * 1e3 / count:.3f} ms host CPU), {h * 1e3 / n:.2f} ms/question, "
+                    f"{h:.3f} s | raw pipe {r * 1e3 / count:.3f} ms/request "
+                    f"({d * 1e3 / count:.3f} ms host CPU), {r:.3f} s | harness / raw "
+                    f"{h / r:.2f}x wall, {c / d:.2f}x host CPU"
                 )
             if args.profile:
                 profiler = cProfile.Profile()

@@ -3,22 +3,27 @@
 `logprob_problem` accepts in one pass and explains in detail only on failure: on rows built
 to sit on every edge of its checks, it must say exactly what the row-by-row check says.
 `logprob_rows` decodes with the strict base64 decoder directly: every malformed text is still
-refused. The session writes a request before waiting on the pipe: a worker that stops reading
+refused. Phase 2 cuts each context from the question's whole text once: the same bytes as
+before. The session writes a request before waiting on the pipe: a worker that stops reading
 still times out, and one that died is still a crash.
 """
 
 from __future__ import annotations
 
+import base64
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from toolkit.grading import replies
+from exam_builder.exam_file import Question
+from toolkit.grading import phases, replies
 from toolkit.grading.session import WorkerFailure, WorkerSession, WorkerTimeout
 from toolkit.sandbox import create_sandbox
+from toolkit.tracks import GradingParams
 
 TOL = replies.LOGPROB_TOLERANCE
 
@@ -92,3 +97,37 @@ def test_a_worker_that_died_is_a_crash(tmp_path: Path) -> None:
         assert not isinstance(caught.value, WorkerTimeout)
         assert str(caught.value) == "crashed: the worker exited with status 0"
         session.close()
+
+
+@pytest.mark.parametrize("context_bytes", [1, 4, 1024])
+def test_phase2_sends_the_same_causal_contexts(context_bytes: int) -> None:
+    # Context k of a question is (prompt + answer[:k])[-context_bytes:], as the protocol says.
+    questions = [
+        Question(id=f"q{i}", family="f", prompt="p" * i + "é" * (i % 3), answer="ab€"[: 1 + i % 3])
+        for i in range(7)
+    ]
+    sent: list[list[bytes]] = []
+
+    class Session:
+        def request(self, message: dict[str, Any], deadline: float, max_bytes: int) -> Any:
+            contexts = [base64.b64decode(c) for c in message["contexts"]]
+            sent.append(contexts)
+            rows = np.full((len(contexts), 256), -math.log(256.0), dtype=np.float32)
+            return {"ok": True, "logprobs": base64.b64encode(rows.tobytes()).decode()}
+
+    class Phase:
+        session = Session()
+
+    params = GradingParams(context_bytes=context_bytes, batch_size=3)
+    bpb = phases.run_phase2(Phase(), questions, params, lambda *_: None)  # type: ignore[arg-type]
+    assert bpb == pytest.approx(8.0)
+    expected: list[list[bytes]] = []
+    order = phases._by_prompt_length(questions, context_bytes)
+    for start in range(0, len(order), 3):
+        texts = [
+            (questions[i].prompt.encode(), questions[i].answer.encode())
+            for i in order[start : start + 3]
+        ]
+        for k in range(max(len(a) for _, a in texts)):
+            expected.append([(p + a[:k])[-context_bytes:] for p, a in texts if k < len(a)])
+    assert sent == expected
