@@ -294,7 +294,7 @@ def probe() -> HostSupport:
     elif userns:
         log.warning(
             "sandbox: not root: local sandboxes use a user namespace and run as your own uid "
-            "(no uid switch, no cgroup limits)"
+            "(no uid switch; cgroup limits only in a delegated cgroup-v2 subtree)"
         )
     if is_cgroup2() and (pids is None or memory is None):
         log.warning(
