@@ -255,7 +255,8 @@ class LocalSandbox(Sandbox):
             (on if self._gate is not None else off).append("egress-allowlist")
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
         on += ["cgroup-memory"] if s.memory_parent and lim.memory_bytes is not None else []
-        on += ["cgroup2"] if s.cgroup2 and {"cgroup-pids", "cgroup-memory"} & set(on) else []
+        in_cgroup = {"cgroup-pids", "cgroup-memory", "cgroup-cpu"} & set(on)
+        on += ["cgroup2"] if s.cgroup2 and in_cgroup else []  # which cgroup version
         if lim.memory_bytes is not None and not s.memory_parent:
             off.append("memory-per-tree")
             off += [] if "as" in self._rlimits() else ["memory"]  # not even per process
