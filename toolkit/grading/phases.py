@@ -319,14 +319,11 @@ def run_phase2(
     bits, done = 0.0, 0
     order = _by_prompt_length(questions, params.context_bytes)
     for n, batch in enumerate(_batches(order, params.batch_size), 1):
-        # Each question's prompt + answer once; context k is the window that ends before
-        # answer byte k (the same bytes as (prompt + answer[:k])[-context_bytes:]).
         texts = [(questions[i].prompt.encode(), questions[i].answer.encode()) for i in batch]
-        whole = [(prompt + answer, len(prompt), answer) for prompt, answer in texts]
         for k in range(max(len(answer) for _, answer in texts)):
-            live = [(text, start + k, answer) for text, start, answer in whole if k < len(answer)]
-            contexts = [text[max(0, end - params.context_bytes) : end] for text, end, _ in live]
-            targets = [answer[k] for _, _, answer in live]
+            live = [(prompt, answer) for prompt, answer in texts if k < len(answer)]
+            contexts = [(prompt + answer[:k])[-params.context_bytes :] for prompt, answer in live]
+            targets = [answer[k] for _, answer in live]
             message = {"op": "logprobs", "contexts": [_b64(c) for c in contexts]}
             where = (Where.LOGPROBS, n)
             wanted = len(contexts) * 256 * 4

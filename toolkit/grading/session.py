@@ -179,19 +179,16 @@ class WorkerSession:
     def send(self, message: dict[str, Any], deadline: float) -> None:
         body = json.dumps(message).encode()
         data = MAGIC + self.nonce + struct.pack(">I", len(body)) + body
-        view = memoryview(data)
-        while view:
-            try:  # the pipe usually has room: write first, wait only when it is full
-                view = view[os.write(self._in, view) :]
-                continue
-            except BlockingIOError:
-                pass
-            except (BrokenPipeError, ConnectionResetError):
-                raise self._died() from None
+        while data:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise WorkerTimeout(Category(Kind.STOPPED_READING))
-            select.select([], [self._in], [], remaining)
+            _, ready, _ = select.select([], [self._in], [], remaining)
+            if ready:
+                try:
+                    data = data[os.write(self._in, data) :]
+                except (BrokenPipeError, ConnectionResetError):
+                    raise self._died() from None
 
     def receive(self, deadline: float, max_bytes: int = MAX_FRAME) -> dict[str, Any]:
         """The next frame as a JSON object; `max_bytes`: the most an honest reply needs.
