@@ -1,9 +1,19 @@
 """What this host lets the local backend do, probed once per process, and cgroup handling.
 
 The local backend degrades instead of failing: namespaces need root or unprivileged user
-namespaces, cgroups need root and a writable cgroup-v1 pids/memory hierarchy (cgroup v2 is not
-used yet). Whatever is missing is logged once and shows up in the sandbox's `not_isolated`, so
-a run records the isolation it actually had.
+namespaces; cgroups need either root and writable cgroup-v1 pids/memory/cpu hierarchies, or a
+cgroup-v2 tree whose part holding this process is ours to write (root, or a delegated subtree).
+Whatever is missing is logged once and shows up in the sandbox's `not_isolated`, so a run
+records the isolation it actually had.
+
+The cgroup-v2 layout, under this process's own cgroup `<own>` (from `0::<own>` in
+/proc/self/cgroup): a v2 cgroup that holds processes cannot hand controllers to children, so
+the processes found in `<own>` move to the leaf `<own>/ari-harness`, `<own>` enables memory,
+pids and cpu for its children, and each sandboxed tree gets `<own>/ari-sandboxes/<name>` with
+`memory.max` (its cap), `memory.swap.max` 0, `pids.max` and `cpu.max`. A process that starts in
+an `ari-harness` leaf (a child of the harness) uses the cgroup above it as `<own>`. An operator
+delegates such a subtree with, e.g., `systemd-run --scope -p Delegate=yes -- toolkit ...`, or a
+service unit with `Delegate=yes`.
 """
 
 from __future__ import annotations
@@ -19,6 +29,8 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+
+from toolkit.sandbox.base import teardown_wait_s
 
 log = logging.getLogger(__name__)
 
@@ -47,24 +59,37 @@ class HostSupport:
     overlay: bool = False
     """An overlay filesystem can be mounted in the namespaces, its writable layer on a tmpfs
     (what an ephemeral root is made of)."""
+    cgroup2: bool = False
+    """The cgroup parents are one cgroup-v2 directory (`<own>/ari-sandboxes`), not v1
+    hierarchies: one cgroup per tree holds every limit, and kills it whole (`cgroup.kill`)."""
 
 
-def _own_cgroup_dir(controller: str) -> Path | None:
+SELF_CGROUP = Path("/proc/self/cgroup")
+V1_CONTROLLERS = ("memory", "pids", "cpu")
+V2_CONTROLLERS = {"memory": "memory.max", "pids": "pids.max", "cpu": "cpu.max"}
+"""The cgroup-v2 controllers the local backend enables, and the limit file each one gives."""
+HARNESS_LEAF = "ari-harness"
+SANDBOXES = "ari-sandboxes"
+
+
+def _own_cgroup_dir(controller: str, root: Path = CGROUP_ROOT) -> Path | None:
     """This process's cgroup-v1 directory for `controller`, if that hierarchy is mounted."""
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        lines = SELF_CGROUP.read_text().splitlines()
     except OSError:
         return None
     for line in lines:
         _, controllers, path = line.split(":", 2)
         if controller in controllers.split(","):
-            directory = CGROUP_ROOT / controller / path.lstrip("/")
+            directory = root / controller / path.lstrip("/")
             return directory if directory.is_dir() else None
     return None
 
 
-def _writable_cgroup_parent(controller: str, limit_file: str) -> Path | None:
-    parent = _own_cgroup_dir(controller)
+def _writable_cgroup_parent(
+    controller: str, limit_file: str, root: Path = CGROUP_ROOT
+) -> Path | None:
+    parent = _own_cgroup_dir(controller, root)
     if parent is None:
         return None
     probe = parent / f"ari-probe-{uuid.uuid4().hex[:8]}"
@@ -79,6 +104,89 @@ def _writable_cgroup_parent(controller: str, limit_file: str) -> Path | None:
             probe.rmdir()
         except OSError:
             log.warning("could not remove probe cgroup %s", probe)
+
+
+def is_cgroup2(root: Path = CGROUP_ROOT) -> bool:
+    """A pure cgroup-v2 host: the unified tree at `root`, no v1 controller hierarchies."""
+    unified = (root / "cgroup.controllers").is_file()
+    return unified and not any((root / c).is_dir() for c in V1_CONTROLLERS)
+
+
+def _own_cgroup2(root: Path, self_cgroup: Path) -> Path | None:
+    """The v2 cgroup sandboxes are made under: this process's own (`0::` line), or the one
+    above it when it is already a harness leaf (a process the harness started)."""
+    try:
+        lines = self_cgroup.read_text().splitlines()
+    except OSError:
+        return None
+    own = next((line[3:] for line in lines if line.startswith("0::")), None)
+    if own is None:
+        return None
+    here = root / own.strip().lstrip("/")
+    if here.name == HARNESS_LEAF and here != root:
+        here = here.parent
+    return here if here.is_dir() else None
+
+
+def _enable(directory: Path, wanted: list[str]) -> set[str]:
+    """Enable the controllers of `wanted` for `directory`'s children (all in one write, else
+    one by one: the kernel refuses a whole write for one controller); those now enabled."""
+    control = directory / "cgroup.subtree_control"
+    try:
+        control.write_text(" ".join(f"+{name}" for name in wanted))
+    except OSError:
+        for name in wanted:
+            with contextlib.suppress(OSError):
+                control.write_text(f"+{name}")
+    try:
+        text = (directory / "cgroup.subtree_control").read_text()
+    except OSError:
+        return set()
+    return {word.lstrip("+") for word in text.split()} & set(wanted)
+
+
+def _leave_for_leaf(here: Path) -> None:
+    """Move the processes in `here` to its leaf `ari-harness` (the no-internal-processes
+    rule); ones that cannot move (kernel threads, ones gone meanwhile) are left."""
+    try:
+        members = (here / "cgroup.procs").read_text().split()
+    except OSError:
+        return
+    if not members or not (here / "cgroup.events").exists():
+        return  # the true root cgroup (no cgroup.events) may hold processes and delegate
+    leaf = here / HARNESS_LEAF
+    with contextlib.suppress(FileExistsError):
+        leaf.mkdir()
+    for pid in members:
+        with contextlib.suppress(OSError):
+            (leaf / "cgroup.procs").write_text(pid)
+
+
+def cgroup2_parent(
+    root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP
+) -> tuple[Path | None, set[str]]:
+    """The v2 directory to make sandbox cgroups in, and the controllers it gives them
+    ((None, set()) where the subtree is not ours or offers none of memory, pids and cpu)."""
+    here = _own_cgroup2(root, self_cgroup)
+    if here is None:
+        return None, set()
+    try:
+        offered = set((here / "cgroup.controllers").read_text().split())
+    except OSError:
+        return None, set()
+    wanted = [c for c in V2_CONTROLLERS if c in offered]
+    if not wanted:
+        return None, set()
+    parent = here / SANDBOXES
+    try:
+        parent.mkdir(exist_ok=True)
+    except OSError:
+        return None, set()  # not ours to write: no delegation
+    _leave_for_leaf(here)
+    if not _enable(here, wanted):
+        return None, set()
+    enabled = _enable(parent, wanted)
+    return (parent, enabled) if enabled else (None, set())
 
 
 OVERLAY_USERNS = ",userxattr"
@@ -135,6 +243,23 @@ def _run_probe(argv: list[str]) -> int:
         return -1
 
 
+def probe_cgroups(
+    is_root: bool, root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP
+) -> tuple[Path | None, Path | None, Path | None, bool]:
+    """(pids, memory, cpu parents, cgroup v2): v2 where the host is pure v2 (root, or a
+    delegated subtree), else v1 hierarchies (root only)."""
+    if is_cgroup2(root):
+        parent, enabled = cgroup2_parent(root, self_cgroup)
+        pick = [parent if c in enabled else None for c in ("pids", "memory", "cpu")]
+        return pick[0], pick[1], pick[2], parent is not None
+    if not is_root:
+        return None, None, None, False
+    pids = _writable_cgroup_parent("pids", "pids.max", root)
+    memory = _writable_cgroup_parent("memory", "memory.limit_in_bytes", root)
+    cpu = _writable_cgroup_parent("cpu", "cpu.cfs_quota_us", root)
+    return pids, memory, cpu, False
+
+
 @functools.cache
 def probe() -> HostSupport:
     """Probe once: later sandboxes in this process reuse the answer (and the warnings)."""
@@ -144,9 +269,7 @@ def probe() -> HostSupport:
     unshared = _run_probe(["-c", _PROBE, str(flags), OVERLAY_USERNS if not is_root else ""])
     namespaces = unshared >= 16
     userns = namespaces and not is_root
-    pids = _writable_cgroup_parent("pids", "pids.max") if is_root else None
-    memory = _writable_cgroup_parent("memory", "memory.limit_in_bytes") if is_root else None
-    cpu = _writable_cgroup_parent("cpu", "cpu.cfs_quota_us") if is_root else None
+    pids, memory, cpu, cgroup2 = probe_cgroups(is_root)
     keyrings = _run_probe([str(_SECCOMP)]) == 0
     support = HostSupport(
         namespaces,
@@ -158,6 +281,7 @@ def probe() -> HostSupport:
         mount_setattr=namespaces and bool(unshared & 1),
         keyring_filter=keyrings,
         overlay=namespaces and bool(unshared & 2),
+        cgroup2=cgroup2,
     )
     if not support.namespaces:
         log.warning(
@@ -170,9 +294,15 @@ def probe() -> HostSupport:
     elif userns:
         log.warning(
             "sandbox: not root: local sandboxes use a user namespace and run as your own uid "
-            "(no uid switch, no cgroup limits)"
+            "(no uid switch; cgroup limits only in a delegated cgroup-v2 subtree)"
         )
-    if is_root and (pids is None or memory is None):
+    if is_cgroup2() and (pids is None or memory is None):
+        log.warning(
+            "sandbox: cgroup v2 here, but no delegated subtree with memory and pids (run as "
+            "root, or under `systemd-run --scope -p Delegate=yes`); limits fall back to "
+            "rlimits, and no address-space rlimit is set where CUDA may run"
+        )
+    elif is_root and (pids is None or memory is None):
         log.warning("sandbox: cgroup-v1 pids/memory not writable here; limits fall back to rlimits")
     return support
 
@@ -187,7 +317,8 @@ def cfs_quota_us(cpus: float) -> int:
 
 
 class ProcessCgroups:
-    """The pids, memory and cpu cgroups of one sandboxed process tree, for the limits set.
+    """The cgroups of one sandboxed process tree, for the limits set: one cgroup-v2 directory,
+    or a cgroup-v1 directory per controller (pids, memory, cpu).
 
     Only for limits: killing a tree does not need them (PID namespace, or the launcher as
     subreaper), and joining a cgroup-v1 hierarchy costs an RCU grace period per process start
@@ -203,6 +334,10 @@ class ProcessCgroups:
     ):
         name = f"ari-sandbox-{uuid.uuid4().hex[:12]}"
         self.dirs: list[Path] = []
+        self.cgroup2 = support.cgroup2
+        if support.cgroup2:
+            self._make_v2(support, name, memory_bytes, max_processes, cpus)
+            return
         if support.pids_parent is not None and max_processes is not None:
             pids = support.pids_parent / name
             pids.mkdir()
@@ -223,6 +358,41 @@ class ProcessCgroups:
             (cpu / "cpu.cfs_period_us").write_text(str(CFS_PERIOD_US))
             (cpu / "cpu.cfs_quota_us").write_text(str(cfs_quota_us(cpus)))
 
+    def _make_v2(
+        self,
+        support: HostSupport,
+        name: str,
+        memory_bytes: int | None,
+        max_processes: int | None,
+        cpus: float | None,
+    ) -> None:
+        """One v2 cgroup with every limit that is set and that the parent offers."""
+        files: dict[str, str] = {}
+        if support.memory_parent is not None and memory_bytes is not None:
+            files["memory.max"] = str(memory_bytes)
+            files["memory.swap.max"] = "0"  # no swapping past the cap either
+        if support.pids_parent is not None and max_processes is not None:
+            files["pids.max"] = str(max_processes)
+        if support.cpu_parent is not None and cpus is not None:
+            files["cpu.max"] = f"{cfs_quota_us(cpus)} {CFS_PERIOD_US}"
+        parent = support.memory_parent or support.pids_parent or support.cpu_parent
+        if not files or parent is None:
+            return
+        directory = parent / name
+        directory.mkdir()
+        self.dirs.append(directory)
+        # A real cgroup comes with its interface files; one without memory.swap.max has no
+        # swap accounting (no swap to cap).
+        made = (directory / "cgroup.procs").exists()
+        try:
+            for file, value in files.items():
+                if made and not (directory / file).exists() and file == "memory.swap.max":
+                    continue
+                (directory / file).write_text(value)
+        except OSError:
+            self.remove()
+            raise
+
     @property
     def procs_files(self) -> list[str]:
         return [str(d / "cgroup.procs") for d in self.dirs]
@@ -232,27 +402,50 @@ class ProcessCgroups:
         for d in self.dirs:
             with contextlib.suppress(OSError):
                 found.update(int(x) for x in (d / "cgroup.procs").read_text().split())
+        found.discard(0)  # outside our pid namespace, or not a pid: never kill(0)
         return found
 
+    def kill(self) -> None:
+        """Kill every member at once, new forks included (cgroup v2 on Linux 5.14+; elsewhere
+        a no-op: `kill_all` signals the members one by one)."""
+        for d in self.dirs if self.cgroup2 else []:
+            with contextlib.suppress(OSError):
+                (d / "cgroup.kill").write_text("1")
+
+    def _populated(self) -> bool:
+        """Whether a v2 cgroup still holds a process, in it or below (`cgroup.events`)."""
+        return any(self._populated_dir(d) for d in self.dirs)
+
     def kill_all(self, deadline_s: float = 10.0) -> bool:
-        """SIGKILL every member until none is left (new forks are caught by the next pass)."""
+        """Kill every member until none is left (new forks are caught by the next pass):
+        `cgroup.kill` where there is one, else SIGKILL to each; on v2, until the cgroup says
+        it is no longer populated."""
         end = time.monotonic() + deadline_s
         while True:
             members = self.pids()
-            if not members:
+            if not members and not (self.cgroup2 and self._populated()):
                 return True
             if time.monotonic() > end:
                 return False
+            self.kill()
             for pid in members:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.005)
 
     def remove(self, wait: bool = True) -> None:
-        """Remove the (empty) cgroups; without `wait`, leave busy ones for a later call."""
+        """Remove the (empty) cgroups; without `wait`, leave busy ones for a later call.
+
+        A v2 cgroup is removed once `cgroup.events` says `populated 0`, waited for up to the
+        teardown bound (`teardown_wait_s`)."""
         left: list[Path] = []
+        end = time.monotonic() + (teardown_wait_s() if wait else 0.0)
         for d in self.dirs:
+            while self.cgroup2 and self._populated_dir(d) and time.monotonic() < end:
+                time.sleep(0.01)
             for _ in range(200 if wait else 1):
+                if self.cgroup2 and self._populated_dir(d):
+                    break  # the kernel refuses (EBUSY) while it holds a process
                 try:
                     d.rmdir()
                     break
@@ -261,8 +454,18 @@ class ProcessCgroups:
                 except OSError:
                     if wait:
                         time.sleep(0.01)
-            else:
+            if d.exists():
                 left.append(d)
                 if wait:
                     log.warning("sandbox: could not remove cgroup %s", d)
         self.dirs = [] if wait else left
+
+    @staticmethod
+    def _populated_dir(d: Path) -> bool:
+        """Whether the v2 cgroup `d` holds a process (gone, or v1 without the file: no)."""
+        try:
+            return "populated 0" not in (d / "cgroup.events").read_text().split("\n")
+        except FileNotFoundError:
+            return False
+        except OSError:
+            return True

@@ -30,7 +30,7 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
   folder (`capped.cap_folder`): a plain host folder is capped per file (`file_size_bytes`),
   not in total;
 - the kernel (no system call filter beyond the keyrings), CPU share (unless `Limits.cpus` sets
-  a quota, each process tree's own, in a cgroup-v1 `cpu` hierarchy; `cpu_seconds` caps CPU
+  a quota, each process tree's own, in a cgroup; `cpu_seconds` caps CPU
   time only), devices in /dev (GPUs stay reachable), the clock;
 - sandboxes running at the same time: all run as `nobody`; they cannot signal, see or write
   each other, but each may read another's root if it can reach it (keep roots under /tmp, which
@@ -39,13 +39,15 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 - without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
   host, hidden and read-only paths, private places, IPC and the uid (commands run as the
   caller); trees are still killed whole (the launcher is a subreaper), and keyrings refused;
-- without writable cgroups: the memory cap is per process (RLIMIT_AS), not per tree, the
-  process cap is only RLIMIT_NPROC of the uid (not enforced at all for root), and a CPU quota
-  is not enforced (`cpu-quota` in `not_isolated`).
+- without writable cgroups (v1 as root, or a delegated v2 subtree: see `_host`): the memory
+  cap is per process (RLIMIT_AS), not per tree, and none at all where the commands may use
+  CUDA (an address-space rlimit breaks it), the process cap is only RLIMIT_NPROC of the uid
+  (not enforced at all for root), and a CPU quota is not enforced (`cpu-quota`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import pwd
@@ -270,8 +272,11 @@ class LocalSandbox(Sandbox):
             (on if self._gate is not None else off).append("egress-allowlist")
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
         on += ["cgroup-memory"] if s.memory_parent and lim.memory_bytes is not None else []
+        in_cgroup = {"cgroup-pids", "cgroup-memory", "cgroup-cpu"} & set(on)
+        on += ["cgroup2"] if s.cgroup2 and in_cgroup else []  # which cgroup version
         if lim.memory_bytes is not None and not s.memory_parent:
             off.append("memory-per-tree")
+            off += [] if "as" in self._rlimits() else ["memory"]  # not even per process
         if lim.max_processes is not None and not s.pids_parent and not self.drop_uid:
             off.append("process-count")
         if set(self._rlimits()) - {"core"}:
@@ -328,11 +333,18 @@ class LocalSandbox(Sandbox):
             out["cpu"] = lim.cpu_seconds
         if lim.file_size_bytes is not None:
             out["fsize"] = lim.file_size_bytes
-        if lim.memory_bytes is not None and s.memory_parent is None:
-            out["as"] = lim.memory_bytes
+        if lim.memory_bytes is not None and s.memory_parent is None and not self._may_use_cuda:
+            out["as"] = lim.memory_bytes  # never with CUDA: its address-space reservations fail
         if lim.max_processes is not None and s.pids_parent is None and self.drop_uid:
             out["nproc"] = lim.max_processes
         return out
+
+    @functools.cached_property
+    def _may_use_cuda(self) -> bool:
+        """Whether commands here may reach a GPU: pinned to some, or not denied the host's."""
+        if self.gpus is not None:
+            return bool(self.gpus)
+        return bool(gpu_pinning.host_gpu_ids())
 
     def _spawn(
         self, argv: list[str], cwd: str | None, env: dict[str, str] | None, streams: list[bool]

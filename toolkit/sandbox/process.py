@@ -250,6 +250,7 @@ class LocalProcess(SandboxProcess):
         # waited for, up to `teardown_wait_s()`, and logged when slow.
         killed: set[int] = set()
         started = time.monotonic()
+        self._cgroups.kill()  # cgroup v2: the whole tree at once, forks in flight included
         if self._alive():
             for _ in range(1000):
                 doomed = descendants(self.pid) if self._alive() else []
