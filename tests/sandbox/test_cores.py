@@ -85,3 +85,12 @@ def test_a_run_process_pins_itself_to_its_slot(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.delenv(CORES_ENV, raising=False)
     assert pin_from_env() is None  # nothing asked: nothing changed
     assert sorted(os.sched_getaffinity(0)) == mine
+
+
+def test_the_operator_can_force_a_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolkit.sandbox.cores import THREADS_ENV
+
+    monkeypatch.setenv(THREADS_ENV, "7")
+    assert thread_count(1.0) == 7 and thread_env(None)["OMP_NUM_THREADS"] == "7"
+    monkeypatch.setenv(THREADS_ENV, "nonsense")
+    assert thread_count(1.0) == 1

@@ -24,6 +24,9 @@ THREAD_VARS = (
     "VECLIB_MAXIMUM_THREADS",
     "NUMEXPR_NUM_THREADS",
 )
+THREADS_ENV = "ARI_SANDBOX_THREADS"
+"""The operator's own thread count for every sandboxed tree (overrides the sizing below; the
+shared-box benchmark sets it to the box's cores to measure what the sizing saves)."""
 CORES_ENV = "ARI_CPU_CORES"
 """Comma-separated core ids a run process pins itself to (set by the campaign's local engine)."""
 
@@ -34,7 +37,11 @@ def usable_cores() -> list[int]:
 
 
 def thread_count(cpus: float | None) -> int:
-    """Threads a tree should start: its quota rounded up, at most the cores it may use."""
+    """Threads a tree should start: its quota rounded up, at most the cores it may use (or the
+    operator's `THREADS_ENV`)."""
+    forced = os.environ.get(THREADS_ENV, "")
+    if forced.isdigit() and int(forced) > 0:
+        return int(forced)
     cores = len(usable_cores())
     if cpus is None:
         return cores
