@@ -3,7 +3,8 @@
 Torch and BLAS size their thread pools to the machine unless told otherwise, so two gradings on
 a 2-core box used to run four busy threads on two cores and take about ten times as long each
 (11.8 s alone, 183.6 s for two at once, measured before sandboxes sized their pools). This
-grades the same starter bundle on the demo exam (phase 1 and 2) and prints, each in the same
+grades the same starter bundle on the demo exam (phase 1; `--phases generate,bpb` for both)
+and prints, each in the same
 run:
 
   alone          one grading, the box to itself
@@ -44,7 +45,9 @@ from toolkit.sandbox.cores import pin_from_env
 pin_from_env()
 cpus = float(sys.argv[3]) if sys.argv[3] != "none" else None
 started = time.monotonic()
-report = grade_bundle(Path(sys.argv[1]), Path(sys.argv[2]), cpus=cpus, hidden=False)
+phases = tuple(sys.argv[4].split(","))
+report = grade_bundle(Path(sys.argv[1]), Path(sys.argv[2]), cpus=cpus, hidden=False,
+                      phases=phases)
 assert report.ok, report.reason
 print(json.dumps({"wall": time.monotonic() - started, "p1": report.timings.phase1,
                   "p2": report.timings.phase2}))
@@ -71,7 +74,14 @@ def _bundle(work: Path, preset: str) -> Path:
 
 
 def _grade_many(
-    bundle: Path, exam: Path, n: int, *, cpus: str, env: dict[str, str], cores: list[str] | None
+    bundle: Path,
+    exam: Path,
+    n: int,
+    *,
+    cpus: str,
+    env: dict[str, str],
+    cores: list[str] | None,
+    phases: str,
 ) -> list[dict[str, float]]:
     procs = []
     for i in range(n):
@@ -80,7 +90,7 @@ def _grade_many(
             child_env["ARI_CPU_CORES"] = cores[i]
         procs.append(
             subprocess.Popen(
-                [sys.executable, "-c", GRADE, str(bundle), str(exam), cpus],
+                [sys.executable, "-c", GRADE, str(bundle), str(exam), cpus, phases],
                 stdout=subprocess.PIPE,
                 text=True,
                 env=child_env,
@@ -98,6 +108,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--preset", default="tiny")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument(
+        "--phases", default="generate", help="generate (default) or generate,bpb (both)."
+    )
     args = parser.parse_args()
     from exam_builder.build import build_exam
 
@@ -110,7 +123,7 @@ def main() -> None:
         bundle = _bundle(work, args.preset)
         build_exam(REPO / "exam_builder/banks/public/demo", work / "exam", english_text=None)
         exam = work / "exam" / "exam.jsonl"
-        print(f"{len(cores)} cores; starter '{args.preset}' bundle; demo exam; both phases")
+        print(f"{len(cores)} cores; starter '{args.preset}' bundle; demo exam; {args.phases}")
         cases = {
             "alone": (1, "none", {}, None),
             "two, old": (2, "none", {"ARI_SANDBOX_THREADS": str(len(cores))}, None),
@@ -121,7 +134,9 @@ def main() -> None:
         for _ in range(args.repeat):
             for name, (n, cpus, env, pins) in cases.items():
                 started = time.monotonic()
-                runs = _grade_many(bundle, exam, n, cpus=cpus, env=env, cores=pins)
+                runs = _grade_many(
+                    bundle, exam, n, cpus=cpus, env=env, cores=pins, phases=args.phases
+                )
                 wall = time.monotonic() - started
                 results.setdefault(name, []).append(max(r["wall"] for r in runs))
                 print(
