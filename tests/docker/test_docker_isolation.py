@@ -244,6 +244,9 @@ def test_gpus_are_requested_by_device_id_never_by_count(root: Path) -> None:
     assert len(requests) == 1
     assert requests[0]["DeviceIDs"] == ["1"] and not requests[0].get("Count")
     assert gpu_requests([]) == [] and gpu_requests(None) == []
+    cdi = gpu_requests(["1", "GPU-1234"], "cdi")  # Docker 25+ with CDI: devices by CDI name
+    assert cdi[0]["Driver"] == "cdi"
+    assert cdi[0]["DeviceIDs"] == ["nvidia.com/gpu=1", "nvidia.com/gpu=GPU-1234"]
     with create_sandbox("docker", root=root) as box:
         assert "no-gpu" in box.isolation
     # This engine has no NVIDIA runtime: asking for a GPU is one clear error, not a crash.

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import socket
 import threading
 from collections.abc import Iterator
@@ -109,6 +110,29 @@ def connect() -> Any:
             raise SandboxError(f"the Docker engine at {path} does not answer: {exc}") from exc
         _clients[path] = client
         return client
+
+
+GPU_MODE_ENV = "ARI_DOCKER_GPUS"
+"""`nvidia` or `cdi`: how containers ask the engine for GPUs, when the probe should not decide."""
+
+
+def gpu_mode() -> str:
+    """How this engine hands a container a GPU: "nvidia" where the NVIDIA container toolkit's
+    hook is there (its `nvidia-container-cli`, or an engine with the `nvidia` runtime), else
+    "cdi" where the engine reads CDI specs, else "nvidia" (the engine then says what is
+    missing; `toolkit doctor --backend docker` names the fix). `ARI_DOCKER_GPUS` decides."""
+    forced = os.environ.get(GPU_MODE_ENV, "")
+    if forced in ("nvidia", "cdi"):
+        return forced
+    if shutil.which("nvidia-container-cli"):
+        return "nvidia"
+    try:
+        info = connect().info()
+    except (SandboxError, OSError):
+        return "nvidia"
+    if "nvidia" in (info.get("Runtimes") or {}):
+        return "nvidia"
+    return "cdi" if info.get("CDISpecDirs") else "nvidia"
 
 
 def available() -> bool:

@@ -50,7 +50,7 @@ from toolkit.sandbox.base import (
     SandboxError,
 )
 from toolkit.sandbox.docker_egress import EgressGate, internal_network
-from toolkit.sandbox.docker_engine import Hijacked, connect, labels
+from toolkit.sandbox.docker_engine import Hijacked, connect, gpu_mode, labels
 from toolkit.sandbox.docker_process import MAX_OUTPUT_BYTES, DockerProcess
 from toolkit.sandbox.files import read_under, write_under
 
@@ -75,13 +75,21 @@ def _ram_bytes() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
-def gpu_requests(gpus: Sequence[str] | None) -> list[Any]:
+def gpu_requests(gpus: Sequence[str] | None, mode: str = "nvidia") -> list[Any]:
     """The engine's device requests for `gpus`: by id, never by count (count=1 always means
-    GPU 0, which would stack parallel runs on one card). None or [] = no GPU."""
+    GPU 0, which would stack parallel runs on one card). None or [] = no GPU.
+
+    `mode` (`docker_engine.gpu_mode`): "nvidia", the engine's NVIDIA device driver (the NVIDIA
+    container toolkit's hook), or "cdi", the Container Device Interface (Docker 25+ with CDI
+    enabled and `nvidia-ctk cdi generate` run): the devices are then named
+    `nvidia.com/gpu=<id>`, what `docker run --device nvidia.com/gpu=1` asks for."""
     if not gpus:
         return []
     import docker.types
 
+    if mode == "cdi":
+        ids = [g if "=" in g else f"nvidia.com/gpu={g}" for g in gpus]
+        return [docker.types.DeviceRequest(driver="cdi", device_ids=ids)]
     return [
         docker.types.DeviceRequest(driver="nvidia", device_ids=list(gpus), capabilities=[["gpu"]])
     ]
@@ -298,7 +306,7 @@ class DockerSandbox(Sandbox):
             pids_limit=lim.max_processes,
             nano_cpus=round(lim.cpus * 1e9) if lim.cpus is not None else None,
             ulimits=ulimits,
-            device_requests=gpu_requests(self.gpus) or None,
+            device_requests=gpu_requests(self.gpus, gpu_mode()) or None,
         )
         try:
             created = api.create_container(
