@@ -35,6 +35,7 @@ from toolkit.campaign.engine import Engine
 from toolkit.campaign.local_engine import LocalEngine, gpu_slots
 from toolkit.campaign.setup import open_campaign
 from toolkit.results import EffectiveConfig, RunResult, Score, Timings
+from toolkit.tracks import get_track
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = 8
@@ -69,7 +70,7 @@ def _template(path: Path, track: str, budget: float) -> None:
     result = RunResult(
         run_id="template",
         track=track,
-        model="bench",
+        model="scripted-bench",
         agent="scripted",
         seed=0,
         started_at=now,
@@ -84,7 +85,7 @@ def _template(path: Path, track: str, budget: float) -> None:
             exam_sha256="e26505dfded91d9f49fc55d1d32c3d591e75bfc2b060c120601c223fc75bd075",
             public_set_sha256="0" * 64,
             backend="local",
-            protocol_revision=1,
+            protocol_revision=get_track(REPO / "results", track).protocol_revision,
         ),
     )
     path.write_text(result.model_dump_json())

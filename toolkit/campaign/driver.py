@@ -119,10 +119,15 @@ class Driver:
         return used < self.campaign.file.attempts
 
     def _record(self, finished: Finished) -> KeyPlan:
-        """The key's state once a run of it ended (its result is in the folder, if any)."""
-        if finished.status is None:
+        """The key's state once a run of it ended (its result is in the folder, if any). A run
+        that left no result, or a result that does not count for its key (another protocol
+        revision, budget or agent than the campaign's: a bug or a stand-in), uses an attempt:
+        otherwise the key would be run again forever."""
+        plan = self.index.plan_of(finished.job.key)
+        stray = finished.status not in (None, "invalid") and plan.state in TO_RUN
+        if finished.status is None or stray:
             self.errors[finished.job.key] = self.errors.get(finished.job.key, 0) + 1
-        return self.index.plan_of(finished.job.key)
+        return plan
 
     def run(self) -> Progress:
         file = self.campaign.file
