@@ -326,6 +326,9 @@ def run_command(
     # claim theirs (the same claims: a run and a campaign exclude each other too).
     claims = Claims(results_dir)
     key = RunKey(the_track.id, model, effort, seed)
+    # Let go however the command ends (a test's CliRunner runs many in one process, and a
+    # claim left open would refuse the next run of the key).
+    click.get_current_context().call_on_close(claims.release_all)
     if not claims.claim(key):
         who = holder(results_dir, key) or "another process"
         raise click.ClickException(
