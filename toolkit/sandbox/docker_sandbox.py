@@ -306,7 +306,7 @@ class DockerSandbox(Sandbox):
             pids_limit=lim.max_processes,
             nano_cpus=round(lim.cpus * 1e9) if lim.cpus is not None else None,
             ulimits=ulimits,
-            device_requests=gpu_requests(self.gpus, gpu_mode()) or None,
+            device_requests=gpu_requests(self.gpus, gpu_mode() if self.gpus else "nvidia") or None,
         )
         try:
             created = api.create_container(
