@@ -39,4 +39,8 @@ def test_bundle_slow_to_die_after_load_gets_a_report(
     assert report.bits_per_byte is None
     slow = [r.getMessage() for r in caplog.records if "torn down" in r.getMessage()]
     print(f"\ngrading took {took:.1f} s; teardowns logged: {slow}")
-    assert slow, "the slow teardown is logged with how long it took"
+    # Locally the swarm's teardown is slow and logged. In a container the init now kills the
+    # swarm's zombie leaders with the call (ari-init counts them alive), so the teardown may be
+    # quick there: what must hold on both is a report, not an exception.
+    if report.backend == "local":
+        assert slow, "the slow teardown is logged with how long it took"
