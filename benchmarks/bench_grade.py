@@ -19,6 +19,12 @@ longest answer rounded up), not the answer's own. The script also grades phase 1
 (each answer's own length) in the same run, and prints both phase-1 times and their ratio: the
 cost of not telling the bundle how long each answer is.
 
+Phase 2 asks for each answer byte by byte, every request the last one's contexts plus a byte;
+the starter's bundle keeps those contexts' keys and values between requests (`ContextCache`),
+so each request after the first of a batch is one decoding step. The script also grades phase 2
+of the same bundle with that cache switched off (a whole forward pass per request) and prints
+both times, their ratio and whether the bits per byte agree.
+
 The bundle is exported from a freshly initialised starter model (speed does not depend on what
 the weights learned: generation always produces exactly the length asked).
 """
@@ -29,6 +35,7 @@ import argparse
 import importlib.util
 import os
 import platform
+import shutil
 import statistics
 import sys
 import tempfile
@@ -173,6 +180,12 @@ def main() -> None:
         model = train.GPT(train.PRESETS[args.preset].model)
         bundle = work / "bundle"
         export.write_bundle(model, bundle)
+        # The same bundle with its phase-2 cache switched off.
+        stateless = work / "bundle-no-cache"
+        shutil.copytree(bundle, stateless)
+        inference = (stateless / "inference.py").read_text()
+        assert "cache=self.cache" in inference, "the starter's inference.py changed: update here"
+        (stateless / "inference.py").write_text(inference.replace("cache=self.cache", "cache=None"))
         build_exam(REPO / "exam_builder/banks/public/demo", work / "exam", english_text=None)
         exam = work / "exam" / "exam.jsonl"
         questions = load_exam(exam)
@@ -188,7 +201,7 @@ def main() -> None:
             f"parameters; exam: {len(questions)} questions, {answer_bytes} answer bytes, "
             f"batch size {params.batch_size}"
         )
-        bounds, reports, exact = [], [], []
+        bounds, reports, exact, whole = [], [], [], []
         for _ in range(args.repeat):
             bounds.append(lower_bound_s(bundle, exam, args.device, params.batch_size))
             reports.append(grade_bundle(bundle, exam, params=params, device=args.device))
@@ -201,6 +214,9 @@ def main() -> None:
                     phases=("generate",),
                     _exact_lengths=True,
                 )
+            )
+            whole.append(
+                grade_bundle(stateless, exam, params=params, device=args.device, phases=("bpb",))
             )
         first = reports[0]
         assert first.ok, first.reason
@@ -240,6 +256,18 @@ def main() -> None:
             f"each answer's own length ({answer_bytes / len(questions):.1f} bytes on average) "
             f"{exact1:.2f}s: {phase1 / exact1:.2f}x (median of {args.repeat}); same passes: "
             f"{all(r.passed_ids == first.passed_ids for r in exact)}"
+        )
+        whole2 = med([r.timings.phase2 for r in whole])
+        same_bpb = all(
+            r.bits_per_byte is not None
+            and first.bits_per_byte is not None
+            and abs(r.bits_per_byte - first.bits_per_byte) < 1e-3
+            for r in whole
+        )
+        print(
+            f"phase 2 with the bundle's context cache {phase2:.2f}s vs a whole pass per request "
+            f"{whole2:.2f}s: {whole2 / phase2:.2f}x faster (median of {args.repeat}); same bits "
+            f"per byte (to 1e-3): {same_bpb}"
         )
         print(
             f"grading after load: {total - load:.2f}s; packed bundle {first.packed_bytes:,} "

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 from export import import_bundle, quantize_state, write_bundle
-from model import GPT, ModelConfig
+from model import GPT, ContextCache, ModelConfig
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +62,90 @@ def test_logprobs_of_prefix_contexts_equal_separate_runs(model: GPT) -> None:
     shared = model.next_byte_logprobs(contexts)
     alone = torch.cat([model.next_byte_logprobs([c]) for c in contexts])
     assert torch.allclose(shared, alone, atol=1e-5)
+
+
+def _graders_requests(prompts: list[bytes], answers: list[bytes], window: int) -> list[list[bytes]]:
+    """Phase 2's requests for one batch: request k holds prompt + answer[:k] of each question
+    whose answer is longer than k, cut to the last `window` bytes."""
+    return [
+        [(p + a[:k])[-window:] for p, a in zip(prompts, answers, strict=True) if k < len(a)]
+        for k in range(max(len(a) for a in answers))
+    ]
+
+
+def _steps(model: GPT) -> tuple[list[int], object]:
+    """Record the length of every forward pass's input (1 = a decoding step)."""
+    widths: list[int] = []
+    handle = model.embed.register_forward_hook(lambda _m, args, _o: widths.append(args[0].shape[1]))
+    return widths, handle
+
+
+def test_cached_logprobs_equal_whole_passes_request_after_request(model: GPT) -> None:
+    # Answers of different lengths (rows drop out as answers end), a repeated question, a
+    # prompt long enough that its contexts are cut to the block (no step possible there).
+    prompts = [b"The quick brown fox", b"a", b"", b"x" * 70, b"a", b"\x00\xff binary"]
+    answers = [b" jumps over", b"bc", b"hello world!", b"yz", b"bc", b"\x01"]
+    requests = _graders_requests(prompts, answers, window=1024)
+    cache = ContextCache()
+    widths, handle = _steps(model)
+    try:
+        for contexts in requests:
+            cached = model.next_byte_logprobs(contexts, cache=cache)
+            whole = model.next_byte_logprobs(contexts)
+            assert torch.allclose(cached, whole, atol=1e-4), contexts
+    finally:
+        handle.remove()
+    # The cached calls are every other forward: the first is a whole pass, the rest would be
+    # steps, but the row cut to the block (b"x" * 70 + ...) forces a whole pass each time.
+    cached_widths = widths[0::2]
+    assert cached_widths[0] > 1
+    assert cached_widths[1] > 1  # the long row is cut: no parent, a whole pass
+
+
+def test_cached_logprobs_step_by_one_byte_when_every_row_extends_the_last_call(
+    model: GPT,
+) -> None:
+    prompts = [b"first prompt", b"second", b"second", b"3"]
+    answers = [b"one two three", b"four", b"five!", b"xyzzy plugh"]
+    requests = _graders_requests(prompts, answers, window=1024)
+    cache = ContextCache()
+    widths, handle = _steps(model)
+    try:
+        got = [model.next_byte_logprobs(c, cache=cache) for c in requests]
+    finally:
+        handle.remove()
+    assert widths[0] == len(b"first prompt") and widths[1:] == [1] * (len(requests) - 1)
+    for contexts, cached in zip(requests, got, strict=True):
+        assert torch.allclose(cached, model.next_byte_logprobs(contexts), atol=1e-4)
+
+
+def test_cached_logprobs_grow_past_their_room_and_follow_reordered_rows() -> None:
+    torch.manual_seed(1)
+    gpt = GPT(ModelConfig(block_size=256, n_layer=2, n_head=2, d_model=32)).eval()
+    long = bytes(range(32, 127)) * 2  # 190 bytes: the cache's room (64) must grow twice
+    cache = ContextCache()
+    widths, handle = _steps(gpt)
+    try:
+        for k in range(1, len(long)):
+            # Two rows that swap places every call: the cache gathers them back in order.
+            contexts = [long[:k], b"<" + long[:k]]
+            contexts = contexts if k % 2 else contexts[::-1]
+            cached = gpt.next_byte_logprobs(contexts, cache=cache)
+            assert torch.allclose(cached, gpt.next_byte_logprobs(contexts), atol=1e-4), k
+    finally:
+        handle.remove()
+    assert widths[0::2][1:] == [1] * (len(long) - 2)
+    assert all(layer.k.shape[2] >= len(long) for layer in cache.layers)
+
+
+def test_an_unrelated_call_after_a_cached_one_is_a_whole_pass(model: GPT) -> None:
+    cache = ContextCache()
+    model.next_byte_logprobs([b"abc", b"def"], cache=cache)
+    other = [b"abcX", b"zzz"]  # one row extends, the other does not: no step
+    assert torch.allclose(
+        model.next_byte_logprobs(other, cache=cache), model.next_byte_logprobs(other), atol=1e-4
+    )
+    assert set(cache.rows) == set(other)
 
 
 def test_int8_quantization_is_close(model: GPT) -> None:

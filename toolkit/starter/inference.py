@@ -47,15 +47,18 @@ def dequantize(stored: dict[str, object]) -> dict[str, torch.Tensor]:
 class BundleModel:
     """What the grader talks to: batched greedy generation and next-byte log-probabilities."""
 
-    def __init__(self, gpt: torch.nn.Module, device: str) -> None:
+    def __init__(self, gpt: torch.nn.Module, device: str, cache: object) -> None:
         self.gpt = gpt
         self.device = device
+        # The grader asks for an answer's log-probs byte by byte, each request the last one's
+        # contexts plus a byte: the cache turns each such request into one decoding step.
+        self.cache = cache
 
     def generate(self, prompts: list[bytes], lengths: list[int]) -> list[bytes]:
         return self.gpt.generate(list(prompts), list(lengths))
 
     def next_byte_logprobs(self, contexts: list[bytes]) -> np.ndarray:
-        return self.gpt.next_byte_logprobs(list(contexts)).float().numpy()
+        return self.gpt.next_byte_logprobs(list(contexts), cache=self.cache).float().numpy()
 
 
 def load(bundle_dir: str, device: str = "cpu") -> BundleModel:
@@ -70,4 +73,4 @@ def load(bundle_dir: str, device: str = "cpu") -> BundleModel:
     gpt.eval()
     if device.startswith("cuda"):
         gpt = gpt.to(device=device, dtype=torch.bfloat16)  # fast path on a GPU
-    return BundleModel(gpt, device)
+    return BundleModel(gpt, device, model_mod.ContextCache())
