@@ -21,6 +21,7 @@ from toolkit.commands.console import make_console
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
     cpus_option,
+    device_option,
     find_registry,
     registry_option,
     results_dir_option,
@@ -137,7 +138,7 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     help="Sandbox backend that runs the bundle's code.",
 )
 @images_option
-@click.option("--device", default="cpu", show_default=True, help="Device passed to load().")
+@device_option("Device passed to the bundle's load().")
 @cpus_option("each grading worker")
 @click.option(
     "--json",
@@ -253,6 +254,7 @@ def grade_command(
     registry_file = find_registry(results_dir, registry)
     track, why = choose_track(registry_file, track_id, exam_file)
     console.print(f"grading settings: {why}")
+    console.print(f"device {device} (backend {backend})")
     known = None if public else public_exam(registry_file, exam_file)
     if public or known:
         console.print(f"public exam ({'--public' if public else known}): the bundle's errors shown")

@@ -74,3 +74,35 @@ def keys_option() -> Callable[[F], F]:
         "results folder that holds each file). Pass a copy you trust to check a folder "
         "someone submitted.",
     )
+
+
+def detect_device() -> str:
+    """ "cuda" when this host has an NVIDIA driver and torch's CUDA build sees a GPU, else "cpu".
+
+    Without the driver's control node, torch (a slow import) is not even loaded."""
+    if not Path("/dev/nvidiactl").exists():
+        return "cpu"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _device(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if value == "auto":
+        return detect_device()
+    head, colon, index = value.partition(":")
+    if not (value == "cpu" or (head == "cuda" and (not colon or index.isdigit()))):
+        raise click.BadParameter(f"{value!r}: want auto, cpu, cuda or cuda:N")
+    return value
+
+
+def device_option(help: str) -> Callable[[F], F]:
+    """`--device auto|cpu|cuda|cuda:N`, resolved: auto is the GPU when CUDA can use one."""
+    return click.option(
+        "--device",
+        default="auto",
+        show_default=True,
+        callback=_device,
+        help=f"{help} auto: cuda when this host's torch can use a GPU, else cpu; cuda:N pins "
+        "GPU N.",
+    )

@@ -29,6 +29,7 @@ from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
     cpus_option,
+    detect_device,
     find_registry,
     keys_option,
     registry_option,
@@ -70,14 +71,6 @@ def _secrets() -> list[str]:
 
 def _terminate(signum: int, _frame: object) -> None:
     raise Interrupted(signal.Signals(signum).name, 128 + signum)
-
-
-def _device(choice: str) -> str:
-    if choice != "auto":
-        return choice
-    import torch  # slow import: only when asked to detect
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def print_result(result: RunResult, path: Path, console: Console) -> None:
@@ -383,7 +376,7 @@ def run_command(
         data_dir=data_dir,
         results_dir=results_dir,
         backend=backend,
-        device=_device(device),
+        device=detect_device() if device == "auto" else device,
         cpus=cpus,
         effort=effort,
         budget_s=budget_s,
