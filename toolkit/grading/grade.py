@@ -74,6 +74,7 @@ class _Job:
     hidden: bool = True
     """A hidden grading: the bundle's words stay out of the report."""
     exact_lengths: bool = False
+    prestart: bool = True
     """Phase 1 asks each answer's own length (the old protocol; comparison tests only)."""
 
 
@@ -104,30 +105,27 @@ def _run_phase(
     out: Outcome,
     body: Callable[[PhaseWorker], None],
     times: dict[str, float],
+    ready: PhaseWorker | None = None,
 ) -> None:
-    """Start a fresh worker, wait for load, run `body`; fills times["load"] and times["body"].
+    """Start a fresh worker (or let `ready`, one started waiting, go on), wait for load, run
+    `body`; fills times["load"] and times["body"]. Closes the worker, `ready` included.
 
-    Load time is measured on the host: sandbox and interpreter start-up, imports and `load()`.
-    With `job.cancelled`, a watcher kills the worker (and all it started) once it says so.
+    Load time is measured on the host: sandbox and interpreter start-up, imports and `load()`
+    (for `ready`: from its go, what it had left to do). With `job.cancelled`, a watcher kills
+    the worker (and all it started) once it says so.
     """
     if job.cancelled is not None and job.cancelled():
+        if ready is not None:
+            ready.close()
         raise WorkerFailure(CANCELLED_CATEGORY)
     started = time.monotonic()
-    phase = PhaseWorker(
-        archive,
-        job.work / name,
-        exam=job.exam_file,
-        backend=job.backend,
-        device=job.device,
-        params=job.params,
-        hide=job.hide,
-        cpus=job.cpus,
-        ephemeral=not job.kept,
-    )
+    phase = ready or _start_worker(name, archive, job)
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
     done = _kill_when(job.cancelled, phase) if job.cancelled is not None else None
     try:
         try:
+            if ready is not None:
+                phase.go()
             phase.load(job.params.load_timeout_s)
         finally:
             times["load"] = time.monotonic() - started
@@ -144,6 +142,54 @@ def _run_phase(
         if done is not None:
             done.set()
         phase.close()
+
+
+def _start_worker(name: str, archive: Path, job: _Job, wait: bool = False) -> PhaseWorker:
+    return PhaseWorker(
+        archive,
+        job.work / name,
+        exam=job.exam_file,
+        backend=job.backend,
+        device=job.device,
+        params=job.params,
+        hide=job.hide,
+        cpus=job.cpus,
+        ephemeral=not job.kept,
+        wait=wait,
+    )
+
+
+class _Spare:
+    """Phase 2's worker, started (in a thread) once phase 1's bundle has loaded, so that its
+    sandbox, interpreter, imports and CUDA start-up overlap phase 1 instead of following it.
+
+    It loads nothing of the bundle until `go()`, which `_run_phase` sends only after phase 1's
+    worker, and every process it started, is gone: phase 2 shows answer bytes, and by then no
+    process that saw phase 1's questions unanswered is alive to learn them. If starting it
+    fails, phase 2 starts its worker the usual way (and meets the same failure there).
+    """
+
+    def __init__(self, archive: Path, job: _Job) -> None:
+        self.worker: PhaseWorker | None = None
+        self.thread = threading.Thread(target=self._start, args=(archive, job), daemon=True)
+        self.thread.start()
+
+    def _start(self, archive: Path, job: _Job) -> None:
+        try:
+            self.worker = _start_worker("phase2", archive, job, wait=True)
+        except BaseException:
+            shutil.rmtree(job.work / "phase2", ignore_errors=True)  # phase 2 starts afresh
+
+    def take(self) -> PhaseWorker | None:
+        """The started worker (the caller closes it), or None."""
+        self.thread.join()
+        worker, self.worker = self.worker, None
+        return worker
+
+    def discard(self) -> None:
+        worker = self.take()
+        if worker is not None:
+            worker.close()
 
 
 CANCELLED_CATEGORY = Category(Kind.CANCELLED)
@@ -183,6 +229,7 @@ def grade_bundle(
     ablation: bool = False,
     hidden: bool = True,
     _exact_lengths: bool = False,
+    _prestart: bool = True,
 ) -> GradeReport:
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
@@ -190,6 +237,8 @@ def grade_bundle(
     False only where the exam is public and the bundle's author may read its errors.
     `_exact_lengths`: phase 1 asks each answer's own length (the protocol before length
     hiding), for the test that shows both protocols pass the same questions.
+    `_prestart=False`: phase 2's worker starts only after phase 1 (for the benchmark that
+    measures what starting it during phase 1 saves).
 
     `progress`: True for a progress bar on stderr, or a callback (phase, done, total).
     `hide`: more host paths the worker must not see. Always hidden, whatever is passed: the
@@ -228,6 +277,7 @@ def grade_bundle(
                 ablation=ablation,
                 hidden=hidden,
                 _exact_lengths=_exact_lengths,
+                _prestart=_prestart,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
     params, notes = fit_to_host(params)
@@ -253,6 +303,7 @@ def grade_bundle(
             kept=workdir is not None,
             hidden=hidden,
             exact_lengths=_exact_lengths,
+            prestart=_prestart,
         )
         try:
             out, packed = _grade(bundle, job, started)
@@ -352,6 +403,17 @@ def fit_to_host(params: GradingParams) -> tuple[GradingParams, list[str]]:
 def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBundle | None]:
     """The phases of `grade_bundle`, in `work`; bundle failures end up in the outcome."""
     out = Outcome()
+    spare: list[_Spare] = []  # phase 2's worker, once phase 1 has loaded
+    try:
+        return _phases(bundle, job, started, out, spare)
+    finally:
+        for unused in spare:
+            unused.discard()
+
+
+def _phases(
+    bundle: Path, job: _Job, started: float, out: Outcome, spare: list[_Spare]
+) -> tuple[Outcome, PackedBundle | None]:
     packed: PackedBundle | None = None
     try:
         packed = _prepare_archive(bundle, job.work, job.size_limit_bytes)
@@ -362,6 +424,8 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBund
         if "generate" in job.phases:
 
             def generate(phase: PhaseWorker) -> None:
+                if "bpb" in job.phases and job.prestart:
+                    spare.append(_Spare(packed.path, job))
                 job.progress("phase 1: generate", 0, len(job.questions))
                 run_phase1(
                     phase,
@@ -395,6 +459,7 @@ def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBund
                     run_phase2(phase, job.questions, job.params, job.progress)
                 ),
                 times2,
+                ready=spare.pop().take() if spare else None,
             )
             out.bpb = result[0]
         except BundleError as exc:

@@ -46,6 +46,7 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 MAX_PROCESSES = 512  # threads count here too (pids cgroup): room for BLAS/OpenMP pools
 MAX_FILE_BYTES = 2**30  # a bundle may write scratch files, not fill the disk
 MAX_PROBLEMS = 20
+GO_TIMEOUT_S = 10.0  # to hand a waiting worker its go: a pipe write of a few bytes
 SMALL_REPLY_BYTES = 64 * 2**10  # load replies and errors (the worker cuts its error texts)
 ASKED_FLOOR = 32
 """The least phase 1 asks for, whatever the exam's answers."""
@@ -122,7 +123,9 @@ class PhaseWorker:
         hide: Sequence[Path] = (),
         cpus: float | None = None,
         ephemeral: bool = True,
+        wait: bool = False,
     ) -> None:
+        """`wait`: the worker warms up, then loads the bundle only when `go()` says so."""
         root.mkdir(parents=True)
         extract_bundle(archive, root / "bundle")
         shutil.copyfile(WORKER_SCRIPT, root / "worker.py")
@@ -169,11 +172,19 @@ class PhaseWorker:
         )
         try:
             self.session = WorkerSession(
-                self.sandbox, [python, "-I", "worker.py", "bundle", device]
+                self.sandbox,
+                [python, "-I", "worker.py", "bundle", device, *(["wait"] if wait else [])],
             )
         except BaseException:
             self.sandbox.cleanup()
             raise
+
+    def go(self) -> None:
+        """Let a worker started with `wait` import and load the bundle."""
+        try:
+            self.session.send({"op": "load"}, time.monotonic() + GO_TIMEOUT_S)
+        except WorkerFailure as exc:
+            raise exc.at(Where.LOAD) from None
 
     def load(self, timeout_s: float) -> float:
         """Wait for the bundle's load(); its duration, or WorkerFailure with the reason."""

@@ -1,8 +1,13 @@
 """The grading worker: runs inside the sandbox, loads the bundle, answers the host's requests.
 
-Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE`, with the frame nonce in the
-environment variable ARI_GRADER_NONCE. Standalone on purpose (standard library, plus numpy for
-log-probabilities): the same file runs in a local sandbox or in a container.
+Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE [wait]`, with the frame nonce in
+the environment variable ARI_GRADER_NONCE. Before the bundle's code runs, the worker warms up:
+it imports numpy and torch (when installed) and, on a GPU, starts CUDA, so that what every
+bundle pays for is paid once, by the harness. With `wait` it then waits for the host's
+`{"op": "load"}` before it imports the bundle: the host starts phase 2's worker while phase 1
+runs, and lets it load the bundle only once phase 1's worker is gone. Standalone on purpose
+(standard library, plus numpy for log-probabilities): the same file runs in a local sandbox or
+in a container.
 
 Why the pipe cannot be corrupted by the bundle's prints: before the bundle is imported, the
 worker keeps private duplicates of its stdin/stdout for the protocol and points fds 0 and 1 at
@@ -80,6 +85,21 @@ def _import_inference(bundle_dir: str) -> ModuleType:
     return module
 
 
+def _warm_up(device: str) -> None:
+    """Import numpy and torch, and on a GPU create the CUDA context; failures are left for the
+    bundle's own load() to meet (and report)."""
+    try:
+        import numpy  # noqa: F401
+        import torch
+    except BaseException:
+        return
+    if device.startswith("cuda"):
+        try:
+            torch.zeros(1, device=device)  # the context: most of a first CUDA call's time
+        except BaseException:
+            return
+
+
 def _generate(model: Any, request: dict[str, Any]) -> dict[str, Any]:
     prompts = [base64.b64decode(p) for p in request["prompts"]]
     lengths = list(request["lengths"])
@@ -129,6 +149,7 @@ def _logprobs(model: Any, request: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     bundle_dir, device = os.path.abspath(sys.argv[1]), sys.argv[2]
+    wait = sys.argv[3:] == ["wait"]
     nonce = os.environ.pop("ARI_GRADER_NONCE", "").encode()
     # Private protocol fds (not inherited by the bundle's subprocesses), then silence 0 and 1.
     channel = Channel(os.dup(0), os.dup(1), nonce)
@@ -136,6 +157,9 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    _warm_up(device)
+    if wait and channel.receive().get("op") != "load":
+        return  # the host let this worker go unused
     started = time.monotonic()
     try:
         model = _import_inference(bundle_dir).load(bundle_dir, device)
