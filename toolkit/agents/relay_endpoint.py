@@ -45,8 +45,8 @@ def relay_endpoint(backend: str) -> RelayEndpoint:
     """Where the run's relay goes, for `backend`."""
     if backend != "docker":
         return LOCAL
-    from toolkit.sandbox.docker_egress import UPSTREAM_ENV, upstream_network
-    from toolkit.sandbox.docker_engine import connect
+    from toolkit.sandbox.docker.egress import UPSTREAM_ENV, upstream_network
+    from toolkit.sandbox.docker.engine import connect
 
     client = connect()
     network = upstream_network(client)

@@ -25,7 +25,7 @@ from toolkit.sandbox.base import (
     note_teardown,
     teardown_wait_s,
 )
-from toolkit.sandbox.docker_engine import Hijacked
+from toolkit.sandbox.docker.engine import Hijacked
 
 MAX_OUTPUT_BYTES = 64 * 2**20  # what `exec` keeps of each stream
 KILL_TIMEOUT_S = 10.0

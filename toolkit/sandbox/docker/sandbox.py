@@ -49,9 +49,9 @@ from toolkit.sandbox.base import (
     Sandbox,
     SandboxError,
 )
-from toolkit.sandbox.docker_egress import EgressGate, internal_network
-from toolkit.sandbox.docker_engine import Hijacked, connect, gpu_mode, labels
-from toolkit.sandbox.docker_process import MAX_OUTPUT_BYTES, DockerProcess
+from toolkit.sandbox.docker.egress import EgressGate, internal_network
+from toolkit.sandbox.docker.engine import Hijacked, connect, gpu_mode, labels
+from toolkit.sandbox.docker.process import MAX_OUTPUT_BYTES, DockerProcess
 from toolkit.sandbox.files import read_under, write_under
 
 STATUS_DIR = "/run/ari-init"
@@ -484,3 +484,40 @@ def _resolve(client: Any, ref: str, role: str) -> Resolved:
 
 def _image(client: Any, ref: str, role: str) -> str:
     return _resolve(client, ref, role).id
+
+
+def create(
+    root: Path,
+    *,
+    network: bool,
+    hide: Sequence[Path],
+    limits: Limits,
+    env: Mapping[str, str] | None,
+    readonly: Sequence[Path],
+    egress: Sequence[Egress],
+    gpus: Sequence[str] | None,
+    image: str | None,
+    ephemeral_root: bool,
+) -> DockerSandbox:
+    """The docker backend's `SandboxFactory`. An ephemeral root is not offered here: a root
+    mounted read-only (the grader's) refuses writes instead of discarding them, so its disk is
+    still capped (only the tmpfs places take writes); a writable root is capped per file only.
+    Both are recorded."""
+    box = DockerSandbox(
+        root,
+        network=network,
+        hide=hide,
+        limits=limits,
+        env=env,
+        readonly=readonly,
+        egress=egress,
+        gpus=gpus,
+        image=image,
+    )
+    if ephemeral_root:
+        if box.root_readonly:
+            box.isolation = sorted({*box.isolation, "root-readonly"})
+            box.not_isolated = sorted({*box.not_isolated, "ephemeral-root"})
+        else:
+            box.not_isolated = sorted({*box.not_isolated, "ephemeral-root", "root-disk"})
+    return box
