@@ -7,9 +7,9 @@ only host folder a sandbox may write), read-only paths bind-mounted read-only
 (also at their host paths, so every path a caller passes means the same inside), hidden paths
 that fall inside those mounts covered by an empty read-only tmpfs (a file: /dev/null), a
 read-only root filesystem with private tmpfs /tmp and /var/tmp, `network_mode="none"` (or an
-internal network whose only way out is the egress forwarder, see `docker_egress`), all
+internal network whose only way out is the egress forwarder, see `egress.py`), all
 capabilities dropped, `no-new-privileges`, memory/pids caps and rlimits from `Limits`, GPUs
-only by device id, and labels that say who made it (`docker_engine`).
+only by device id, and labels that say who made it (`engine.py`).
 
 Commands run as uid/gid 65534 (the caller's own uid when the host side is not root), through
 `ari-init run`, a wrapper that runs as root, drops to that uid for the command alone (no
@@ -79,7 +79,7 @@ def gpu_requests(gpus: Sequence[str] | None, mode: str = "nvidia") -> list[Any]:
     """The engine's device requests for `gpus`: by id, never by count (count=1 always means
     GPU 0, which would stack parallel runs on one card). None or [] = no GPU.
 
-    `mode` (`docker_engine.gpu_mode`): "nvidia", the engine's NVIDIA device driver (the NVIDIA
+    `mode` (`engine.gpu_mode`): "nvidia", the engine's NVIDIA device driver (the NVIDIA
     container toolkit's hook), or "cdi", the Container Device Interface (Docker 25+ with CDI
     enabled and `nvidia-ctk cdi generate` run): the devices are then named
     `nvidia.com/gpu=<id>`, what `docker run --device nvidia.com/gpu=1` asks for."""

@@ -488,7 +488,7 @@ def find_program(name: str, path: str) -> str | None:
     return None
 
 
-# -- egress allow-list (see toolkit/sandbox/egress.py for the host side) -------------------------
+# -- egress allow-list (see egress.py beside it for the host side) ---------------------------------
 RTM_NEWROUTE = 24
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_REPLACE, NLM_F_CREATE = 0x1, 0x4, 0x100, 0x400
 NLMSG_ERROR = 2
