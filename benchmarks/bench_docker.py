@@ -36,7 +36,8 @@ from toolkit.images import current
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService
-from toolkit.sandbox import Sandbox, SandboxError, create_sandbox, docker_engine
+from toolkit.sandbox import Sandbox, SandboxError, create_sandbox
+from toolkit.sandbox.docker import engine as docker_engine
 
 REPO = Path(__file__).resolve().parents[1]
 STARTER = REPO / "toolkit" / "starter"

@@ -24,7 +24,8 @@ from pathlib import Path
 from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
 from toolkit.protected import protected_paths
-from toolkit.sandbox import Limits, LineReader, Sandbox, _host, create_sandbox
+from toolkit.sandbox import Limits, LineReader, Sandbox, create_sandbox
+from toolkit.sandbox.local import host as local_host
 
 ECHO = "import sys\nfor line in sys.stdin:\n    sys.stdout.write(line)\n    sys.stdout.flush()\n"
 
@@ -92,9 +93,9 @@ def main() -> None:
         f"vs {plain * 1000:.1f} ms, +{(overlay - plain) * 1000:.2f} ms, x{overlay / plain:.2f}"
     )
 
-    real_probe = _host.probe
-    degraded = _host.HostSupport(False, False, False, pids_parent=None, memory_parent=None)
-    _host.probe = lambda: degraded  # type: ignore[assignment]
+    real_probe = local_host.probe
+    degraded = local_host.HostSupport(False, False, False, pids_parent=None, memory_parent=None)
+    local_host.probe = lambda: degraded  # type: ignore[assignment]
     try:
         with create_sandbox("local", root=Path(tempfile.mkdtemp(dir=work))) as box:
             report(
@@ -102,7 +103,7 @@ def main() -> None:
                 median_s(lambda: box.exec(["true"]), runs),
             )
     finally:
-        _host.probe = real_probe  # type: ignore[assignment]
+        local_host.probe = real_probe  # type: ignore[assignment]
 
     with create_sandbox("local", root=Path(tempfile.mkdtemp(dir=work))) as box:
         box.write_file("echo.py", ECHO.encode())

@@ -10,9 +10,9 @@ PY=.venv/bin/python
 [ -f /sys/fs/cgroup/cgroup.controllers ] || { echo "not a cgroup-v2 host" >&2; exit 2; }
 echo "own cgroup: $(grep '^0::' /proc/self/cgroup)"
 "$PY" - <<'PY'
-from toolkit.sandbox import _host
-s = _host.probe()
-print(f"cgroup v2: {_host.is_cgroup2()}; delegated: {s.cgroup2}")
+from toolkit.sandbox.local import host as local_host
+s = local_host.probe()
+print(f"cgroup v2: {local_host.is_cgroup2()}; delegated: {s.cgroup2}")
 print(f"memory parent: {s.memory_parent}\npids parent: {s.pids_parent}\ncpu parent: {s.cpu_parent}")
 if not s.cgroup2:
     raise SystemExit("no delegated subtree: run as root or under systemd-run -p Delegate=yes")

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from toolkit.images import ROLES, current
-from toolkit.sandbox import docker_engine
+from toolkit.sandbox.docker import engine as docker_engine
 
 CACHE_DIR = Path("/var/tmp/ari-docker-cache")
 BASE_TAG = "ari-bench/base:bookworm"

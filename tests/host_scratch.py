@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox._layout import is_within, private_places
+from toolkit.sandbox.local.layout import is_within, private_places
 
 REPO = Path(__file__).resolve().parents[1]
 FALLBACK = Path("/var/lib/ari-bench-tests")

@@ -143,7 +143,8 @@ def torch_build() -> TorchBuild:
 
 def docker_gpu_support() -> str | None:
     """ "nvidia runtime", "CDI" or None: how the engine can hand a container a GPU."""
-    from toolkit.sandbox import SandboxError, docker_engine
+    from toolkit.sandbox import SandboxError
+    from toolkit.sandbox.docker import engine as docker_engine
 
     try:
         info = docker_engine.connect().info()

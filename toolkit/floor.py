@@ -88,9 +88,9 @@ class HostIsolation:
 
 def local_isolation() -> HostIsolation:
     """The local backend on this host (the sandbox layer's own probe)."""
-    from toolkit.sandbox import _host
+    from toolkit.sandbox.local import host as local_host
 
-    s = _host.probe()
+    s = local_host.probe()
     return HostIsolation(
         backend="local",
         available=True,
@@ -104,7 +104,8 @@ def local_isolation() -> HostIsolation:
 def docker_isolation(gpu_support: str | None) -> HostIsolation:
     """The docker backend: every container is isolated and capped; GPUs need the engine's
     NVIDIA runtime or CDI (`gpu_support`: which, or None)."""
-    from toolkit.sandbox import SandboxError, docker_engine
+    from toolkit.sandbox import SandboxError
+    from toolkit.sandbox.docker import engine as docker_engine
 
     try:
         docker_engine.connect()

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox import create_sandbox, gpus
+from toolkit.sandbox import create_sandbox
+from toolkit.sandbox.local import gpus
 
 UUIDS = {
     "0000:17:00.0": ("GPU-aaaa", 1),  # bus order != minor order, as on real machines

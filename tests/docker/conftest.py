@@ -23,8 +23,8 @@ from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.images import current, pin
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
-from toolkit.sandbox import docker_engine
-from toolkit.sandbox.docker_egress import UPSTREAM_ENV, internal_network
+from toolkit.sandbox.docker import engine as docker_engine
+from toolkit.sandbox.docker.egress import UPSTREAM_ENV, internal_network
 from toolkit.tracks import Track, get_track
 
 REPO = Path(__file__).resolve().parents[2]

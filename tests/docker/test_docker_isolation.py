@@ -24,16 +24,9 @@ from tests.docker.conftest import Upstream, containers_of
 from tests.sandbox.test_sandbox_attacks import CPU_HOG
 from toolkit.images import current
 from toolkit.run import roles
-from toolkit.sandbox import (
-    Egress,
-    Limits,
-    Sandbox,
-    SandboxError,
-    capped,
-    create_sandbox,
-    docker_engine,
-)
-from toolkit.sandbox.docker_sandbox import gpu_requests
+from toolkit.sandbox import Egress, Limits, Sandbox, SandboxError, capped, create_sandbox
+from toolkit.sandbox.docker import engine as docker_engine
+from toolkit.sandbox.docker.sandbox import gpu_requests
 
 CONNECT = """
 import socket, sys
@@ -405,7 +398,7 @@ CRASHER = """
 import sys, time
 from pathlib import Path
 from toolkit.sandbox import create_sandbox
-from toolkit.sandbox.docker_engine import owner_run
+from toolkit.sandbox.docker.engine import owner_run
 with owner_run(sys.argv[2]):
     box = create_sandbox("docker", root=Path(sys.argv[1]))
 box.start(["sleep", "1000"])

@@ -21,8 +21,8 @@ from tests.docker.conftest import SpecFactory
 from toolkit.agents.opencode import OpencodeAgent
 from toolkit.agents.relay_endpoint import RELAY_HOST
 from toolkit.run.orchestrate import execute_run
-from toolkit.sandbox import docker_engine
-from toolkit.sandbox.docker_egress import UPSTREAM_ENV
+from toolkit.sandbox.docker import engine as docker_engine
+from toolkit.sandbox.docker.egress import UPSTREAM_ENV
 
 __all__ = ["opencode_binary"]
 KEY = "sk-ari-docker-" + "7c41e09b2d5a"

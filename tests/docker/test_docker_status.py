@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from toolkit.sandbox import Limits, capped, create_sandbox
-from toolkit.sandbox.docker_sandbox import DockerSandbox
+from toolkit.sandbox.docker.sandbox import DockerSandbox
 
 # Every way a call could try to forge the status of another one (whose id it reads from the
 # other wrapper's command line): write "exit 0" under that id in every writable folder, into

@@ -11,7 +11,7 @@ from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 from exam_builder.exam_file import sha256_file
 from toolkit.cli import cli
 from toolkit.grading.grade import host_memory_bytes
-from toolkit.sandbox import _host
+from toolkit.sandbox.local import host as local_host
 
 
 def test_grade_prints_the_report_and_writes_json(
@@ -40,7 +40,7 @@ def test_cpus_puts_each_grading_worker_under_a_cpu_quota(
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
     assert report["score"]["passed"] == 2
-    quota = "cgroup-cpu" if _host.probe().cpu_parent is not None else "cpu-quota"
+    quota = "cgroup-cpu" if local_host.probe().cpu_parent is not None else "cpu-quota"
     assert quota in report["isolation"] + report["not_isolated"]
     assert "cpu-share" not in report["not_isolated"]
     too_many = CliRunner().invoke(cli, [*args, "--cpus", "100000"])

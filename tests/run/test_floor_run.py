@@ -9,14 +9,15 @@ import pytest
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.workspace import WorkspaceError
-from toolkit.sandbox import _host
+from toolkit.sandbox.local import host as local_host
 
 
 def test_a_run_without_per_tree_memory_caps_is_refused(
     make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    weak = dataclasses.replace(_host.probe(), memory_parent=None, pids_parent=None)
-    monkeypatch.setattr(_host, "probe", lambda: weak)  # a cgroup-v2 host, say, before delegation
+    weak = dataclasses.replace(local_host.probe(), memory_parent=None, pids_parent=None)
+    # a cgroup-v2 host, say, before delegation
+    monkeypatch.setattr(local_host, "probe", lambda: weak)
     spec = make_spec(ShellAgent(MAKE_BUNDLE), budget=30, per_call=20, reserved=5)
     spec.track = spec.track.model_copy(
         update={"isolation_floor": ["roles-isolated", "memory-per-tree", "processes-per-tree"]}

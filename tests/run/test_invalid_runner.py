@@ -19,7 +19,7 @@ from toolkit.clock import Clock
 from toolkit.run.reference import runner_reference
 from toolkit.runner.service import INTERNAL, KILLED
 from toolkit.sandbox import SandboxError, SandboxProcess, SandboxTeardownTimeout, create_sandbox
-from toolkit.sandbox.process import LocalProcess
+from toolkit.sandbox.local.process import LocalProcess
 
 
 @pytest.fixture

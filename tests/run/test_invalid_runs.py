@@ -25,7 +25,7 @@ from toolkit.run.workspace import CHANNEL_DIR
 from toolkit.runner.service import KILLED
 from toolkit.sandbox import SandboxError, SandboxTeardownTimeout
 from toolkit.sandbox.local import LocalSandbox
-from toolkit.sandbox.process import LocalProcess
+from toolkit.sandbox.local.process import LocalProcess
 
 
 def _submit_and_promote(source: str) -> ShellAgent:

@@ -24,7 +24,8 @@ from toolkit.grading.grade import host_memory_bytes
 from toolkit.results import load_run
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
-from toolkit.sandbox import _host, capped
+from toolkit.sandbox import capped
+from toolkit.sandbox.local import host as local_host
 from toolkit.stats.rules import rule_differences
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,7 +204,7 @@ def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
     assert result.status in ("valid", "failed"), result.status_reason
     # A CPU quota for the runner and the gradings: recorded, and enforced where the host can.
     assert result.placement is not None and result.placement.cpus == 1.5
-    if _host.probe().cpu_parent is not None:
+    if local_host.probe().cpu_parent is not None:
         assert "runner:cgroup-cpu" in result.config.isolation
     path = spec.results_dir / "demo-cpu" / f"{result.run_id}.json"
     assert load_run(path) == result

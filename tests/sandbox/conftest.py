@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox import BACKENDS, Sandbox, _host, create_sandbox
+from toolkit.sandbox import BACKENDS, Sandbox, create_sandbox
+from toolkit.sandbox.local import host as local_host
 
 PY = sys.executable
 
@@ -38,7 +39,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     """
     if request.param == DEGRADED:
         degraded = dataclasses.replace(  # the keyring filter needs no namespaces: kept
-            _host.probe(),
+            local_host.probe(),
             namespaces=False,
             userns=False,
             is_root=False,
@@ -47,7 +48,7 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
             cpu_parent=None,
             mount_setattr=False,
         )
-        monkeypatch.setattr(_host, "probe", lambda: degraded)
+        monkeypatch.setattr(local_host, "probe", lambda: degraded)
         return "local"
     if request.param == "docker":
         request.getfixturevalue("docker_engine")  # a real engine, or skip (fail in CI)

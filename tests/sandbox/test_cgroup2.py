@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox import _host, create_sandbox
-from toolkit.sandbox import process as process_module
+from toolkit.sandbox import create_sandbox
 from toolkit.sandbox.base import TEARDOWN_ENV, Limits
 from toolkit.sandbox.local import LocalSandbox
+from toolkit.sandbox.local import host as local_host
+from toolkit.sandbox.local import process as process_module
 
 OWN = "system.slice/ari.service"
 
@@ -43,16 +44,20 @@ def fake_tree(tmp_path: Path, own: str = OWN, offered: str = "cpu io memory pids
     return root
 
 
-def v2_support(parent: Path) -> _host.HostSupport:
+def v2_support(parent: Path) -> local_host.HostSupport:
     return dataclasses.replace(
-        _host.probe(), pids_parent=parent, memory_parent=parent, cpu_parent=parent, cgroup2=True
+        local_host.probe(),
+        pids_parent=parent,
+        memory_parent=parent,
+        cpu_parent=parent,
+        cgroup2=True,
     )
 
 
 def test_probe_finds_v2_and_the_delegated_parent(tmp_path: Path) -> None:
     root = fake_tree(tmp_path)
-    assert _host.is_cgroup2(root)
-    pids, memory, cpu, v2 = _host.probe_cgroups(False, root, tmp_path / "self-cgroup")
+    assert local_host.is_cgroup2(root)
+    pids, memory, cpu, v2 = local_host.probe_cgroups(False, root, tmp_path / "self-cgroup")
     parent = root / OWN / "ari-sandboxes"
     assert v2 and pids == memory == cpu == parent
     # No internal processes: ours moved to the harness leaf before controllers were enabled.
@@ -66,7 +71,7 @@ def test_a_process_of_the_harness_leaf_uses_the_cgroup_above(tmp_path: Path) -> 
     root = fake_tree(tmp_path)
     (root / OWN / "ari-harness").mkdir()
     (tmp_path / "self-cgroup").write_text(f"0::/{OWN}/ari-harness\n")
-    _, memory, _, v2 = _host.probe_cgroups(True, root, tmp_path / "self-cgroup")
+    _, memory, _, v2 = local_host.probe_cgroups(True, root, tmp_path / "self-cgroup")
     assert v2 and memory == root / OWN / "ari-sandboxes"
     assert not (root / OWN / "ari-harness" / "ari-harness").exists()
 
@@ -82,21 +87,26 @@ def test_a_process_of_the_harness_leaf_uses_the_cgroup_above(tmp_path: Path) -> 
 def test_without_delegation_it_falls_back(tmp_path: Path, offered: str, self_cgroup: str) -> None:
     root = fake_tree(tmp_path, offered=offered)
     (tmp_path / "self-cgroup").write_text(self_cgroup)
-    pids, memory, _, _ = _host.probe_cgroups(True, root, tmp_path / "self-cgroup")
+    pids, memory, _, _ = local_host.probe_cgroups(True, root, tmp_path / "self-cgroup")
     assert pids is None and memory is None
 
 
 def test_a_hybrid_or_v1_tree_is_not_v2(tmp_path: Path) -> None:
     root = fake_tree(tmp_path)
     (root / "memory").mkdir()  # a v1 hierarchy beside the unified one: hybrid
-    assert not _host.is_cgroup2(root)
-    assert _host.probe_cgroups(False, root, tmp_path / "self-cgroup") == (None, None, None, False)
+    assert not local_host.is_cgroup2(root)
+    assert local_host.probe_cgroups(False, root, tmp_path / "self-cgroup") == (
+        None,
+        None,
+        None,
+        False,
+    )
 
 
 def test_a_tree_gets_its_limit_files(tmp_path: Path) -> None:
     parent = tmp_path / "ari-sandboxes"
     parent.mkdir()
-    cgroups = _host.ProcessCgroups(v2_support(parent), 256 << 20, 64, 1.5)
+    cgroups = local_host.ProcessCgroups(v2_support(parent), 256 << 20, 64, 1.5)
     [directory] = cgroups.dirs
     assert directory.parent == parent
     files = {f: (directory / f).read_text() for f in os.listdir(directory)}
@@ -110,7 +120,7 @@ def test_a_tree_gets_its_limit_files(tmp_path: Path) -> None:
 
 
 def test_no_limits_no_cgroup(tmp_path: Path) -> None:
-    cgroups = _host.ProcessCgroups(v2_support(tmp_path), None, None, None)
+    cgroups = local_host.ProcessCgroups(v2_support(tmp_path), None, None, None)
     assert cgroups.dirs == [] and os.listdir(tmp_path) == []
 
 
@@ -131,7 +141,7 @@ def _when(condition: Path, text: str, then: Path, write: str) -> threading.Threa
 
 
 def test_kill_writes_cgroup_kill_and_waits_until_empty(tmp_path: Path) -> None:
-    cgroups = _host.ProcessCgroups(v2_support(tmp_path), 1 << 30, None)
+    cgroups = local_host.ProcessCgroups(v2_support(tmp_path), 1 << 30, None)
     [directory] = cgroups.dirs
     events = directory / "cgroup.events"
     events.write_text("populated 1\nfrozen 0\n")
@@ -164,7 +174,7 @@ def kernel_rmdir(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, str]]:
 @pytest.mark.usefixtures("kernel_rmdir")
 def test_removal_waits_for_populated_0(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(TEARDOWN_ENV, "20")
-    cgroups = _host.ProcessCgroups(v2_support(tmp_path), 1 << 30, 10)
+    cgroups = local_host.ProcessCgroups(v2_support(tmp_path), 1 << 30, 10)
     [directory] = cgroups.dirs
     events = directory / "cgroup.events"
     events.write_text("populated 1\nfrozen 0\n")
@@ -183,7 +193,7 @@ def test_removal_gives_up_at_the_teardown_bound(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(TEARDOWN_ENV, "0.3")
-    cgroups = _host.ProcessCgroups(v2_support(tmp_path), 1 << 30, 10)
+    cgroups = local_host.ProcessCgroups(v2_support(tmp_path), 1 << 30, 10)
     [directory] = cgroups.dirs
     (directory / "cgroup.events").write_text("populated 1\n")
     cgroups.remove(wait=True)  # never rmdir'd while populated (the kernel says EBUSY)
@@ -196,7 +206,7 @@ def test_a_sandbox_records_cgroup2_and_no_address_space_rlimit(
     parent = tmp_path / "ari-sandboxes"
     parent.mkdir()
     support = v2_support(parent)
-    monkeypatch.setattr(_host, "probe", lambda: support)
+    monkeypatch.setattr(local_host, "probe", lambda: support)
     root = tmp_path / "root"
     root.mkdir()
     limits = Limits(memory_bytes=1 << 30, max_processes=500, cpus=1.0)
@@ -219,8 +229,10 @@ def test_a_sandbox_records_cgroup2_and_no_address_space_rlimit(
 def test_no_address_space_rlimit_where_cuda_may_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    weak = dataclasses.replace(_host.probe(), memory_parent=None, pids_parent=None, cgroup2=False)
-    monkeypatch.setattr(_host, "probe", lambda: weak)
+    weak = dataclasses.replace(
+        local_host.probe(), memory_parent=None, pids_parent=None, cgroup2=False
+    )
+    monkeypatch.setattr(local_host, "probe", lambda: weak)
     monkeypatch.setattr(LocalSandbox, "_may_use_cuda", True)
     root = tmp_path / "root"
     root.mkdir()

@@ -12,21 +12,22 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox import Limits, _host, create_sandbox, process
-from toolkit.sandbox.local import LocalSandbox
+from toolkit.sandbox import Limits, create_sandbox
+from toolkit.sandbox.local import LocalSandbox, process
+from toolkit.sandbox.local import host as local_host
 
 PY = sys.executable
 
 
 def _v2_parent() -> Path | None:
-    support = _host.probe()
+    support = local_host.probe()
     return support.memory_parent if support.cgroup2 else None
 
 
 pytestmark = pytest.mark.skipif(
-    not _host.is_cgroup2() or _v2_parent() is None,
+    not local_host.is_cgroup2() or _v2_parent() is None,
     reason="needs a cgroup-v2 host with a delegated subtree (this host: "
-    + ("v2 without delegation)" if _host.is_cgroup2() else "not pure cgroup v2)"),
+    + ("v2 without delegation)" if local_host.is_cgroup2() else "not pure cgroup v2)"),
 )
 
 EAT = "import sys; chunks = [bytearray(1 << 20) for _ in range(int(sys.argv[1]))]; print('ate')"

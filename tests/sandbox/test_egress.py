@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox import Egress, Sandbox, _host, create_sandbox
-from toolkit.sandbox import egress as egress_module
+from toolkit.sandbox import Egress, Sandbox, create_sandbox
+from toolkit.sandbox.local import egress as egress_module
+from toolkit.sandbox.local import host as local_host
 
 pytestmark = pytest.mark.skipif(
-    not _host.probe().namespaces and os.environ.get("CI") != "true",
+    not local_host.probe().namespaces and os.environ.get("CI") != "true",
     reason="this host has no network namespaces: the allow-list cannot be enforced here",
 )
 

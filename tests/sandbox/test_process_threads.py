@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tests.bystander import Bystander
 from toolkit.sandbox import SandboxProcess, create_sandbox
-from toolkit.sandbox.process import LocalProcess
+from toolkit.sandbox.local.process import LocalProcess
 
 ROUNDS = 150
 

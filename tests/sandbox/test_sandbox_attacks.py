@@ -374,7 +374,8 @@ def test_describes_local_gaps(root: Path) -> None:
         assert "kernel" in box.not_isolated
         seen = "system-folders" if "host-allowlist" in box.isolation else "host-filesystem"
         assert f"{seen}-readable" in box.not_isolated
-    assert textwrap.dedent(sys.modules["toolkit.sandbox.local"].__doc__ or "").count("NOT") == 1
+    doc = sys.modules["toolkit.sandbox.local.sandbox"].__doc__ or ""
+    assert textwrap.dedent(doc).count("NOT") == 1
 
 
 HOST = """

@@ -1,4 +1,4 @@
-"""The local sandbox's filesystem plan (`_layout`): which path is covered, bound or hidden."""
+"""The local sandbox's filesystem plan (`local_layout`): which path is covered, bound or hidden."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 from tests.host_scratch import scratch_base
-from toolkit.sandbox import _layout
-from toolkit.sandbox._layout import Places, layout, private_places, runtime_paths
+from toolkit.sandbox.local import layout as local_layout
+from toolkit.sandbox.local.layout import Places, layout, private_places, runtime_paths
 
 NO_PLACES = Places([], [])
 
@@ -88,8 +88,8 @@ def test_untraversable_ancestor_is_covered_for_the_sandbox_user() -> None:
     os.chmod(private, 0o700)
     other = os.getuid() + 12345  # not the owner: cannot traverse it
     try:
-        assert _layout.untraversable_ancestor(prefix, other) == private
-        assert _layout.untraversable_ancestor(prefix, os.getuid()) is None
+        assert local_layout.untraversable_ancestor(prefix, other) == private
+        assert local_layout.untraversable_ancestor(prefix, os.getuid()) is None
         plan = layout(root, readonly=[prefix], hide=[], places=NO_PLACES, home=None, uid=other)
         assert plan.steps == [("cover", private), ("bind", root), ("bind-ro", prefix)]
         mine = layout(root, readonly=[prefix], hide=[], places=NO_PLACES, home=None, uid=None)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import leftover
-from toolkit.sandbox import Limits, SandboxError, create_sandbox, process
-from toolkit.sandbox.local import LocalSandbox
+from toolkit.sandbox import Limits, SandboxError, create_sandbox
+from toolkit.sandbox.local import LocalSandbox, process
 
 PY = sys.executable
 
@@ -247,11 +247,14 @@ def test_keyring_filter_is_in_force_where_the_machine_is_known() -> None:
     on a machine whose system call numbers we know, it must be on."""
     import platform
 
-    from toolkit.sandbox import _host, _seccomp
+    from toolkit.sandbox.local import host as local_host
+    from toolkit.sandbox.local import seccomp
 
-    if platform.machine() not in _seccomp.KEYRING_CALLS:
-        pytest.skip(f"no keyring filter for {platform.machine()} yet (see _seccomp.py)")
-    assert _host.probe().keyring_filter
+    if platform.machine() not in seccomp.KEYRING_CALLS:
+        pytest.skip(
+            f"no keyring filter for {platform.machine()} yet (see toolkit/sandbox/local/seccomp.py)"
+        )
+    assert local_host.probe().keyring_filter
 
 
 SWAPPER = """

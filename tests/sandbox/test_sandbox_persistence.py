@@ -23,7 +23,8 @@ import pytest
 
 from tests.host_scratch import host_scratch
 from toolkit.protected import checkout_root, protected_paths
-from toolkit.sandbox import Limits, Sandbox, SandboxError, _host, create_sandbox
+from toolkit.sandbox import Limits, Sandbox, SandboxError, create_sandbox
+from toolkit.sandbox.local import host as local_host
 
 PY = sys.executable
 REPO = Path(__file__).resolve().parents[2]
@@ -43,8 +44,10 @@ def needs(box: Sandbox, prop: str) -> None:
 def readonly_by(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The host made read-only in one call, and as kernels before 5.12 must: mount by mount."""
     if request.param == "remount":
-        real = _host.probe()
-        monkeypatch.setattr(_host, "probe", lambda: dataclasses.replace(real, mount_setattr=False))
+        real = local_host.probe()
+        monkeypatch.setattr(
+            local_host, "probe", lambda: dataclasses.replace(real, mount_setattr=False)
+        )
     return str(request.param)
 
 

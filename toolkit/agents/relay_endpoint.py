@@ -3,11 +3,12 @@
 - local: the host's loopback. The local egress gate connects from the host, and an IP address
   stays itself inside the sandbox, so the controller uses `127.0.0.1:PORT` too.
 - docker: the controller's only way out is its egress forwarder container, which sits on the
-  upstream network (`docker_egress.upstream_network`, `ARI_DOCKER_EGRESS_NETWORK`). The host
-  has an address on that bridge (its gateway), so the relay listens there; the controller
-  reaches it under the name `RELAY_HOST` (its /etc/hosts points the name at the forwarder, and
-  the forwarder's at the gateway: `Egress.address`). The key stays in the harness process on
-  the host, as with the local backend; nothing but forwarders is on that network.
+  upstream network (`upstream_network` of the docker backend's `egress.py`,
+  `ARI_DOCKER_EGRESS_NETWORK`). The host has an address on that bridge (its gateway), so the
+  relay listens there; the controller reaches it under the name `RELAY_HOST` (its /etc/hosts
+  points the name at the forwarder, and the forwarder's at the gateway: `Egress.address`). The
+  key stays in the harness process on the host, as with the local backend; nothing but
+  forwarders is on that network.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ def relay_endpoint(backend: str) -> RelayEndpoint:
     """Where the run's relay goes, for `backend`."""
     if backend != "docker":
         return LOCAL
-    from toolkit.sandbox.docker_egress import UPSTREAM_ENV, upstream_network
-    from toolkit.sandbox.docker_engine import connect
+    from toolkit.sandbox.docker.egress import UPSTREAM_ENV, upstream_network
+    from toolkit.sandbox.docker.engine import connect
 
     client = connect()
     network = upstream_network(client)

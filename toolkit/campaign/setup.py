@@ -18,7 +18,7 @@ from toolkit.campaign.local_engine import LocalEngine, Slot, cpu_slots, gpu_slot
 from toolkit.data import DataError
 from toolkit.paths import state_dir
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
-from toolkit.sandbox.gpus import host_gpu_ids
+from toolkit.sandbox.local.gpus import host_gpu_ids
 from toolkit.tracks import RegistryError, get_track
 
 CHECKOUT_RESULTS = Path(__file__).resolve().parents[2] / "results"

@@ -39,7 +39,7 @@ def use_docker_images(images_file: Path | None) -> dict[str, Resolved]:
     Returns each role's image as the engine has it (grader = runner). Raises
     click.ClickException with one line when there is no engine or an image is wrong.
     """
-    from toolkit.sandbox.docker_engine import connect
+    from toolkit.sandbox.docker.engine import connect
 
     try:
         client = connect()
@@ -121,7 +121,7 @@ def build_command(
         build_images,
         write_pins,
     )
-    from toolkit.sandbox.docker_engine import connect
+    from toolkit.sandbox.docker.engine import connect
 
     console = make_console(stderr=True)
     if base_image and debootstrap:
@@ -163,7 +163,7 @@ def list_command(images_file: Path | None) -> None:
     Example:
       toolkit images list
     """
-    from toolkit.sandbox.docker_engine import connect
+    from toolkit.sandbox.docker.engine import connect
 
     try:
         client = connect()

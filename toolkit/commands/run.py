@@ -485,7 +485,7 @@ def recover_command() -> None:
         click.echo(f"  artifacts kept: {', '.join(sorted(listed)) or 'none'}")
     if not written:
         click.echo("no interrupted runs")
-    from toolkit.sandbox.docker_engine import remove_leftovers
+    from toolkit.sandbox.docker.engine import remove_leftovers
 
     removed = remove_leftovers()  # containers of any harness that is gone (none: no engine)
     if removed:

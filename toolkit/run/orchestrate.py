@@ -326,7 +326,7 @@ class Run:
         try:
             if self.spec.backend != "docker":
                 return self._execute()
-            from toolkit.sandbox.docker_engine import owner_run
+            from toolkit.sandbox.docker.engine import owner_run
 
             with owner_run(self.run_id):  # every container and network is labelled with the run
                 return self._execute()

@@ -144,7 +144,7 @@ def recover_runs(root: Path | None = None) -> list[Path]:
 
 def _remove_containers(run_id: str) -> int:
     """A docker run's containers and networks (labelled with its id): removed."""
-    from toolkit.sandbox.docker_engine import remove_leftovers
+    from toolkit.sandbox.docker.engine import remove_leftovers
 
     return len(remove_leftovers(run_id))
 

@@ -93,7 +93,7 @@ def tool_targets(bin_dir: Path) -> list[Path]:
     """Where the controller's tools live when that is outside the system folders (ripgrep
     installed under /opt or a home): shown read-only, since the local backend shows only an
     allow-list of the host (`host-allowlist`)."""
-    from toolkit.sandbox._layout import SYSTEM_FOLDERS, is_within
+    from toolkit.sandbox.local.layout import SYSTEM_FOLDERS, is_within
 
     system = [Path(p) for p in SYSTEM_FOLDERS]
     found: set[Path] = set()

@@ -2,7 +2,8 @@
 
 One small abstract class, after Inspect's sandbox environments. A command that fails is *data*
 (an `ExecResult` with its return code, or a process's exit status); a sandbox that breaks
-*raises* `SandboxError`. Backends are chosen by name through `create_sandbox` (see `__init__`).
+*raises* `SandboxError`. Backends are chosen by name through `create_sandbox` (see `__init__`);
+each is a package of this one whose `create` is a `SandboxFactory`.
 The layer knows nothing about runs, exams or grading: callers say which paths to hide and which
 to mount read-only.
 """
@@ -13,11 +14,11 @@ import abc
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import IO
+from typing import IO, Protocol
 
 from toolkit.sandbox.cores import thread_env
 from toolkit.sandbox.streams import communicate
@@ -243,6 +244,28 @@ class Sandbox(abc.ABC):
         tb: TracebackType | None,
     ) -> None:
         self.cleanup()
+
+
+class SandboxFactory(Protocol):
+    """What every backend package exports as `create`: `create_sandbox` less the backend's
+    name, with the same meaning for each argument (`toolkit.sandbox.create_sandbox`). A backend
+    that cannot honour an argument records it in `not_isolated` or ignores it where the
+    argument names another backend's resource (`image` for the local one)."""
+
+    def __call__(
+        self,
+        root: Path,
+        *,
+        network: bool,
+        hide: Sequence[Path],
+        limits: Limits,
+        env: Mapping[str, str] | None,
+        readonly: Sequence[Path],
+        egress: Sequence[Egress],
+        gpus: Sequence[str] | None,
+        image: str | None,
+        ephemeral_root: bool,
+    ) -> Sandbox: ...
 
 
 def relative_parts(path: str) -> Sequence[str]:

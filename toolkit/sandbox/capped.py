@@ -39,7 +39,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.sandbox._mounts import mountinfo
+from toolkit.sandbox.mountinfo import mountinfo
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The local backend's launcher: a small fork server that starts every sandboxed process.
 
-`local.py` starts it once per sandbox (`python -I -S _launcher.py FD MODE`, as root where the
+`sandbox.py` starts it once per sandbox (`python -I -S launcher.py FD MODE`, as root where the
 host allows; for another user, it first makes itself root of a user namespace) and sends it one
 message per command over a Unix socketpair: the spec (marshal) and four file descriptors (the
 command's stdin, stdout, stderr and a status pipe). It answers with the new tree's pid and a
@@ -12,19 +12,20 @@ starting a fresh Python for every command cost 20-60 ms. Per command:
    own session, joins the per-process cgroups (pids, memory) prepared by the host before
    anything can fork, and unshares new mount, IPC (SysV objects, POSIX message queues) and UTS
    namespaces, and a network namespace unless the sandbox has network.
-2. It builds the visible filesystem from the host's plan (`_mounts.py`): the host read-only,
+2. It builds the visible filesystem from the host's plan (`mounts.py`): the host read-only,
    a fresh /proc, one capped tmpfs for the private writable places, covers, the sandbox root
    and read-only paths bound back in, hidden paths covered. It brings loopback up.
 3. It forks the command and stays as init (`supervise`): it reaps orphans and reports the
    command's exit status once nothing else is left. The command sets rlimits, drops to the
    sandbox uid/gid with no_new_privs (or, not root, locks the mounts in a user namespace of its
-   own), installs the keyring filter (`_seccomp.py`), chdirs and execs with exactly the
+   own), installs the keyring filter (`seccomp.py`), chdirs and execs with exactly the
    environment it was given.
 
 Without namespaces (non-root hosts without user namespaces) the same chain runs with `init` as
 a subreaper, so escaped orphans stay its descendants and are killed with it.
 
-It must stay standalone (stdlib and its sibling modules `_mounts`, `_seccomp` only): it runs as
+It must stay standalone (stdlib, its sibling modules `mounts`, `seccomp` and the shared
+`../mountinfo.py` only): it runs as
 root with `-I -S`. And everything the children use must be imported before they fork: after
 the uid switch the stdlib may be out of reach (pyenv under /root), so nothing may import
 lazily there. Set-up
@@ -49,11 +50,13 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING or __package__:  # imported by the host side (process.py)
-    from toolkit.sandbox import _mounts, _seccomp
-else:  # run as a script with -I -S: its siblings, by path, like itself
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import _mounts
-    import _seccomp
+    from toolkit.sandbox.local import mounts, seccomp
+else:  # run as a script with -I -S: its siblings, by path, like itself, and the shared
+    # stdlib-only helper `mountinfo.py` one folder up (which `mounts` imports)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:0] = [_HERE, os.path.dirname(_HERE)]
+    import mounts
+    import seccomp
 
 SETUP_FAILED = 125
 MS_REC = 0x4000
@@ -81,7 +84,7 @@ RLIMITS = {
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)
-KEYRING_FILTER = _seccomp.program()
+KEYRING_FILTER = seccomp.program()
 _egress_handoff: socket.socket | None = None  # held by init while its tree lives
 _status_fd = -1  # the host reads "pid N", then "ok" (about to exec) or the failure, then "exit N"
 
@@ -277,11 +280,11 @@ def init(spec: dict[str, object], fds: list[int]) -> None:
         if _libc.unshare(flags) != 0:
             fail(f"unshare failed: {os.strerror(ctypes.get_errno())}")
         try:
-            _mounts.mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates
+            mounts.mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates
             if egress:  # its files are opened here: in this namespace, before /tmp is private
                 prepared = egress_prepare(egress)  # type: ignore[arg-type]
-            _mounts.build(spec["filesystem"])  # type: ignore[arg-type]
-        except _mounts.SetupError as e:
+            mounts.build(spec["filesystem"])  # type: ignore[arg-type]
+        except mounts.SetupError as e:
             fail(str(e))
     if spec["loopback"]:
         try:
@@ -450,7 +453,7 @@ def run_command(spec: dict[str, object]) -> None:
         fail("prctl(PR_SET_NO_NEW_PRIVS) failed")
     if spec["keyrings"]:
         try:
-            _seccomp.install(KEYRING_FILTER)  # type: ignore[arg-type]
+            seccomp.install(KEYRING_FILTER)  # type: ignore[arg-type]
         except OSError as e:
             fail(str(e))
     cwd = str(spec["cwd"])
@@ -485,7 +488,7 @@ def find_program(name: str, path: str) -> str | None:
     return None
 
 
-# -- egress allow-list (see toolkit/sandbox/egress.py for the host side) -------------------------
+# -- egress allow-list (see egress.py beside it for the host side) ---------------------------------
 RTM_NEWROUTE = 24
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_REPLACE, NLM_F_CREATE = 0x1, 0x4, 0x100, 0x400
 NLMSG_ERROR = 2
@@ -553,8 +556,8 @@ def egress_start(
         real = os.path.realpath(target)
         try:
             if os.path.isfile(real):
-                _mounts.bind(fd, real, readonly=True, how=str(filesystem["host_readonly"]))
-        except _mounts.SetupError as e:
+                mounts.bind(fd, real, readonly=True, how=str(filesystem["host_readonly"]))
+        except mounts.SetupError as e:
             fail(f"cannot put the private {target} in place: {e}")
         os.close(fd)
     made: list[socket.socket] = []

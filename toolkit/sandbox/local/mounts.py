@@ -1,6 +1,6 @@
 """The filesystem a sandboxed tree sees, built by its first process in a new mount namespace.
 
-The host side (`_layout.py`) decides what goes where and sends a plan; this module carries it
+The host side (`layout.py`) decides what goes where and sends a plan; this module carries it
 out with mount calls, in this order:
 
 1. Open every path to expose (the sandbox root, read-only paths) as an O_PATH descriptor, so
@@ -41,7 +41,12 @@ import ctypes
 import errno
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING or __package__:
+    from toolkit.sandbox.mountinfo import mountinfo
+else:  # imported by the launcher run as a script: the shared helper, by path (launcher.py)
+    from mountinfo import mountinfo
 
 MS_RDONLY = 0x1
 MS_NOSUID = 0x2
@@ -177,38 +182,6 @@ def remount(target: str, readonly: bool) -> None:
     kept = os.statvfs(target).f_flag & MOUNT_FLAGS_KEPT
     flags = MS_BIND | MS_REMOUNT | (MS_RDONLY if readonly else 0) | kept
     mount("none", target, None, flags, None)
-
-
-def mountinfo() -> list[tuple[str, str, str]]:
-    """(mount point, filesystem type, source) of each mount of this namespace, unescaped
-    (mountinfo writes spaces as \\040)."""
-    with open("/proc/self/mountinfo", "rb") as f:
-        lines = f.read().splitlines()
-    found = []
-    for line in lines:
-        fields = line.split(b" ")
-        after = fields.index(b"-")
-        point = _unescape(fields[4])
-        found.append((point, fields[after + 1].decode(), fields[after + 2].decode()))
-    return found
-
-
-def _unescape(raw: bytes) -> str:
-    """Undo mountinfo's octal escapes (\\040 for a space). By hand: the `unicode_escape`
-    codec would be imported in every sandboxed tree (about a millisecond each)."""
-    if b"\\" not in raw:
-        return raw.decode()
-    out = bytearray()
-    index = 0
-    while index < len(raw):
-        code = raw[index + 1 : index + 4]
-        if raw[index] == ord("\\") and len(code) == 3 and code.isdigit():
-            out.append(int(code, 8))
-            index += 4
-        else:
-            out.append(raw[index])
-            index += 1
-    return out.decode()
 
 
 def _mountinfo_points() -> list[str]:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from toolkit.sandbox.base import SandboxError
 
-LAUNCHER = Path(__file__).with_name("_launcher.py")
-MAX_SPEC_BYTES = 1 << 20  # as in _launcher.py
+LAUNCHER = Path(__file__).with_name("launcher.py")
+MAX_SPEC_BYTES = 1 << 20  # as in launcher.py
 
 
 def _host_pid(pidfd: int) -> int:

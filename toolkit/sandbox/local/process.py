@@ -1,6 +1,6 @@
 """Host-side handles on local sandboxed process trees: start, talk, wait, kill, collect.
 
-The launcher (`_launcher.py`) forks each tree's first process (PID 1 of its namespace); the
+The launcher (`launcher.py`) forks each tree's first process (PID 1 of its namespace); the
 host is not its parent, so it follows it through a pidfd the launcher hands over (race-free
 waiting and signalling, no pid reuse) and learns the command's own exit status from the status
 pipe ("ok" when it is about to exec, or why set-up failed; then "exit N").
@@ -17,11 +17,6 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO
 
-from toolkit.sandbox import _host
-
-# The launcher is stdlib-only by design, so the host side can share its /proc walk.
-from toolkit.sandbox._launcher import descendants, zombie
-from toolkit.sandbox._mounts import RootAltered
 from toolkit.sandbox.base import (
     SandboxError,
     SandboxProcess,
@@ -30,6 +25,11 @@ from toolkit.sandbox.base import (
     note_teardown,
     teardown_wait_s,
 )
+from toolkit.sandbox.local import host
+
+# The launcher is stdlib-only by design, so the host side can share its /proc walk.
+from toolkit.sandbox.local.launcher import descendants, zombie
+from toolkit.sandbox.local.mounts import RootAltered
 
 MAX_OUTPUT_BYTES = 256 * 1024 * 1024
 """Per stream, what `exec` keeps; the rest is read and dropped so a flood cannot exhaust memory."""
@@ -70,7 +70,7 @@ class LocalProcess(SandboxProcess):
 
     def __init__(
         self,
-        cgroups: _host.ProcessCgroups,
+        cgroups: host.ProcessCgroups,
         status_fd: int,
         stdin: IO[bytes] | None,
         stdout: IO[bytes] | None,

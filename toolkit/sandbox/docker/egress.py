@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from toolkit.sandbox.base import Egress, SandboxError
-from toolkit.sandbox.docker_engine import labels
+from toolkit.sandbox.docker.engine import labels
 
 UPSTREAM_ENV = "ARI_DOCKER_EGRESS_NETWORK"
 DEFAULT_UPSTREAM = "ari-egress"

@@ -5,7 +5,7 @@ backend). Two threads per process: one demultiplexes the engine's stream into th
 stderr pipes, one copies the stdin pipe into the stream (and sends EOF when the caller closes
 it). The exit status comes from `ari-init run`, which runs as root (out of the command's reach)
 and reports "exit N" or "signal N" through PID 1's own output, which only the harness reads
-(`status`, see `docker_sandbox`); if that report never comes (the container was killed), from
+(`status`, see `sandbox.py`); if that report never comes (the container was killed), from
 the engine: the exec's exit code, which is the wrapper's (128+N means signal N).
 """
 
@@ -25,7 +25,7 @@ from toolkit.sandbox.base import (
     note_teardown,
     teardown_wait_s,
 )
-from toolkit.sandbox.docker_engine import Hijacked
+from toolkit.sandbox.docker.engine import Hijacked
 
 MAX_OUTPUT_BYTES = 64 * 2**20  # what `exec` keeps of each stream
 KILL_TIMEOUT_S = 10.0

@@ -12,7 +12,7 @@ calls (int 0x80 on x86-64, AArch32 on arm64), whose numbers differ. x32 calls on
 bit 30 in the number and are masked to the 64-bit table.
 
 Stdlib only: the launcher imports it (it runs with `-I -S`), and runs it as a script to probe
-whether this kernel takes the filter (`python -I -S _seccomp.py` exits 0 when it works).
+whether this kernel takes the filter (`python -I -S seccomp.py` exits 0 when it works).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ class HostSupport:
     """The whole host can be made read-only in one call (Linux 5.12+); else, with namespaces,
     each mount is remounted read-only in turn."""
     keyring_filter: bool = False
-    """A seccomp filter can take the kernel keyrings away (`_seccomp.py`)."""
+    """A seccomp filter can take the kernel keyrings away (`seccomp.py`)."""
     overlay: bool = False
     """An overlay filesystem can be mounted in the namespaces, its writable layer on a tmpfs
     (what an ephemeral root is made of)."""
@@ -229,7 +229,7 @@ except OSError:
     pass
 sys.exit(found)
 """
-_SECCOMP = Path(__file__).with_name("_seccomp.py")
+_SECCOMP = Path(__file__).with_name("seccomp.py")
 
 
 def _run_probe(argv: list[str]) -> int:

@@ -1,4 +1,4 @@
-"""What a local sandbox's filesystem looks like: the plan the launcher's `_mounts` carries out.
+"""What a local sandbox's filesystem looks like: the plan the launcher's `mounts` carries out.
 
 Pure functions over host paths, so the rules can be read (and tested) in one place:
 
@@ -167,7 +167,7 @@ def _depth(path: Path) -> int:
 
 @dataclass(frozen=True)
 class Layout:
-    """The filesystem of a sandbox, as a plan for `_mounts.build`."""
+    """The filesystem of a sandbox, as a plan for `mounts.build`."""
 
     steps: list[tuple[str, Path]]
     """("place" | "cover" | "bind" | "bind-ro", path), outer paths first."""

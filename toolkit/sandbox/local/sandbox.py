@@ -8,18 +8,18 @@ system folders: everything else is covered by an empty tmpfs, `host-allowlist`):
 bound read-write, read-only paths (and the interpreter, where it lies outside the allow-list)
 read-only, hidden paths are covered by an empty tmpfs (a hidden folder that holds the root or a
 read-only path shows only those), and /tmp, /var/tmp, /dev/shm, /run (/run/lock, /var/lock)
-and /dev/mqueue are private, size-capped and gone with the command (`_layout.py` plans it,
-`_mounts.py` mounts it). An ephemeral root is an overlay whose writes go to those private
+and /dev/mqueue are private, size-capped and gone with the command (`layout.py` plans it,
+`mounts.py` mounts it). An ephemeral root is an overlay whose writes go to those private
 places (capped with them, gone with the command); other roots' capped folders (`capped.py`)
 are detached from the tree's view. It joins per-tree pids and memory cgroups for the limits
 that are set (where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
 scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands are started by
-a fork server (`_launcher.py`), one per sandbox. `isolation` lists what was in force; where the
+a fork server (`launcher.py`), one per sandbox. `isolation` lists what was in force; where the
 host cannot, the backend falls back with a logged warning.
 
 What the local backend does NOT isolate (recorded in `not_isolated`):
 
-- reading the system folders (`_layout.SYSTEM_FOLDERS`: /usr, /etc, /lib*, /bin, /sbin, /dev,
+- reading the system folders (`layout.SYSTEM_FOLDERS`: /usr, /etc, /lib*, /bin, /sbin, /dev,
   /proc, /sys) wherever the sandbox user may read: everything else of the host is covered (the
   allow-list: `host-allowlist`), but data an operator keeps inside a system folder, or links
   into one with a hard link, is only hidden if the caller hides it (`hide`: the deny-list, a
@@ -39,7 +39,7 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 - without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
   host, hidden and read-only paths, private places, IPC and the uid (commands run as the
   caller); trees are still killed whole (the launcher is a subreaper), and keyrings refused;
-- without writable cgroups (v1 as root, or a delegated v2 subtree: see `_host`): the memory
+- without writable cgroups (v1 as root, or a delegated v2 subtree: see `host`): the memory
   cap is per process (RLIMIT_AS), not per tree, and none at all where the commands may use
   CUDA (an address-space rlimit breaks it), the process cap is only RLIMIT_NPROC of the uid
   (not enforced at all for root), and a CPU quota is not enforced (`cpu-quota`).
@@ -57,9 +57,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from toolkit.sandbox import _host, _layout, capped
-from toolkit.sandbox import gpus as gpu_pinning
-from toolkit.sandbox import process as process_module
+from toolkit.sandbox import capped
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -68,10 +66,13 @@ from toolkit.sandbox.base import (
     SandboxError,
     SandboxTeardownTimeout,
 )
-from toolkit.sandbox.egress import EgressGate
 from toolkit.sandbox.files import read_under, write_under
-from toolkit.sandbox.forkserver import ForkServer
-from toolkit.sandbox.process import LocalProcess
+from toolkit.sandbox.local import gpus as gpu_pinning
+from toolkit.sandbox.local import host, layout
+from toolkit.sandbox.local import process as process_module
+from toolkit.sandbox.local.egress import EgressGate
+from toolkit.sandbox.local.forkserver import ForkServer
+from toolkit.sandbox.local.process import LocalProcess
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ class LocalSandbox(Sandbox):
         gpus: Sequence[str] | None = None,
         ephemeral_root: bool = False,
     ):
-        self.support = _host.probe()
+        self.support = host.probe()
         # GPU pinning (see gpus.py): the other GPUs' device nodes join the hidden paths.
         self.gpus = None if gpus is None else [str(g) for g in gpus]
         pinned = gpu_pinning.pin(self.gpus) if self.gpus is not None else gpu_pinning.GpuPin()
@@ -176,24 +177,24 @@ class LocalSandbox(Sandbox):
         self.isolation, self.not_isolated = self._describe()
 
     def _plan(self) -> dict[str, object]:
-        """The filesystem every tree of this sandbox gets (`_layout`), as the launcher's plan."""
-        places = _layout.private_places()
+        """The filesystem every tree of this sandbox gets (`layout`), as the launcher's plan."""
+        places = layout.private_places()
         home = _home()
         uid = self.uid if self.drop_uid else None
-        outside, outside_files = _layout.outside_allowlist(places)
-        self.runtime = _layout.runtime_paths(
+        outside, outside_files = layout.outside_allowlist(places)
+        self.runtime = layout.runtime_paths(
             sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}),
             hide=self.hide,
             readonly=[*self.readonly, self.root],
             unseen=[p for p, _ in places.top] + ([home] if home else []) + outside,
             uid=uid,
         )
-        system = _layout.network_files(places) if self.network else []
+        system = layout.network_files(places) if self.network else []
         readonly = [*self.readonly, *(p for p in [*self.runtime, *system] if p != self.root)]
         exposed = [self.root, *readonly]
         hide = [*self.hide]
         hide += [f for f in outside_files if f not in hide and f not in exposed]
-        layout = _layout.layout(
+        fs = layout.layout(
             self.root,
             readonly=readonly,
             hide=hide,
@@ -202,14 +203,14 @@ class LocalSandbox(Sandbox):
             uid=uid,
             outside=outside,
         )
-        self.covers_home = layout.covers_home
+        self.covers_home = fs.covers_home
         how = "setattr" if self.support.mount_setattr else "remount"
-        plan = layout.plan(
+        plan = fs.plan(
             places,
             self._place_options(),
             how,
             ephemeral=self.root if self.ephemeral else None,
-            overlay_options=_host.OVERLAY_USERNS if self.userns else "",
+            overlay_options=host.OVERLAY_USERNS if self.userns else "",
         )
         plan["caps"] = {"tmpfs_source": capped.TMPFS_SOURCE, "image_suffix": capped.IMAGE_SUFFIX}
         return plan
@@ -384,7 +385,7 @@ class LocalSandbox(Sandbox):
 
     def _launch(self, spec: dict[str, object], streams: list[bool]) -> LocalProcess:
         lim = self.limits
-        cgroups = _host.ProcessCgroups(self.support, lim.memory_bytes, lim.max_processes, lim.cpus)
+        cgroups = host.ProcessCgroups(self.support, lim.memory_bytes, lim.max_processes, lim.cpus)
         spec["cgroups"] = cgroups.procs_files
         theirs: list[int] = []
         ours: list[IO[bytes] | None] = []
@@ -446,3 +447,32 @@ class LocalSandbox(Sandbox):
             slow = all(isinstance(e, SandboxTeardownTimeout) for e in errors)
             kind = SandboxTeardownTimeout if slow else SandboxError
             raise kind("; ".join(str(e) for e in errors))
+
+
+def create(
+    root: Path,
+    *,
+    network: bool,
+    hide: Sequence[Path],
+    limits: Limits,
+    env: Mapping[str, str] | None,
+    readonly: Sequence[Path],
+    egress: Sequence[Egress],
+    gpus: Sequence[str] | None,
+    image: str | None,
+    ephemeral_root: bool,
+) -> LocalSandbox:
+    """The local backend's `SandboxFactory`: `image` names a container image, which a sandbox
+    on this host has none of, so it is not used."""
+    del image
+    return LocalSandbox(
+        root,
+        network=network,
+        hide=hide,
+        limits=limits,
+        env=env,
+        readonly=readonly,
+        egress=egress,
+        gpus=gpus,
+        ephemeral_root=ephemeral_root,
+    )

@@ -2,7 +2,7 @@
 
 Every process tree of a local sandbox has its own network namespace with only a loopback. With
 an allow-list, the launcher's init sets that namespace up before the command starts
-(`_launcher.egress_prepare` / `egress_start`):
+(`launcher.egress_prepare` / `egress_start`):
 
 - every address is routed to the loopback ("AnyIP"), so a connection to anything that is not a
   listener is refused at once (and seen below) instead of failing unseen;

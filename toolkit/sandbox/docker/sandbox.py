@@ -7,9 +7,9 @@ only host folder a sandbox may write), read-only paths bind-mounted read-only
 (also at their host paths, so every path a caller passes means the same inside), hidden paths
 that fall inside those mounts covered by an empty read-only tmpfs (a file: /dev/null), a
 read-only root filesystem with private tmpfs /tmp and /var/tmp, `network_mode="none"` (or an
-internal network whose only way out is the egress forwarder, see `docker_egress`), all
+internal network whose only way out is the egress forwarder, see `egress.py`), all
 capabilities dropped, `no-new-privileges`, memory/pids caps and rlimits from `Limits`, GPUs
-only by device id, and labels that say who made it (`docker_engine`).
+only by device id, and labels that say who made it (`engine.py`).
 
 Commands run as uid/gid 65534 (the caller's own uid when the host side is not root), through
 `ari-init run`, a wrapper that runs as root, drops to that uid for the command alone (no
@@ -49,9 +49,9 @@ from toolkit.sandbox.base import (
     Sandbox,
     SandboxError,
 )
-from toolkit.sandbox.docker_egress import EgressGate, internal_network
-from toolkit.sandbox.docker_engine import Hijacked, connect, gpu_mode, labels
-from toolkit.sandbox.docker_process import MAX_OUTPUT_BYTES, DockerProcess
+from toolkit.sandbox.docker.egress import EgressGate, internal_network
+from toolkit.sandbox.docker.engine import Hijacked, connect, gpu_mode, labels
+from toolkit.sandbox.docker.process import MAX_OUTPUT_BYTES, DockerProcess
 from toolkit.sandbox.files import read_under, write_under
 
 STATUS_DIR = "/run/ari-init"
@@ -79,7 +79,7 @@ def gpu_requests(gpus: Sequence[str] | None, mode: str = "nvidia") -> list[Any]:
     """The engine's device requests for `gpus`: by id, never by count (count=1 always means
     GPU 0, which would stack parallel runs on one card). None or [] = no GPU.
 
-    `mode` (`docker_engine.gpu_mode`): "nvidia", the engine's NVIDIA device driver (the NVIDIA
+    `mode` (`engine.gpu_mode`): "nvidia", the engine's NVIDIA device driver (the NVIDIA
     container toolkit's hook), or "cdi", the Container Device Interface (Docker 25+ with CDI
     enabled and `nvidia-ctk cdi generate` run): the devices are then named
     `nvidia.com/gpu=<id>`, what `docker run --device nvidia.com/gpu=1` asks for."""
@@ -484,3 +484,40 @@ def _resolve(client: Any, ref: str, role: str) -> Resolved:
 
 def _image(client: Any, ref: str, role: str) -> str:
     return _resolve(client, ref, role).id
+
+
+def create(
+    root: Path,
+    *,
+    network: bool,
+    hide: Sequence[Path],
+    limits: Limits,
+    env: Mapping[str, str] | None,
+    readonly: Sequence[Path],
+    egress: Sequence[Egress],
+    gpus: Sequence[str] | None,
+    image: str | None,
+    ephemeral_root: bool,
+) -> DockerSandbox:
+    """The docker backend's `SandboxFactory`. An ephemeral root is not offered here: a root
+    mounted read-only (the grader's) refuses writes instead of discarding them, so its disk is
+    still capped (only the tmpfs places take writes); a writable root is capped per file only.
+    Both are recorded."""
+    box = DockerSandbox(
+        root,
+        network=network,
+        hide=hide,
+        limits=limits,
+        env=env,
+        readonly=readonly,
+        egress=egress,
+        gpus=gpus,
+        image=image,
+    )
+    if ephemeral_root:
+        if box.root_readonly:
+            box.isolation = sorted({*box.isolation, "root-readonly"})
+            box.not_isolated = sorted({*box.not_isolated, "ephemeral-root"})
+        else:
+            box.not_isolated = sorted({*box.not_isolated, "ephemeral-root", "root-disk"})
+    return box
