@@ -90,7 +90,9 @@ def test_phase1_processes_are_gone_before_phase2_bundle_code_runs(
     events = _Events(monkeypatch)
     watch = _Watch(token)
     try:
-        report = grade_bundle(bundle, make_exam(code_questions(6)), params=fast_params, hidden=False)
+        report = grade_bundle(
+            bundle, make_exam(code_questions(6)), params=fast_params, hidden=False
+        )
     finally:
         seen = watch.close()
     assert report.ok, report.reason
