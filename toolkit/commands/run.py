@@ -182,7 +182,7 @@ def _model_for(agent: str, model: str | None) -> str:
 )
 @click.option(
     "--backend",
-    type=click.Choice(["local", "docker"]),
+    type=click.Choice(BACKENDS),
     default="local",
     show_default=True,
     help="Sandbox backend of the three roles: local processes, or three Docker containers.",
