@@ -17,4 +17,5 @@ print(f"memory parent: {s.memory_parent}\npids parent: {s.pids_parent}\ncpu pare
 if not s.cgroup2:
     raise SystemExit("no delegated subtree: run as root or under systemd-run -p Delegate=yes")
 PY
-exec "$PY" -m pytest -q -rs tests/sandbox/test_cgroup2_real.py tests/sandbox/test_cgroup2.py "$@"
+exec "$PY" -m pytest -q -rs tests/sandbox/test_cgroup2_real.py tests/sandbox/test_cgroup2_kernel.py \
+    tests/sandbox/test_cgroup2.py "$@"
