@@ -19,36 +19,23 @@ weights may unpack to far more).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import platform
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import torch
+from starter_bundle import REPO, fresh_bundle  # benchmarks/starter_bundle.py (this folder)
 
-REPO = Path(__file__).resolve().parents[1]
-STARTER = REPO / "toolkit" / "starter"
 RULES = REPO / "tests" / "grading" / "bundles" / "rules"
 
 from exam_builder.build import build_exam  # noqa: E402
 from toolkit.grading import grade_bundle  # noqa: E402
 from toolkit.grading.ablation import ablate_folder  # noqa: E402
-
-
-def _import(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def compare(name: str, bundle: Path, exam: Path, repeat: int) -> None:
@@ -100,16 +87,12 @@ def main() -> None:
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__}, "
         f"{args.repeat} repeats (medians)"
     )
-    sys.path.insert(0, str(STARTER))
-    train = _import(STARTER / "train.py", "bench_train_module")
-    export = _import(STARTER / "export.py", "bench_export_module")
     with tempfile.TemporaryDirectory(prefix="bench-ablation-") as tmp:
         work = Path(tmp)
         build_exam(REPO / "exam_builder/banks/public/demo", work / "exam", english_text=None)
         exam = work / "exam" / "exam.jsonl"
-        torch.manual_seed(0)
         starter = work / "starter"
-        export.write_bundle(train.GPT(train.PRESETS[args.preset].model), starter)
+        fresh_bundle(starter, args.preset)
         compare(f"starter bundle ({args.preset} preset, untrained)", starter, exam, args.repeat)
         rules = Path(shutil.copytree(RULES, work / "rules"))
         np.save(rules / "weights.npy", np.random.default_rng(0).normal(size=(256, 256)))

@@ -20,14 +20,12 @@ Needs a Docker engine with the images (`toolkit images build`); DOCKER_HOST pick
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 
+from starter_bundle import fresh_bundle  # benchmarks/starter_bundle.py (the script's folder)
 from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
 from toolkit.chain import ChainedLog
@@ -40,7 +38,6 @@ from toolkit.sandbox import Sandbox, SandboxError, create_sandbox
 from toolkit.sandbox.docker import engine as docker_engine
 
 REPO = Path(__file__).resolve().parents[1]
-STARTER = REPO / "toolkit" / "starter"
 
 # Inside the controller: time each `runner ARGS` with the shell's own clock (ns).
 LOOP = """i=0
@@ -49,15 +46,6 @@ while [ $i -lt {runs} ]; do
     echo $((b - a)); i=$((i + 1))
 done
 """
-
-
-def _import(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def bare_exec(box: Sandbox) -> None:
@@ -129,18 +117,13 @@ def startup_s(runs: int) -> tuple[float, float]:
 
 def grading_s(repeat: int) -> tuple[float, float]:
     """(local, docker) median grading seconds of one bundle on the demo exam."""
-    import torch
 
     from exam_builder.build import build_exam
     from toolkit.grading import grade_bundle
 
-    sys.path.insert(0, str(STARTER))
-    train = _import(STARTER / "train.py", "bench_docker_train")
-    export = _import(STARTER / "export.py", "bench_docker_export")
     with tempfile.TemporaryDirectory(prefix="bench-docker-") as tmp:
         work = Path(tmp)
-        torch.manual_seed(0)
-        export.write_bundle(train.GPT(train.PRESETS["tiny"].model), work / "bundle")
+        fresh_bundle(work / "bundle", "tiny")
         build_exam(REPO / "exam_builder/banks/public/demo", work / "exam", english_text=None)
         exam = work / "exam" / "exam.jsonl"
         times: dict[str, list[float]] = {"local": [], "docker": []}

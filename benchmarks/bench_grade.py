@@ -32,7 +32,6 @@ the weights learned: generation always produces exactly the length asked).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import platform
 import shutil
@@ -41,13 +40,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-STARTER = REPO / "toolkit" / "starter"
-sys.path.insert(0, str(STARTER))
+
+from starter_bundle import fresh_bundle, import_file  # noqa: E402  (this script's folder)
 
 from exam_builder.build import build_exam  # noqa: E402
 from exam_builder.exam_file import load_exam  # noqa: E402
@@ -56,18 +54,9 @@ from toolkit.grading.phases import asked_length  # noqa: E402
 from toolkit.tracks import GradingParams  # noqa: E402
 
 
-def _import(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def lower_bound_s(bundle: Path, exam: Path, device: str, batch_size: int) -> float:
     """One teacher-forced forward pass over prompt[-1024:] + answer, batched like the grader."""
-    model = _import(bundle / "inference.py", "bench_inference").load(str(bundle), device).gpt
+    model = import_file(bundle / "inference.py", "bench_inference").load(str(bundle), device).gpt
     questions = load_exam(exam)
     rows = [(q.prompt.encode()[-1024:] + q.answer.encode()) for q in questions]
     rows = [r[-model.cfg.block_size :] for r in rows]  # what the model itself would keep
@@ -171,15 +160,11 @@ def main() -> None:
     if args.bomb_only:
         return
 
-    train = _import(STARTER / "train.py", "bench_train_module")
-    export = _import(STARTER / "export.py", "bench_export_module")
     params = GradingParams()
     with tempfile.TemporaryDirectory(prefix="bench-grade-") as tmp:
         work = Path(tmp)
-        torch.manual_seed(0)
-        model = train.GPT(train.PRESETS[args.preset].model)
         bundle = work / "bundle"
-        export.write_bundle(model, bundle)
+        model = fresh_bundle(bundle, args.preset)
         # The same bundle with its phase-2 cache switched off.
         stateless = work / "bundle-no-cache"
         shutil.copytree(bundle, stateless)

@@ -14,34 +14,22 @@ of `--repeat`, and what is saved.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import platform
 import statistics
-import sys
 import tempfile
 from pathlib import Path
-from types import ModuleType
 
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-STARTER = REPO / "toolkit" / "starter"
-sys.path.insert(0, str(STARTER))
+
+from starter_bundle import fresh_bundle  # noqa: E402  (this script's folder)
 
 from exam_builder.build import build_exam  # noqa: E402
 from toolkit.grading import grade_bundle  # noqa: E402
 from toolkit.grading.report import GradeReport  # noqa: E402
 from toolkit.tracks import GradingParams  # noqa: E402
-
-
-def _import(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def main() -> None:
@@ -52,15 +40,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    train = _import(STARTER / "train.py", "bench_train_module")
-    export = _import(STARTER / "export.py", "bench_export_module")
     params = GradingParams()
     with tempfile.TemporaryDirectory(prefix="bench-phase2-") as tmp:
         work = Path(tmp)
-        torch.manual_seed(0)
-        model = train.GPT(train.PRESETS[args.preset].model)
         bundle = work / "bundle"
-        export.write_bundle(model, bundle)
+        model = fresh_bundle(bundle, args.preset)
         build_exam(REPO / "exam_builder/banks/public/demo", work / "exam", english_text=None)
         exam = work / "exam" / "exam.jsonl"
         print(

@@ -24,7 +24,6 @@ work is CPU-bound, i.e. each slot keeps at least 0.9 of its share).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -33,8 +32,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-STARTER = REPO / "toolkit" / "starter"
+from starter_bundle import REPO, fresh_bundle  # benchmarks/starter_bundle.py (this folder)
 
 # One grading, in a process of its own (so that pinning applies to it and all it starts).
 GRADE = """
@@ -55,21 +53,8 @@ print(json.dumps({"wall": time.monotonic() - started, "p1": report.timings.phase
 
 
 def _bundle(work: Path, preset: str) -> Path:
-    sys.path.insert(0, str(STARTER))
-    specs = {}
-    for name in ("train", "export"):
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", STARTER / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[f"bench_{name}"] = module
-        spec.loader.exec_module(module)
-        specs[name] = module
-    import torch
-
-    torch.manual_seed(0)
-    model = specs["train"].GPT(specs["train"].PRESETS[preset].model)
     bundle = work / "bundle"
-    specs["export"].write_bundle(model, bundle)
+    fresh_bundle(bundle, preset)
     return bundle
 
 
