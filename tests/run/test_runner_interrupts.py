@@ -24,7 +24,7 @@ import pytest
 from tests.bystander import Bystander
 from tests.run.runner_env import Env, make_env
 from toolkit.clock import Clock
-from toolkit.runner.service import CANCELLED
+from toolkit.runner.service import CANCELLED, KILLED
 
 TICKS = "while :; do echo tick; sleep 0.01; done"
 # The client as a terminal would start it: SIGINT at its default even where the test runner
@@ -69,6 +69,8 @@ def test_interrupts_are_recorded_as_cancelled(env: Env) -> None:
         proc.wait(timeout=30)
     entries = env.wait_entries(rounds)
     assert [e["note"] for e in entries] == [CANCELLED] * rounds
+    # Killed at the agent's request: 124 like timeout(1), however fast its processes died.
+    assert [e["exit_code"] for e in entries] == [KILLED] * rounds
     assert all(e["end_s"] - e["start_s"] < 20 for e in entries)
     assert env.service.infra_errors == []
 
@@ -87,7 +89,7 @@ def test_cancel_that_comes_after_the_readers_died(env: Env) -> None:
     time.sleep(0.3)  # the harness writes into the closed FIFOs meanwhile
     raw.send(b"cancel Late0001")
     (entry,) = env.wait_entries(1)
-    assert entry["note"] == CANCELLED
+    assert entry["note"] == CANCELLED and entry["exit_code"] == KILLED
 
 
 def test_calls_in_flight_when_the_runner_sandbox_is_torn_down(tmp_path: Path) -> None:

@@ -443,7 +443,9 @@ class RunnerService:
             with contextlib.suppress(ClientGone):
                 call.say(f"[runner] {item.reason}")
             return KILLED
-        return code if code is not None else KILLED
+        if code is None or (item.stop.is_set() and code < 0):
+            return KILLED  # killed at our asking (a cancel, a client gone): like timeout(1)
+        return code
 
     @staticmethod
     def _wait(item: _InFlight, process: Process, deadline: float) -> int | None:
