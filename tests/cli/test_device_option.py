@@ -8,8 +8,9 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from toolkit.commands import options
-from toolkit.commands.options import detect_device, device_option
+from toolkit.commands.options import device_option
+from toolkit.run import roles
+from toolkit.run.roles import detect_device
 
 
 @click.command()
@@ -35,9 +36,9 @@ def test_auto_without_an_nvidia_driver_is_cpu_without_loading_torch(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     # No driver control node: torch's CUDA probe is not even tried.
-    real_path = options.Path
+    real_path = roles.Path
     monkeypatch.setattr(
-        options,
+        roles,
         "Path",
         lambda p: tmp_path / "absent" if p == "/dev/nvidiactl" else real_path(p),
     )
@@ -59,8 +60,8 @@ def test_auto_without_an_nvidia_driver_is_cpu_without_loading_torch(
 def test_auto_with_a_driver_asks_torch(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     node = tmp_path / "nvidiactl"
     node.touch()
-    real_path = options.Path
-    monkeypatch.setattr(options, "Path", lambda p: node if p == "/dev/nvidiactl" else real_path(p))
+    real_path = roles.Path
+    monkeypatch.setattr(roles, "Path", lambda p: node if p == "/dev/nvidiactl" else real_path(p))
     import torch
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

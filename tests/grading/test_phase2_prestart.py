@@ -51,6 +51,17 @@ TOKEN = "{token}"
 """
 
 
+def _lingerer(token: str = "ari-lingerer-x", sleep: float = 1.0, fail: bool = False) -> str:
+    """The bundle's source: its detached processes carry `token`; generate() sleeps `sleep`
+    seconds per batch, then (with `fail`) raises."""
+    source = LINGERER.replace("{token}", token).replace("SLEEP = 1.0", f"SLEEP = {sleep}")
+    return (
+        source.replace("time.sleep(SLEEP)  #", "time.sleep(SLEEP); raise RuntimeError('no')  #")
+        if fail
+        else source
+    )
+
+
 class _Watch:
     """Samples the host's processes whose command line holds `token`: pid -> (first, last)
     sample start times in which it was seen."""
@@ -86,7 +97,7 @@ def test_phase1_processes_are_gone_before_phase2_bundle_code_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     token = f"ari-lingerer-{uuid.uuid4().hex}"
-    bundle = make_bundle(LINGERER.replace("{token}", token))
+    bundle = make_bundle(_lingerer(token))
     events = _Events(monkeypatch)
     watch = _Watch(token)
     try:
@@ -147,7 +158,7 @@ def test_phase2_worker_is_started_during_phase1_and_let_go_after_it(
 ) -> None:
     events = _Events(monkeypatch)
     report = grade_bundle(
-        make_bundle(LINGERER.replace("{token}", "ari-lingerer-x")),
+        make_bundle(_lingerer()),
         make_exam(code_questions(4)),
         params=fast_params,
         hidden=False,
@@ -168,10 +179,7 @@ def test_a_spare_that_cannot_start_leaves_phase2_to_start_its_own(
     fast_params: GradingParams,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    bundle, exam = (
-        make_bundle(LINGERER.replace("SLEEP = 1.0", "SLEEP = 0.3").replace("{token}", "x")),
-        make_exam(code_questions(4)),
-    )
+    bundle, exam = make_bundle(_lingerer("x", sleep=0.3)), make_exam(code_questions(4))
     normal = grade_bundle(bundle, exam, params=fast_params, hidden=False)
     events = _Events(monkeypatch, fail_spare=True)
     report = grade_bundle(bundle, exam, params=fast_params, hidden=False)
@@ -185,12 +193,9 @@ def test_a_failed_phase1_closes_the_waiting_worker_unused(
     fast_params: GradingParams,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    broken = LINGERER.replace(
-        "time.sleep(SLEEP)  #", "time.sleep(SLEEP); raise RuntimeError('no')  #"
-    )
     events = _Events(monkeypatch)
     report = grade_bundle(
-        make_bundle(broken.replace("{token}", "ari-lingerer-x")),
+        make_bundle(_lingerer(fail=True)),
         make_exam(code_questions(4)),
         params=fast_params,
         hidden=False,

@@ -49,6 +49,7 @@ from toolkit.run.inputs import InputError, check_public_set, prepare_data, publi
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run, new_run_id
 from toolkit.run.recovery import process_start
+from toolkit.run.roles import detect_device
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import SandboxError
 from toolkit.sandbox.cores import pin_from_env
@@ -110,11 +111,7 @@ def _watch_parent(pid: int, start: str | None) -> None:
 
 def _device(job: Job) -> str:
     """Grade on the GPU when the run has one that CUDA can use, else on the CPU."""
-    if job.gpu is None or not Path("/dev/nvidiactl").exists():
-        return "cpu"
-    import torch  # slow import: only on a host with an NVIDIA driver
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cpu" if job.gpu is None else detect_device()
 
 
 def run_job(job: Job) -> RunResult:

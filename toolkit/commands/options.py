@@ -76,19 +76,10 @@ def keys_option() -> Callable[[F], F]:
     )
 
 
-def detect_device() -> str:
-    """ "cuda" when this host has an NVIDIA driver and torch's CUDA build sees a GPU, else "cpu".
-
-    Without the driver's control node, torch (a slow import) is not even loaded."""
-    if not Path("/dev/nvidiactl").exists():
-        return "cpu"
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
 def _device(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if value == "auto":
+        from toolkit.run.roles import detect_device  # the run package: only when asked
+
         return detect_device()
     head, colon, index = value.partition(":")
     if not (value == "cpu" or (head == "cuda" and (not colon or index.isdigit()))):

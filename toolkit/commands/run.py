@@ -29,7 +29,6 @@ from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
     cpus_option,
-    detect_device,
     find_registry,
     keys_option,
     registry_option,
@@ -45,6 +44,7 @@ from toolkit.run.inputs import InputError, check_public_set, prepare_data, publi
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
+from toolkit.run.roles import detect_device
 from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS

@@ -74,8 +74,9 @@ class _Job:
     hidden: bool = True
     """A hidden grading: the bundle's words stay out of the report."""
     exact_lengths: bool = False
-    prestart: bool = True
     """Phase 1 asks each answer's own length (the old protocol; comparison tests only)."""
+    prestart: bool = True
+    """Phase 2's worker starts during phase 1 (False: after it; the benchmark's baseline)."""
 
 
 def give_up_bytes(size_limit_bytes: int) -> int:

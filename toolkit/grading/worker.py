@@ -2,8 +2,8 @@
 
 Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE [wait]`, with the frame nonce in
 the environment variable ARI_GRADER_NONCE. Before the bundle's code runs, the worker warms up:
-it imports numpy and torch (when installed) and, on a GPU, starts CUDA, so that what every
-bundle pays for is paid once, by the harness. With `wait` it then waits for the host's
+it imports numpy and torch (when installed) and, on a GPU, starts CUDA: the start-up nearly
+every bundle needs, done as the harness's own work. With `wait` it then waits for the host's
 `{"op": "load"}` before it imports the bundle: the host starts phase 2's worker while phase 1
 runs, and lets it load the bundle only once phase 1's worker is gone. Standalone on purpose
 (standard library, plus numpy for log-probabilities): the same file runs in a local sandbox or

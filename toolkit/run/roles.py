@@ -49,6 +49,17 @@ def host_gpu_ids() -> list[str]:
     return sorted((g for g in found if g.isdigit()), key=int)
 
 
+def detect_device() -> str:
+    """ "cuda" when this host has an NVIDIA driver and torch's CUDA build sees a GPU, else "cpu".
+
+    Without the driver's control node, torch (a slow import) is not even loaded."""
+    if not Path("/dev/nvidiactl").exists():
+        return "cpu"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def docker_runner_gpus(pinned: str | None = None) -> list[str]:
     """The docker runner's GPU: the pinned id, else the host's first GPU, else none (CPU)."""
     if pinned is not None:
