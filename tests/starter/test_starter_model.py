@@ -200,3 +200,23 @@ def test_train_py_refuses_a_missing_data_folder_clearly(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "train.bin not found" in done.stderr and "--data" in done.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_decoding_steps_keep_one_shape_per_batch(model: GPT, monkeypatch) -> None:
+    """No per-shape cost while decoding: every step of a batch attends over the same shapes (the
+    cache's whole capacity, masked), however many bytes it has generated."""
+    import model as model_module
+
+    seen: list[tuple[tuple[int, ...], ...]] = []
+    real = model_module.decode_attention
+
+    def spy(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor):
+        seen.append((tuple(q.shape), tuple(k.shape), tuple(mask.shape)))
+        return real(q, k, v, mask)
+
+    monkeypatch.setattr(model_module, "decode_attention", spy)
+    out = model.generate(PROMPTS, [12] * len(PROMPTS))
+    assert out == model.generate(PROMPTS, [12] * len(PROMPTS), use_cache=False)
+    per_layer = len(model.blocks)
+    assert len(seen) == 11 * per_layer  # every step after the prefill went through it
+    assert len(set(seen)) == 1, set(seen)

@@ -76,7 +76,8 @@ class _Job:
     exact_lengths: bool = False
     """Phase 1 asks each answer's own length (the old protocol; comparison tests only)."""
     prestart: bool = True
-    """Phase 2's worker starts during phase 1 (False: after it; the benchmark's baseline)."""
+    """Each phase's worker starts as the grading begins, before packing (False: each when its
+    phase begins; the benchmark's baseline)."""
 
 
 def give_up_bytes(size_limit_bytes: int) -> int:
@@ -106,27 +107,29 @@ def _run_phase(
     out: Outcome,
     body: Callable[[PhaseWorker], None],
     times: dict[str, float],
-    ready: PhaseWorker | None = None,
+    ready: _Spare | None = None,
 ) -> None:
-    """Start a fresh worker (or let `ready`, one started waiting, go on), wait for load, run
-    `body`; fills times["load"] and times["body"]. Closes the worker, `ready` included.
+    """Take `ready`'s worker (started waiting, before the bundle was packed) and let it go on,
+    or start a fresh worker; wait for load, run `body`; fills times["load"] and times["body"].
+    Closes the worker, `ready`'s included.
 
     Load time is measured on the host: sandbox and interpreter start-up, imports and `load()`
-    (for `ready`: from its go, what it had left to do). With `job.cancelled`, a watcher kills
-    the worker (and all it started) once it says so.
+    (for `ready`: what its start-up had left when this phase began, and its load). With
+    `job.cancelled`, a watcher kills the worker (and all it started) once it says so.
     """
     if job.cancelled is not None and job.cancelled():
         if ready is not None:
-            ready.close()
+            ready.discard()
         raise WorkerFailure(CANCELLED_CATEGORY)
     started = time.monotonic()
-    phase = ready or _start_worker(name, archive, job)
+    waiting = ready.take() if ready is not None else None
+    phase = waiting or _start_worker(name, archive, job)
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
     done = _kill_when(job.cancelled, phase) if job.cancelled is not None else None
     try:
         try:
-            if ready is not None:
-                phase.go()
+            if waiting is not None:
+                phase.go(archive, job.params.load_timeout_s)
             phase.load(job.params.load_timeout_s)
         finally:
             times["load"] = time.monotonic() - started
@@ -145,7 +148,7 @@ def _run_phase(
         phase.close()
 
 
-def _start_worker(name: str, archive: Path, job: _Job, wait: bool = False) -> PhaseWorker:
+def _start_worker(name: str, archive: Path | None, job: _Job, wait: bool = False) -> PhaseWorker:
     return PhaseWorker(
         archive,
         job.work / name,
@@ -161,25 +164,27 @@ def _start_worker(name: str, archive: Path, job: _Job, wait: bool = False) -> Ph
 
 
 class _Spare:
-    """Phase 2's worker, started (in a thread) once phase 1's bundle has loaded, so that its
-    sandbox, interpreter, imports and CUDA start-up overlap phase 1 instead of following it.
+    """A phase's worker started (in a thread) as the grading begins, before the bundle is even
+    packed: its sandbox, interpreter, imports and CUDA start-up overlap the packing and, for
+    phase 2, phase 1, instead of following them. It holds nothing of the bundle until its go,
+    which brings our archive over the pipe (`PhaseWorker.go`).
 
-    It loads nothing of the bundle until `go()`, which `_run_phase` sends only after phase 1's
-    worker, and every process it started, is gone: phase 2 shows answer bytes, and by then no
-    process that saw phase 1's questions unanswered is alive to learn them. If starting it
-    fails, phase 2 starts its worker the usual way (and meets the same failure there).
+    Phase 2's go is sent only after phase 1's worker, and every process it started, is gone:
+    phase 2 shows answer bytes, and by then no process that saw phase 1's questions unanswered
+    is alive to learn them. If starting a spare fails, its phase starts a worker the usual way
+    (and meets the same failure there).
     """
 
-    def __init__(self, archive: Path, job: _Job) -> None:
+    def __init__(self, name: str, job: _Job) -> None:
         self.worker: PhaseWorker | None = None
-        self.thread = threading.Thread(target=self._start, args=(archive, job), daemon=True)
+        self.thread = threading.Thread(target=self._start, args=(name, job), daemon=True)
         self.thread.start()
 
-    def _start(self, archive: Path, job: _Job) -> None:
+    def _start(self, name: str, job: _Job) -> None:
         try:
-            self.worker = _start_worker("phase2", archive, job, wait=True)
+            self.worker = _start_worker(name, None, job, wait=True)
         except BaseException:
-            shutil.rmtree(job.work / "phase2", ignore_errors=True)  # phase 2 starts afresh
+            shutil.rmtree(job.work / name, ignore_errors=True)  # the phase starts afresh
 
     def take(self) -> PhaseWorker | None:
         """The started worker (the caller closes it), or None."""
@@ -238,8 +243,8 @@ def grade_bundle(
     False only where the exam is public and the bundle's author may read its errors.
     `_exact_lengths`: phase 1 asks each answer's own length (the protocol before length
     hiding), for the test that shows both protocols pass the same questions.
-    `_prestart=False`: phase 2's worker starts only after phase 1 (for the benchmark that
-    measures what starting it during phase 1 saves).
+    `_prestart=False`: each phase's worker starts only when its phase begins (for the
+    benchmark that measures what starting them as the grading begins saves).
 
     `progress`: True for a progress bar on stderr, or a callback (phase, done, total).
     `hide`: more host paths the worker must not see. Always hidden, whatever is passed: the
@@ -404,16 +409,20 @@ def fit_to_host(params: GradingParams) -> tuple[GradingParams, list[str]]:
 def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBundle | None]:
     """The phases of `grade_bundle`, in `work`; bundle failures end up in the outcome."""
     out = Outcome()
-    spare: list[_Spare] = []  # phase 2's worker, once phase 1 has loaded
+    spares: dict[str, _Spare] = {}  # each phase's worker, started before packing
+    if job.prestart:
+        for name, phase in (("phase1", "generate"), ("phase2", "bpb")):
+            if phase in job.phases:
+                spares[name] = _Spare(name, job)
     try:
-        return _phases(bundle, job, started, out, spare)
+        return _phases(bundle, job, started, out, spares)
     finally:
-        for unused in spare:
+        for unused in spares.values():
             unused.discard()
 
 
 def _phases(
-    bundle: Path, job: _Job, started: float, out: Outcome, spare: list[_Spare]
+    bundle: Path, job: _Job, started: float, out: Outcome, spares: dict[str, _Spare]
 ) -> tuple[Outcome, PackedBundle | None]:
     packed: PackedBundle | None = None
     try:
@@ -425,8 +434,6 @@ def _phases(
         if "generate" in job.phases:
 
             def generate(phase: PhaseWorker) -> None:
-                if "bpb" in job.phases and job.prestart:
-                    spare.append(_Spare(packed.path, job))
                 job.progress("phase 1: generate", 0, len(job.questions))
                 run_phase1(
                     phase,
@@ -439,7 +446,9 @@ def _phases(
 
             times: dict[str, float] = {}
             try:
-                _run_phase("phase1", packed.path, job, out, generate, times)
+                _run_phase(
+                    "phase1", packed.path, job, out, generate, times, spares.pop("phase1", None)
+                )
             finally:
                 out.timings.load = times.get("load", 0.0)
                 out.timings.phase1 = times.get("body", 0.0)
@@ -460,7 +469,7 @@ def _phases(
                     run_phase2(phase, job.questions, job.params, job.progress)
                 ),
                 times2,
-                ready=spare.pop().take() if spare else None,
+                ready=spares.pop("phase2", None),
             )
             out.bpb = result[0]
         except BundleError as exc:

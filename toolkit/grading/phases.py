@@ -46,7 +46,8 @@ WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 MAX_PROCESSES = 512  # threads count here too (pids cgroup): room for BLAS/OpenMP pools
 MAX_FILE_BYTES = 2**30  # a bundle may write scratch files, not fill the disk
 MAX_PROBLEMS = 20
-GO_TIMEOUT_S = 10.0  # to hand a waiting worker its go: a pipe write of a few bytes
+CONTAINER_BUNDLE = "/tmp/ari-bundle"
+"""Where a container's worker unpacks a bundle sent over its pipe (its folder is read-only)."""
 SMALL_REPLY_BYTES = 64 * 2**10  # load replies and errors (the worker cuts its error texts)
 ASKED_FLOOR = 32
 """The least phase 1 asks for, whatever the exam's answers."""
@@ -109,11 +110,13 @@ class PhaseWorker:
 
     `exam` (the file being graded on) and the paths of `hiding.grading_hidden` are hidden
     whatever the caller passes; `hide` adds more (a run's real exam during public scoring).
+    `archive` None (with `wait`): the sandbox and the worker start before the bundle exists,
+    and `go(archive)` sends it over the pipe, to be unpacked inside the sandbox.
     """
 
     def __init__(
         self,
-        archive: Path,
+        archive: Path | None,
         root: Path,
         *,
         exam: Path,
@@ -126,8 +129,12 @@ class PhaseWorker:
         wait: bool = False,
     ) -> None:
         """`wait`: the worker warms up, then loads the bundle only when `go()` says so."""
+        if archive is None and not wait:
+            raise ValueError("a worker started without the bundle must wait for it")
         root.mkdir(parents=True)
-        extract_bundle(archive, root / "bundle")
+        self.needs_archive = archive is None
+        if archive is not None:
+            extract_bundle(archive, root / "bundle")
         shutil.copyfile(WORKER_SCRIPT, root / "worker.py")
         limits = Limits(
             memory_bytes=params.memory_bytes,
@@ -170,19 +177,27 @@ class PhaseWorker:
             # vanishes with the worker: the host's disk is never filled through it.
             ephemeral_root=ephemeral,
         )
+        # Where the worker finds the bundle: here in its folder; sent over the pipe, it unpacks
+        # it there too, except in a container, whose folder is read-only: in its private /tmp.
+        place = "bundle" if local or not self.needs_archive else CONTAINER_BUNDLE
         try:
             self.session = WorkerSession(
                 self.sandbox,
-                [python, "-I", "worker.py", "bundle", device, *(["wait"] if wait else [])],
+                [python, "-I", "worker.py", place, device, *(["wait"] if wait else [])],
             )
         except BaseException:
             self.sandbox.cleanup()
             raise
 
-    def go(self) -> None:
-        """Let a worker started with `wait` import and load the bundle."""
+    def go(self, archive: Path, timeout_s: float) -> None:
+        """Let a worker started with `wait` import and load the bundle (`archive`, our own
+        packing of it, goes along when the worker started without it). The worker reads it once
+        its warm-up is over: `timeout_s` is the load's limit, which that warm-up is part of."""
+        message: dict[str, Any] = {"op": "load"}
+        if self.needs_archive:
+            message["archive"] = base64.b64encode(archive.read_bytes()).decode()
         try:
-            self.session.send({"op": "load"}, time.monotonic() + GO_TIMEOUT_S)
+            self.session.send(message, time.monotonic() + timeout_s)
         except WorkerFailure as exc:
             raise exc.at(Where.LOAD) from None
 

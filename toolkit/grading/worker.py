@@ -4,10 +4,13 @@ Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE [wait]`, with the 
 the environment variable ARI_GRADER_NONCE. Before the bundle's code runs, the worker warms up:
 it imports numpy and torch (when installed) and, on a GPU, starts CUDA: the start-up nearly
 every bundle needs, done as the harness's own work. With `wait` it then waits for the host's
-`{"op": "load"}` before it imports the bundle: the host starts phase 2's worker while phase 1
-runs, and lets it load the bundle only once phase 1's worker is gone. Standalone on purpose
-(standard library, plus numpy for log-probabilities): the same file runs in a local sandbox or
-in a container.
+`{"op": "load"}` before it imports the bundle: the host starts both phases' workers as a
+grading begins, before the bundle is even packed, lets phase 1's load once the bundle is
+ready, and phase 2's only once phase 1's worker is gone. A `load` that carries `archive` (the
+host's own gzip tar of the bundle, base64) brings the bundle with it: the worker unpacks it into
+BUNDLE_DIR first (regular files and folders only), so its sandbox could start before the bundle
+existed. Standalone on purpose (standard library, plus numpy for log-probabilities): the same
+file runs in a local sandbox or in a container.
 
 Why the pipe cannot be corrupted by the bundle's prints: before the bundle is imported, the
 worker keeps private duplicates of its stdin/stdout for the protocol and points fds 0 and 1 at
@@ -24,10 +27,12 @@ from __future__ import annotations
 
 import base64
 import importlib.util
+import io
 import json
 import os
 import struct
 import sys
+import tarfile
 import time
 import traceback
 from types import ModuleType
@@ -100,6 +105,28 @@ def _warm_up(device: str) -> None:
             return
 
 
+def _unpack(archive: bytes, bundle_dir: str) -> None:
+    """Unpack the host's archive of the bundle into `bundle_dir`: regular files and folders
+    with relative names only (the host packed it so; anything else is refused, not skipped)."""
+    os.makedirs(bundle_dir, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            regular = member.isfile() or member.isdir()
+            if member.name.startswith("/") or ".." in parts or not regular:
+                raise ValueError(f"unexpected archive member {member.name[:80]!r}")
+            target = os.path.join(bundle_dir, *[p for p in parts if p not in ("", ".")])
+            if member.isdir():
+                os.makedirs(target, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None
+            with source, open(target, "wb") as out:
+                while chunk := source.read(1 << 20):
+                    out.write(chunk)
+
+
 def _generate(model: Any, request: dict[str, Any]) -> dict[str, Any]:
     prompts = [base64.b64decode(p) for p in request["prompts"]]
     lengths = list(request["lengths"])
@@ -158,10 +185,18 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     _warm_up(device)
-    if wait and channel.receive().get("op") != "load":
-        return  # the host let this worker go unused
+    archive: bytes | None = None
+    if wait:
+        request = channel.receive()
+        if request.get("op") != "load":
+            return  # the host let this worker go unused
+        if "archive" in request:
+            archive = base64.b64decode(request["archive"])
     started = time.monotonic()
     try:
+        if archive is not None:
+            _unpack(archive, bundle_dir)
+            del archive
         model = _import_inference(bundle_dir).load(bundle_dir, device)
     except BaseException as exc:  # the bundle's failure is a result to report, SystemExit too
         channel.send({**_error(exc), "stage": "load"})

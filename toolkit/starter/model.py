@@ -12,16 +12,55 @@ the left to the longest prompt, pad keys are masked out of attention, and each r
 start at 0 at its first real byte. Because RoPE is relative and pads are invisible, a padded row
 computes the same thing as the same prompt alone; the KV cache then grows by one column per step
 for the whole batch.
+
+Decoding has no per-shape cost: a step attends over the cache's whole preallocated capacity
+with a fixed-shape mask of the columns written so far (a few matrix products, no attention
+kernel chosen per shape), so every step of a batch has the same shapes. A prefill with a mask
+uses `scaled_dot_product_attention` without the cuDNN backend (which builds a graph for each new
+shape), and on a GPU a batch's width is rounded up to a multiple of `WIDTH_BUCKET` columns of
+padding, so a grading meets a handful of shapes instead of one per batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+
+WIDTH_BUCKET = 64
+"""On a GPU, a padded batch's width is a multiple of this (fewer distinct shapes)."""
+
+
+@contextlib.contextmanager
+def inference_attention(device: torch.device) -> Iterator[None]:
+    """Masked attention without cuDNN's backend on a GPU: it builds a graph per new shape, which
+    costs seconds over a grading whose shapes change with every batch. Elsewhere, as it is."""
+    kernels = None
+    if device.type == "cuda":
+        try:
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            kernels = sdpa_kernel(
+                [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
+            )
+        except (ImportError, AttributeError):  # an older torch: its defaults
+            kernels = None
+    with kernels if kernels is not None else contextlib.nullcontext():
+        yield
+
+
+def decode_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
+    """Attention of one new query per row (B, H, 1, D) over keys and values (B, H, S, D), with
+    `mask` (B, 1, 1, S) True where a key counts. Plain matrix products of fixed shapes (S is the
+    cache's capacity, not its length): the same kernels at every step."""
+    scores = (q @ k.transpose(-1, -2)).float() * (q.shape[-1] ** -0.5)
+    scores = scores.masked_fill(~mask, float("-inf"))
+    return scores.softmax(-1).to(v.dtype) @ v
 
 
 @dataclass
@@ -79,11 +118,19 @@ class LayerCache:
         self.length = 0
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Write the new keys and values after the cached ones; the columns written so far."""
         end = self.length + k.shape[2]
         self.k[:, :, self.length : end] = k
         self.v[:, :, self.length : end] = v
         self.length = end
         return self.k[:, :, :end], self.v[:, :, :end]
+
+    def append_one(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Write one column (a decoding step); the whole buffers, whose shape never changes."""
+        self.k[:, :, self.length] = k[:, :, 0]
+        self.v[:, :, self.length] = v[:, :, 0]
+        self.length += 1
+        return self.k, self.v
 
     def grow(self, extra: int) -> None:
         """Make room for `extra` more columns (a cache kept across calls can outgrow its plan)."""
@@ -105,18 +152,28 @@ class Attention(nn.Module):
         self.proj = nn.Linear(cfg.d_model, cfg.d_model, bias=False)
 
     def forward(
-        self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None, cache: LayerCache | None
+        self,
+        x: Tensor,
+        cos: Tensor,
+        sin: Tensor,
+        mask: Tensor | None,
+        cache: LayerCache | None,
+        step: bool = False,
     ) -> Tensor:
         B, T, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) for t in (q, k, v))
         q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
-        if cache is not None:
-            k, v = cache.append(k, v)
-        if mask is None:  # training: plain causal attention, the flash-attention fast path
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if step and cache is not None and mask is not None:  # one byte after the cached ones
+            k, v = cache.append_one(k, v)
+            y = decode_attention(q, k, v, mask)
         else:
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            if cache is not None:
+                k, v = cache.append(k, v)
+            if mask is None:  # training: plain causal attention, the flash-attention fast path
+                y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            else:
+                y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return self.proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
@@ -139,9 +196,15 @@ class Block(nn.Module):
         self.mlp = MLP(cfg)
 
     def forward(
-        self, x: Tensor, cos: Tensor, sin: Tensor, mask: Tensor | None, cache: LayerCache | None
+        self,
+        x: Tensor,
+        cos: Tensor,
+        sin: Tensor,
+        mask: Tensor | None,
+        cache: LayerCache | None,
+        step: bool = False,
     ) -> Tensor:
-        x = x + self.attn(self.norm1(x), cos, sin, mask, cache)
+        x = x + self.attn(self.norm1(x), cos, sin, mask, cache, step)
         return x + self.mlp(self.norm2(x))
 
 
@@ -178,24 +241,35 @@ class GPT(nn.Module):
         positions: Tensor | None = None,
         mask: Tensor | None = None,
         caches: list[LayerCache] | None = None,
+        step: bool = False,
+        last_only: bool = False,
     ) -> Tensor:
-        """Logits (B, T, 256). Training passes only `idx`; inference adds positions/mask/caches."""
+        """Logits (B, T, 256). Training passes only `idx`; inference adds positions/mask/caches.
+
+        `step`: `idx` is one byte per row after the cached ones and `mask` (B, 1, 1, capacity)
+        marks the cache columns it may see (`decode_attention`). `last_only`: the logits of the
+        last position only (B, 1, 256), the head skipped elsewhere."""
         if positions is None:
             positions = torch.arange(idx.shape[1], device=idx.device)[None]
         cos, sin = rope_tables(positions, self.cfg.d_model // self.cfg.n_head, self.cfg.rope_base)
         cos, sin = cos[:, None], sin[:, None]  # broadcast over heads
         x = self.embed(idx)
         for i, block in enumerate(self.blocks):
-            x = block(x, cos, sin, mask, caches[i] if caches is not None else None)
+            x = block(x, cos, sin, mask, caches[i] if caches is not None else None, step)
+        if last_only:
+            x = x[:, -1:]
         return self.head(self.norm(x)).float()
 
     # ------------------------------------------------------------------------------------------
     # Inference: batched, left-padded, with a KV cache
 
     def _pad_left(self, rows: list[bytes]) -> tuple[Tensor, Tensor, Tensor]:
-        """(ids, positions, valid) for rows padded on the left to the longest one."""
+        """(ids, positions, valid) for rows padded on the left to the longest one (on a GPU, to
+        the next multiple of `WIDTH_BUCKET`: pads are invisible, and shapes repeat)."""
         device = self.head.weight.device
         width = max(len(r) for r in rows)
+        if device.type == "cuda":
+            width = -(-width // WIDTH_BUCKET) * WIDTH_BUCKET
         ids = torch.zeros(len(rows), width, dtype=torch.long)
         valid = torch.zeros(len(rows), width, dtype=torch.bool)
         for i, r in enumerate(rows):
@@ -214,6 +288,12 @@ class GPT(nn.Module):
         eye = torch.eye(T, dtype=torch.bool, device=valid.device)
         return (causal & (valid[:, None, :] | eye))[:, None]  # (B, 1, T, T)
 
+    @staticmethod
+    def _widen(valid: Tensor, capacity: int) -> Tensor:
+        """`valid` (B, S) with False columns up to `capacity`: the mask of a cache's buffers."""
+        extra = capacity - valid.shape[1]
+        return torch.cat([valid, valid.new_zeros(len(valid), extra)], dim=1) if extra else valid
+
     def _context_limit(self, new_bytes: int) -> int:
         # Keep prompt + generated bytes within the trained context where possible.
         return max(self.cfg.block_size - new_bytes, self.cfg.block_size // 2)
@@ -224,16 +304,26 @@ class GPT(nn.Module):
         like = self.head.weight
         return [LayerCache(batch, self.cfg.n_head, capacity, head_dim, like) for _ in self.blocks]
 
+    def _prefill(
+        self, ids: Tensor, positions: Tensor, valid: Tensor, caches: list[LayerCache]
+    ) -> tuple[Tensor, Tensor]:
+        """Run the padded rows into empty `caches`; the last position's logits (B, 256) and
+        `valid` widened to the caches' capacity (what `_step` takes)."""
+        logits = self(ids, positions, self._prefill_mask(valid), caches, last_only=True)[:, -1]
+        return logits, self._widen(valid, caches[0].k.shape[2])
+
     def _step(
         self, ids: Tensor, last: Tensor, valid: Tensor, caches: list[LayerCache]
     ) -> tuple[Tensor, Tensor, Tensor]:
         """One decoding step: byte `ids[i]` (B,) after row i's cached bytes, whose last
-        position is `last[i]` and whose real (non-pad) columns `valid` marks. Returns the
-        logits (B, 256), the new last positions and the grown `valid`."""
-        valid = torch.cat([valid, valid.new_ones(len(valid), 1)], dim=1)
+        position is `last[i]`. `valid` (B, capacity) marks the cache columns that hold real
+        (non-pad) bytes; the new byte's column is marked in place. Returns the logits (B, 256),
+        the new last positions and `valid`."""
+        valid[:, caches[0].length] = True
         positions = last[:, None] + 1
-        mask = valid[:, None, None, :]  # (B, 1, 1, S): the new byte sees all real bytes
-        return self(ids[:, None], positions, mask, caches)[:, -1], positions[:, 0], valid
+        mask = valid[:, None, None, :]  # (B, 1, 1, capacity): the new byte sees all real bytes
+        logits = self(ids[:, None], positions, mask, caches, step=True)[:, -1]
+        return logits, positions[:, 0], valid
 
     @torch.no_grad()
     def generate(
@@ -247,26 +337,27 @@ class GPT(nn.Module):
             return [b"" for _ in prompts]
         keep = self._context_limit(steps)
         rows = [p[-keep:] or b"\n" for p in prompts]  # an empty prompt starts at a doc boundary
-        ids, positions, valid = self._pad_left(rows)
-        out = torch.zeros(len(rows), steps, dtype=torch.long, device=ids.device)
-        if use_cache:
-            caches = self._new_caches(len(rows), ids.shape[1] + steps)
-            logits = self(ids, positions, self._prefill_mask(valid), caches)[:, -1]
-            last = positions[:, -1]
-            for t in range(steps):
-                nxt = logits.argmax(-1)
-                out[:, t] = nxt
-                if t == steps - 1:
-                    break
-                logits, last, valid = self._step(nxt, last, valid, caches)
-        else:  # reference path: recompute everything each step (used by the tests)
-            for t in range(steps):
-                logits = self(ids, positions, self._prefill_mask(valid))[:, -1]
-                nxt = logits.argmax(-1)
-                out[:, t] = nxt
-                ids = torch.cat([ids, nxt[:, None]], dim=1)
-                valid = torch.cat([valid, valid.new_ones(len(rows), 1)], dim=1)
-                positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)
+        with inference_attention(self.head.weight.device):
+            ids, positions, valid = self._pad_left(rows)
+            out = torch.zeros(len(rows), steps, dtype=torch.long, device=ids.device)
+            if use_cache:
+                caches = self._new_caches(len(rows), ids.shape[1] + steps)
+                logits, valid = self._prefill(ids, positions, valid, caches)
+                last = positions[:, -1]
+                for t in range(steps):
+                    nxt = logits.argmax(-1)
+                    out[:, t] = nxt
+                    if t == steps - 1:
+                        break
+                    logits, last, valid = self._step(nxt, last, valid, caches)
+            else:  # reference path: recompute everything each step (used by the tests)
+                for t in range(steps):
+                    logits = self(ids, positions, self._prefill_mask(valid))[:, -1]
+                    nxt = logits.argmax(-1)
+                    out[:, t] = nxt
+                    ids = torch.cat([ids, nxt[:, None]], dim=1)
+                    valid = torch.cat([valid, valid.new_ones(len(rows), 1)], dim=1)
+                    positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)
         data = out.to(torch.uint8).cpu().numpy()
         return [bytes(data[i, : lengths[i]]) for i in range(len(rows))]
 
@@ -286,13 +377,18 @@ class GPT(nn.Module):
         Anything else (a context truncated to the block, a new batch) runs the whole pass.
         """
         rows = [c[-self.cfg.block_size :] or b"\n" for c in contexts]
-        if cache is not None:
-            distinct = list(dict.fromkeys(rows))
-            if len(distinct) <= chunk:
-                logprobs = self._cached_logprobs(distinct, cache)
-                at = {r: i for i, r in enumerate(distinct)}
-                return logprobs[[at[r] for r in rows]]
-            cache.clear()
+        with inference_attention(self.head.weight.device):
+            if cache is not None:
+                distinct = list(dict.fromkeys(rows))
+                if len(distinct) <= chunk:
+                    logprobs = self._cached_logprobs(distinct, cache)
+                    at = {r: i for i, r in enumerate(distinct)}
+                    return logprobs[[at[r] for r in rows]]
+                cache.clear()
+            return self._whole_logprobs(rows, chunk)
+
+    def _whole_logprobs(self, rows: list[bytes], chunk: int) -> Tensor:
+        """`next_byte_logprobs` without a cache: whole passes over the longest distinct rows."""
         kept: list[bytes] = []
         where: list[tuple[int, int]] = [(0, 0)] * len(rows)  # (kept row, position in it)
         for i in sorted(range(len(rows)), key=lambda i: -len(rows[i])):
@@ -321,8 +417,8 @@ class GPT(nn.Module):
         if parents is None:  # a whole pass, kept in a fresh cache
             ids, positions, valid = self._pad_left(rows)
             cache.layers = self._new_caches(len(rows), ids.shape[1] + ContextCache.ROOM)
-            logits = self(ids, positions, self._prefill_mask(valid), cache.layers)[:, -1]
-            cache.valid, cache.last = valid, positions[:, -1]
+            logits, cache.valid = self._prefill(ids, positions, valid, cache.layers)
+            cache.last = positions[:, -1]
         else:  # one step: each row's last byte, after its parent's keys and values
             cache.keep(parents)
             device = self.head.weight.device
@@ -334,7 +430,8 @@ class GPT(nn.Module):
 
 class ContextCache:
     """What `next_byte_logprobs` keeps between calls: the last call's contexts (one cache row
-    each, left-padded as in a batch) with their keys, values, pad mask and last positions."""
+    each, left-padded as in a batch) with their keys, values, the mask of their real columns
+    (as wide as the buffers) and last positions."""
 
     ROOM = 64  # columns a cache grows by when a step would overflow it
 
@@ -359,6 +456,7 @@ class ContextCache:
             self.valid, self.last = self.valid[index], self.last[index]
             for layer in self.layers:
                 layer.k, layer.v = layer.k[index], layer.v[index]
-        for layer in self.layers:
-            if layer.length == layer.k.shape[2]:
+        if self.layers and self.layers[0].length == self.layers[0].k.shape[2]:
+            for layer in self.layers:
                 layer.grow(self.ROOM)
+            self.valid = GPT._widen(self.valid, self.valid.shape[1] + self.ROOM)
