@@ -1,16 +1,22 @@
-"""How fast does the starter train? Bytes per second, model FLOP utilisation, val bpb after N s.
+"""How fast does the starter train, and which preset learns most in a budget?
 
-Runs `starter/train.py` exactly as an agent would (a subprocess, from a workspace-like folder on
-the prepared default corpus), then reads its `train_summary.json`.
+For each preset asked (`--presets default,wide,...`), runs `starter/train.py` exactly as an agent
+would (a subprocess, from a workspace-like folder on prepared training text) for `--budget-s`
+seconds, reads its `train_summary.json`, packs the bundle it exported as the grader does, and
+prints one row per preset: shape and size, steps, bytes (= tokens) per second, model FLOP
+utilisation and the validation bits per byte reached. The official default preset is the row
+with the best bits per byte at the track's budget (an hour on one H100): run this there with
+`--budget-s 3600`; shorter budgets favour smaller models.
 
-FLOPs counted per trained byte (= token): 6 x (parameters in matrix multiplies: every Linear,
-the output head included, embeddings excluded) + attention, 6 x layers x context x width for
-causal attention (QK^T and AV over on average half the context, forward + backward = 3x the
-forward). MFU divides the achieved rate by a peak: on a GPU, the dense bf16 peak of the card
-(H100/H200 SXM: 989 TFLOP/s); on CPU, the float32 matmul rate measured here on a large square
-matmul (an achievable peak, not a datasheet number: CPU MFU is only a sanity check).
+MFU, as `train.py` counts it: FLOPs per trained byte = 6 x (parameters in matrix multiplies,
+the output head included, embeddings excluded) + 6 x layers x context x width (causal
+attention), times bytes per second, over the card's dense bf16 datasheet peak (H100/H200 SXM:
+989 TFLOP/s). "steady" counts from the end of the first step (which compiles) to the end of
+training; "overall" divides by the whole training time, compile and validations included. On
+CPU there is no peak, and no MFU.
 
-    python benchmarks/bench_train.py [--preset tiny|default] [--device cpu|cuda] [--budget-s 120]
+    python benchmarks/bench_train.py [--presets tiny] [--device cpu|cuda] [--budget-s 120]
+                                     [--corpus PATH] [--json OUT] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,95 +36,74 @@ import torch
 
 REPO = Path(__file__).resolve().parents[1]
 STARTER = REPO / "toolkit" / "starter"
-sys.path.insert(0, str(STARTER))
-
-from model import GPT, ModelConfig  # noqa: E402
 
 from toolkit.data import prepare_train_data  # noqa: E402
-
-GPU_PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
-
-
-def flops_per_byte(cfg: ModelConfig) -> float:
-    model = GPT(cfg)
-    matmul_params = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
-    return 6 * matmul_params + 6 * cfg.n_layer * cfg.block_size * cfg.d_model
+from toolkit.grading.pack import pack_bundle  # noqa: E402
 
 
-def cpu_matmul_peak(size: int = 2048, repeat: int = 5) -> float:
-    a, b = torch.randn(size, size), torch.randn(size, size)
-    a @ b  # warm-up
-    started = time.perf_counter()
-    for _ in range(repeat):
-        a @ b
-    return 2 * size**3 * repeat / (time.perf_counter() - started)
+def train_one(workspace: Path, preset: str, device: str, budget_s: float) -> dict[str, object]:
+    """One run of train.py; its summary plus the wall time and the packed bundle's size."""
+    out = workspace / f"bundle-{preset}"
+    started = time.monotonic()
+    subprocess.run(
+        [sys.executable, str(STARTER / "train.py"), "--data", "data", "--out", out.name,
+         "--budget-s", str(budget_s), "--device", device, "--preset", preset],
+        cwd=workspace,
+        check=True,
+    )  # fmt: skip
+    summary: dict[str, object] = json.loads((out / "train_summary.json").read_text())
+    summary["wall_s"] = round(time.monotonic() - started, 1)
+    summary["packed_bytes"] = pack_bundle(out, workspace / f"{preset}.tar.gz").packed_bytes
+    return summary
 
 
-def peak(device: str) -> tuple[float, str]:
-    if device == "cuda":
-        name = torch.cuda.get_device_name()
-        for key, value in GPU_PEAK_BF16.items():
-            if key in name:
-                return value, f"{name} dense bf16 datasheet peak"
-        return float("nan"), f"{name}: unknown peak"
-    return cpu_matmul_peak(), "float32 2048x2048 matmul measured now"
+def row(preset: str, s: dict[str, object]) -> str:
+    model = s["config"]["model"]  # type: ignore[index]
+    batch = s["config"]["batch_size"]  # type: ignore[index]
+
+    def pct(key: str) -> str:
+        value = s.get(key)
+        return f"{value:5.1f}%" if isinstance(value, int | float) else "   n/a"
+
+    return (
+        f"{preset:<11} {model['d_model']:>4}x{model['n_layer']:<2} {batch:>5} "  # type: ignore[index]
+        f"{s['steps']:>6} {s['bytes_per_s_steady']:>12,.0f} {pct('mfu_steady_percent')} "
+        f"{pct('mfu_percent')} {s['best_val_bpb']:>8.4f} {int(s['packed_bytes']) / 1e6:>7.2f}"  # type: ignore[call-overload]
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="tiny", choices=["tiny", "default"])
+    parser.add_argument("--presets", default="tiny", help="comma-separated starter presets")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--budget-s", type=float, default=120.0)
+    parser.add_argument("--corpus", type=Path, help="training text (default: built-in corpus)")
+    parser.add_argument("--json", type=Path, help="write every summary here")
+    parser.add_argument("--keep", type=Path, help="copy the bundles into this folder")
     args = parser.parse_args()
 
     print(
         f"machine: {platform.node()} {platform.machine()}, {os.cpu_count()} CPUs, "
         f"torch {torch.__version__}, device {args.device}"
-        + (f" ({torch.cuda.get_device_name()})" if args.device == "cuda" else "")
+        + (f" ({torch.cuda.get_device_name()})" if args.device == "cuda" else ""),
+        flush=True,
     )
+    summaries: dict[str, dict[str, object]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-train-") as tmp:
         workspace = Path(tmp)
-        prepare_train_data(None, workspace / "data")
-        peak_flops, peak_what = peak(args.device)
-        started = time.monotonic()
-        subprocess.run(
-            [
-                sys.executable,
-                str(STARTER / "train.py"),
-                "--data",
-                "data",
-                "--out",
-                "b",
-                "--budget-s",
-                str(args.budget_s),
-                "--device",
-                args.device,
-                "--preset",
-                args.preset,
-            ],
-            cwd=workspace,
-            check=True,
-        )
-        wall = time.monotonic() - started
-        summary = json.loads((workspace / "b" / "train_summary.json").read_text())
-
-    cfg = ModelConfig(**summary["config"]["model"])
-    per_byte = flops_per_byte(cfg)
-    rate = summary["train_bytes_seen"] / summary["train_s"]
-    achieved = rate * per_byte
-    print(
-        f"\npreset {args.preset}: {summary['steps']} steps, {summary['train_bytes_seen']:,} "
-        f"bytes in {summary['train_s']:.1f} s of training ({wall:.1f} s wall, budget "
-        f"{args.budget_s:.0f} s, export {summary['export_s']:.1f} s)"
-    )
-    print(
-        f"throughput: {rate:,.0f} bytes/s; {per_byte / 1e6:.1f} MFLOP per byte; "
-        f"{achieved / 1e12:.4f} TFLOP/s"
-    )
-    print(
-        f"MFU: {100 * achieved / peak_flops:.1f}% of {peak_flops / 1e12:.3f} TFLOP/s ({peak_what})"
-    )
-    print(f"val bpb after {args.budget_s:.0f} s: {summary['val_bpb']:.4f}")
+        prepare_train_data(args.corpus, workspace / "data")
+        for preset in args.presets.split(","):
+            summaries[preset] = train_one(workspace, preset, args.device, args.budget_s)
+            if args.keep:
+                shutil.copytree(workspace / f"bundle-{preset}", args.keep / f"bundle-{preset}")
+    print(f"\nbudget {args.budget_s:.0f} s per preset, device {args.device}")
+    print("preset      width/L batch  steps  bytes/s (st)  MFU st  MFU all  val bpb  packed MB")
+    for preset, summary in summaries.items():
+        print(row(preset, summary))
+    best = min(summaries, key=lambda p: float(summaries[p]["best_val_bpb"]))  # type: ignore[arg-type]
+    print(f"best val bpb at {args.budget_s:.0f} s: {best}")
+    if args.json:
+        args.json.write_text(json.dumps(summaries, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -61,6 +61,10 @@ class TrainConfig:
 PRESETS = {
     # One H100 for an hour: ~14M parameters, so that int8 weights fit the 16 MB limit gzipped.
     "default": TrainConfig(),
+    # Other shapes of about the same size, for the table the default is chosen from
+    # (benchmarks/bench_presets.py): wider and shallower runs faster on a GPU.
+    "wide": TrainConfig(model=ModelConfig(n_layer=5, n_head=8, d_model=512)),
+    "wide-batch": TrainConfig(model=ModelConfig(n_layer=5, n_head=8, d_model=512), batch_size=128),
     # Two CPU cores for a few minutes: small enough to learn something in the demo.
     "tiny": TrainConfig(
         # Many small steps beat few big ones when minutes are all there is. The context of 512
@@ -183,6 +187,56 @@ class BestWeights:
 
 
 # ----------------------------------------------------------------------------------------------
+# Speed: FLOPs per trained byte and the card's peak, for the model FLOP utilisation (MFU)
+
+GPU_PEAK_BF16 = {"H100": 989e12, "H200": 989e12, "A100": 312e12}
+"""Dense bf16 datasheet peaks (SXM), FLOP/s, by a name the device's name contains."""
+
+
+def flops_per_byte(model: GPT) -> float:
+    """Training FLOPs per byte (= token): 6 x the parameters of every matrix multiply (Linear
+    layers, the output head included, embeddings excluded), plus causal attention, 6 x layers x
+    context x width (QK^T and AV over half the context on average, forward + backward)."""
+    cfg = model.cfg
+    matmul = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    return 6 * matmul + 6 * cfg.n_layer * cfg.block_size * cfg.d_model
+
+
+def peak_flops(device: str) -> float | None:
+    """The card's dense bf16 peak, or None (CPU, or a card not in the table)."""
+    if device != "cuda":
+        return None
+    name = torch.cuda.get_device_name()
+    return next((v for k, v in GPU_PEAK_BF16.items() if k in name), None)
+
+
+class Speed:
+    """Bytes per second and MFU since the first step that did not compile (synchronised)."""
+
+    def __init__(self, per_byte: float, peak: float | None, device: str) -> None:
+        self.per_byte, self.peak, self.device = per_byte, peak, device
+        self.start: float | None = None
+        self.start_seen = 0
+
+    def mark(self, seen: int) -> None:
+        """Start counting here (after the compiling first step)."""
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        self.start, self.start_seen = time.monotonic(), seen
+
+    def rate(self, seen: int) -> float:
+        """Bytes per second since `mark` (the caller has synchronised, e.g. with .item())."""
+        if self.start is None or time.monotonic() <= self.start:
+            return 0.0
+        return (seen - self.start_seen) / (time.monotonic() - self.start)
+
+    def text(self, seen: int) -> str:
+        rate = self.rate(seen)
+        mfu = f", MFU {100 * rate * self.per_byte / self.peak:.1f}%" if self.peak else ""
+        return f"{rate:,.0f} bytes/s{mfu}"
+
+
+# ----------------------------------------------------------------------------------------------
 # Training loop
 
 
@@ -248,9 +302,9 @@ def main() -> None:
         betas=(0.9, 0.95),
         fused=device == "cuda",
     )
-    step_fn = (
-        torch.compile(model) if device == "cuda" and cfg.compile and not args.no_compile else model
-    )
+    compiled = device == "cuda" and cfg.compile and not args.no_compile
+    step_fn = torch.compile(model) if compiled else model
+    speed = Speed(flops_per_byte(model), peak_flops(device), device)
 
     # The export evaluates the reloaded bundle (plus one batch twice): keep room for that,
     # measured on a first evaluation at step 0 (which is also the untrained baseline).
@@ -276,8 +330,16 @@ def main() -> None:
         for group in optimizer.param_groups:
             group["lr"] = get_lr(min(1.0, progress), cfg)
         x, y = get_batch(train, cfg, device, rng)
-        with autocast(device):
-            logits = step_fn(x)
+        try:
+            with autocast(device):
+                logits = step_fn(x)
+        except Exception as exc:  # torch.compile could not build here: train without it
+            if step_fn is model:
+                raise
+            print(f"torch.compile failed ({type(exc).__name__}); training without it", flush=True)
+            step_fn = model
+            with autocast(device):
+                logits = step_fn(x)
         loss = F.cross_entropy(logits.view(-1, 256), y.reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -287,6 +349,8 @@ def main() -> None:
         seen += x.numel()
         if step > 1:  # the first step includes torch.compile: not a step time
             step_s = time.monotonic() - now
+        else:
+            speed.mark(seen)
         if time.monotonic() >= next_eval and time.monotonic() + eval_s < deadline:
             t = time.monotonic()
             bpb = evaluate_bpb(model, windows, device)
@@ -295,13 +359,20 @@ def main() -> None:
             last_eval = (step, bpb)
             print(
                 f"step {step:6d} | {time.monotonic() - T0:7.1f}s | train loss {loss.item():.3f} | "
-                f"val bpb {bpb:.4f}{' (best)' if kept else ''} | "
-                f"{seen / (time.monotonic() - train_start):,.0f} bytes/s",
+                f"val bpb {bpb:.4f}{' (best)' if kept else ''} | {speed.text(seen)}",
                 flush=True,
             )
             next_eval = time.monotonic() + cfg.eval_every_s
+    if device == "cuda":
+        torch.cuda.synchronize()
     train_s = time.monotonic() - train_start
-    print(f"trained {step} steps, {seen:,} bytes in {train_s:.1f}s")
+    steady = speed.rate(seen)
+    overall = seen / max(train_s, 1e-9)
+    mfu_of = (lambda r: round(100 * r * speed.per_byte / speed.peak, 2)) if speed.peak else None
+    print(
+        f"trained {step} steps, {seen:,} bytes in {train_s:.1f}s: {overall:,.0f} bytes/s "
+        f"overall (compile and validations included), {speed.text(seen)} after the first step"
+    )
     # The last weights are a candidate too; then the best of all is what gets exported.
     last_bpb = last_eval[1] if last_eval[0] == step else evaluate_bpb(model, windows, device)
     best.offer(last_bpb, step, model)
@@ -341,6 +412,13 @@ def main() -> None:
         "steps": step,
         "train_bytes_seen": seen,
         "train_s": round(train_s, 2),
+        "bytes_per_s": round(overall, 1),
+        "bytes_per_s_steady": round(steady, 1),
+        "flops_per_byte": speed.per_byte,
+        "peak_flops": speed.peak,
+        "mfu_percent": mfu_of(overall) if mfu_of else None,
+        "mfu_steady_percent": mfu_of(steady) if mfu_of else None,
+        "compiled": step_fn is not model,
         "val_bpb": round(final_bpb, 4),
         "best_val_bpb": round(best.bpb, 4),
         "best_step": best.step,

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The GPU server check (issue 26): one prepared script, about 8 minutes, run as root on a GPU
+# host from a checkout of this repository. It writes every log into OUT and prints a summary.
+#
+#   scripts/gpu-check.sh official OUT   doctor, the cgroup checks, grading speed, and a scripted
+#                                       run of a 300-second copy of the official track on the
+#                                       demo exam (about 7.5 min)
+#   scripts/gpu-check.sh speed OUT      doctor and the cgroup checks, grading speed, and the preset
+#                                       table: PRESETS (default "default,wide") trained 60 s each
+#                                       (about 5 min)
+#
+# Environment: PY (default python3: the interpreter with CUDA torch), CORPUS (a training text;
+# default: the toolkit's built-in corpus), WHEELS (a folder of wheels to install first, for a
+# host that cannot reach a package index). Each step has its own time limit and says PASS or
+# FAIL; a failed step does not stop the next ones.
+set -u
+MODE=${1:?usage: gpu-check.sh official|speed OUT}
+OUT=${2:?usage: gpu-check.sh official|speed OUT}
+PY=${PY:-python3}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$OUT"
+export ARI_HOME=${ARI_HOME:-/tmp/ari-gpu-check/home} PYTHONUNBUFFERED=1 COLUMNS=${COLUMNS:-200}
+WORK=/tmp/ari-gpu-check
+mkdir -p "$WORK" "$ARI_HOME"
+cd "$REPO" || exit 1
+started=$(date +%s)
+say() { printf '== %4ss %s\n' "$(($(date +%s) - started))" "$*"; }
+step() {  # step NAME LIMIT_S COMMAND...: run, log to OUT/NAME.log, say PASS/FAIL
+    local name=$1 limit=$2
+    shift 2
+    say "$name (limit ${limit}s)"
+    timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
+    local rc=$?
+    tail -n 25 "$OUT/$name.log"
+    if [ "$rc" -eq 0 ]; then say "PASS $name"; else say "FAIL $name (exit $rc)"; fi
+    return 0
+}
+
+# -- set-up: the toolkit importable by this interpreter, and a `toolkit` command --------------
+if [ -n "${WHEELS:-}" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile "$WHEELS"/*.whl 2>&1 | tail -n 3
+fi
+site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$REPO" >"$site/ari-bench-checkout.pth"
+cat >"$WORK/toolkit" <<EOF
+#!/bin/sh
+exec "$PY" -c 'import sys; from toolkit.cli import main; sys.argv[0] = "toolkit"; main()' "\$@"
+EOF
+chmod +x "$WORK/toolkit"
+export PATH="$WORK:$PATH"
+if [ -z "${CORPUS:-}" ]; then
+    CORPUS=$("$PY" -c 'from toolkit.corpus import default_corpus_path; print(default_corpus_path())')
+fi
+
+say "host"
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    "$PY" -c 'import torch, platform; print("python", platform.python_version(), "torch", torch.__version__, "cuda", torch.cuda.is_available())'
+    echo "uid $(id -u), $(nproc) cores, kernel $(uname -r)"
+    echo "cgroup: $(cat /proc/self/cgroup)"
+    echo "root controllers: $(cat /sys/fs/cgroup/cgroup.controllers 2>/dev/null)"
+    echo "root subtree_control: $(cat /sys/fs/cgroup/cgroup.subtree_control 2>/dev/null)"
+    own=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+    echo "own cgroup $own: controllers $(cat "$own/cgroup.controllers" 2>/dev/null); subtree_control $(cat "$own/cgroup.subtree_control" 2>/dev/null)"
+    df -h / /tmp | tail -n +2
+} 2>&1 | tee "$OUT/host.log"
+
+EXAM=$WORK/demo-exam
+PUBLIC=$WORK/public-val
+[ -f "$EXAM/exam.jsonl" ] || toolkit build-exam --bank exam_builder/banks/public/demo --out "$EXAM" --allow-in-repo >/dev/null
+[ -f "$PUBLIC/exam.jsonl" ] || toolkit build-exam --bank exam_builder/banks/public/validation --out "$PUBLIC" --allow-in-repo >/dev/null
+
+if [ "$MODE" = official ]; then
+    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
+    step check-cgroup2 120 bash scripts/check-cgroup2.sh
+    step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
+        --json "$OUT/bench-grade.json"
+    RESULTS=$WORK/results
+    rm -rf "$RESULTS" && mkdir -p "$RESULTS" && cp results/tracks.json "$RESULTS/"
+    toolkit tracks new gpu-check-300 --from v1-h100-1h --exam "$EXAM" --budget 300 \
+        --title "GPU check: the official rules for 300 seconds" --results "$RESULTS" >/dev/null
+    step official-run 420 toolkit run --agent scripted --backend local --track gpu-check-300 \
+        --seed 0 --exam "$EXAM" --train-data "$CORPUS" --results "$RESULTS" --device cuda
+    result=$(ls "$RESULTS"/gpu-check-300/*.json 2>/dev/null | head -n 1)
+    if [ -n "$result" ]; then
+        cp "$result" "$OUT/official-result.json"
+        run_dir=${result%.json}
+        tar -C "$run_dir" -czf "$OUT/official-artifacts.tar.gz" --exclude candidates . 2>/dev/null
+        "$PY" - "$result" <<'PY' | tee "$OUT/official-summary.txt"
+import json, sys
+r = json.load(open(sys.argv[1]))
+cfg = r.get("config", {})
+print("status", r.get("status"), "| reason", r.get("status_reason") or r.get("reason"))
+print("score", r.get("score"), "| bits per byte", r.get("bits_per_byte"))
+print("isolation", cfg.get("isolation"), "| not isolated", cfg.get("not_isolated"))
+print("floor", cfg.get("isolation_floor"), "| timings", r.get("timings"))
+print("candidates", [(c.get("id"), c.get("public_score")) for c in r.get("candidates", [])])
+PY
+    fi
+    grep -h "MFU\|bytes/s\|val bpb\|trained" "$RESULTS"/gpu-check-300/*/agent.log 2>/dev/null | tail -n 12
+elif [ "$MODE" = speed ]; then
+    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
+    step check-cgroup2 60 bash scripts/check-cgroup2.sh
+    step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
+        --json "$OUT/bench-grade.json"
+    step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,wide}" \
+        --device cuda --budget-s 60 --corpus "$CORPUS" --json "$OUT/bench-train.json"
+else
+    echo "unknown mode $MODE (official or speed)" >&2
+    exit 2
+fi
+say "done in $(($(date +%s) - started))s; logs in $OUT"
