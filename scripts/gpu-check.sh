@@ -101,6 +101,7 @@ PY
 elif [ "$MODE" = speed ]; then
     step doctor 60 toolkit doctor --track v1-h100-1h --backend local
     step check-cgroup2 60 bash scripts/check-cgroup2.sh
+    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
     step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
         --json "$OUT/bench-grade.json"
     step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,wide}" \
