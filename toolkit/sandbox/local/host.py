@@ -231,9 +231,9 @@ def probe() -> HostSupport:
         log.info("sandbox: cgroups: %s", layout.describe())
     if is_cgroup2() and (pids is None or memory is None):
         log.warning(
-            "sandbox: cgroup v2 here, but no cgroup with memory and pids to use (%s): run as "
-            "root, or under `systemd-run --scope -p Delegate=yes`; limits fall back to "
-            "rlimits, and no address-space rlimit is set where CUDA may run",
+            "sandbox: cgroup v2 here, but no cgroup with memory and pids to use (%s); limits "
+            "fall back to rlimits, and no address-space rlimit is set where CUDA may run "
+            "(`toolkit doctor` says what would fix it)",
             layout.why,
         )
     elif is_root and (pids is None or memory is None):
