@@ -123,6 +123,16 @@ def test_the_top_cgroup_is_made_again_when_a_concurrent_toolkit_removed_it(
     again.remove()
 
 
+def test_a_tree_cgroup_that_cannot_be_made_leaves_no_top(fs: FakeCgroupfs, tmp_path: Path) -> None:
+    fs.cgroup("init.scope", procs=(ME,))
+    layout = local_host.probe_cgroups(True, fs.root, _self(tmp_path, "init.scope"))
+    top = fs.root / "ari-bench"
+    fs.readonly.add(top)  # its children cannot be made (say, a cgroup.max.descendants limit)
+    with pytest.raises(PermissionError):
+        local_host.ProcessCgroups(_support(layout), 1 << 30, 64)
+    assert not top.exists()
+
+
 def test_no_write_access_is_refused_with_the_reason(fs: FakeCgroupfs, tmp_path: Path) -> None:
     # A user without delegation: every cgroup belongs to root.
     own = fs.cgroup("user.slice/user-1000.slice/session-3.scope", procs=(ME,))

@@ -320,7 +320,12 @@ class ProcessCgroups:
         directory = parent / name
         self._top = support.cgroup_top
         self._wanted = support.cgroups.wanted if support.cgroups else ()
-        self._make_dir(directory)
+        try:
+            self._make_dir(directory)
+        except OSError:
+            if self._top is not None:
+                drop_top(self._top)  # nothing of a failed start is left
+            raise
         self.dirs.append(directory)
         # A real cgroup comes with its interface files; one without memory.swap.max has no
         # swap accounting (no swap to cap).
