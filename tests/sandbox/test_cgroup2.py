@@ -51,6 +51,7 @@ def v2_support(parent: Path) -> local_host.HostSupport:
         memory_parent=parent,
         cpu_parent=parent,
         cgroup2=True,
+        cgroups=None,  # not this host's layout (on a v2 host, its top cgroup is real)
     )
 
 

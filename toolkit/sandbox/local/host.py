@@ -74,8 +74,10 @@ class HostSupport:
     def cgroup_top(self) -> Path | None:
         """The toolkit's own top-level cgroup, when the trees' cgroups go there (layout `top`:
         made again for a tree if gone, removed when it holds none)."""
-        layout = self.cgroups
-        return layout.memory or layout.pids if layout and layout.kind == "top" else None
+        layout, parent = self.cgroups, self.memory_parent or self.pids_parent or self.cpu_parent
+        if layout is None or layout.kind != "top" or parent is None:
+            return None
+        return parent if parent == (layout.memory or layout.pids or layout.cpu) else None
 
 
 def _own_cgroup_dir(controller: str, root: Path = CGROUP_ROOT) -> Path | None:
