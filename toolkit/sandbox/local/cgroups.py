@@ -14,7 +14,8 @@ Every sandboxed tree needs memory, pids and cpu. The layouts, tried in this orde
    `<own>/ari-sandboxes/ari-sandbox-*`.
 2. `top`: `<own>` cannot give all three (its parent does not pass them down: a container, a VM
    without systemd, a login session), but an ancestor `<top>` offers them and is ours to write:
-   the hierarchy's root as root, or the highest delegated ancestor. The toolkit makes a cgroup
+   the hierarchy's root as root, or the highest ancestor a user may write (delegated to
+   them), tried from the root down. The toolkit makes a cgroup
    of its own there, as container engines' cgroupfs drivers do. Writes: `+name` into
    `<top>/cgroup.subtree_control` for each of the three not enabled there yet (only added,
    never removed, and nothing when all are on); mkdir `<top>/ari-bench` and `+memory +pids
@@ -28,7 +29,8 @@ Every sandboxed tree needs memory, pids and cpu. The layouts, tried in this orde
 
 No other cgroup is written: not `<own>` in layout 2, not any ancestor but the one
 `cgroup.subtree_control` line of `<top>`, not any cgroup's `cgroup.procs` but of the ones made
-here. `site/docs/maintainers/sandboxes.md` ("cgroups on a GPU server") has the same list.
+here. An ancestor that fails as `<top>` keeps no `ari-bench` (removed again); of a refused
+`+name` line, the controllers the kernel did accept one by one stay added. `site/docs/maintainers/sandboxes.md` ("cgroups on a GPU server") has the same list.
 """
 
 from __future__ import annotations
