@@ -55,6 +55,7 @@ def test_a_delegated_subtree_of_our_own_is_the_first_choice(
     fs._write(fs.root / "cgroup.subtree_control", "cpu io memory pids\n")
     fs.cgroup("system.slice", enabled="cpu io memory pids")  # a Delegate=yes scope's parent
     own = fs.cgroup("system.slice/run-u7.scope", procs=(ME, OTHER))
+    os.setxattr(own, "trusted.delegate", b"1")  # how systemd marks a Delegate=yes scope
     layout = local_host.probe_cgroups(True, fs.root, _self(tmp_path, "system.slice/run-u7.scope"))
     assert layout.kind == "delegated" and layout.cgroup2
     assert layout.memory == layout.pids == layout.cpu == own / "ari-sandboxes"
@@ -105,6 +106,21 @@ def test_root_in_a_non_delegating_cgroup_gets_its_own_top_level_cgroup(
     # Written: the root's subtree_control, and what we made; never `own`, never a stranger.
     assert set(fs.touched()) == {fs.root, top, one, two}
     assert fs.procs(foreign) == ["7"] and fs.writes  # untouched
+
+
+def test_root_never_arranges_a_cgroup_it_was_not_given(fs: FakeCgroupfs, tmp_path: Path) -> None:
+    # The same server after a first run: the root now hands cpu and pids down (we added them),
+    # so init.scope offers all three. It holds a stranger, and nobody delegated it to us.
+    fs._write(fs.root / "cgroup.subtree_control", "cpu io memory pids\n")
+    own = fs.cgroup("init.scope", procs=(1, ME))
+    layout = local_host.probe_cgroups(True, fs.root, _self(tmp_path, "init.scope"))
+    assert layout.kind == "top" and layout.memory == fs.root / "ari-bench", layout
+    assert "init.scope was not delegated" in layout.why
+    assert fs.procs(own) == ["1", str(ME)] and not (own / "ari-harness").exists()
+    assert fs.touched() == [fs.root / "ari-bench"]  # made and removed by the probe: no more
+    # A user who may write the same cgroup had it delegated: the kernel says so by letting it.
+    layout = local_host.probe_cgroups(False, fs.root, _self(tmp_path, "init.scope"))
+    assert layout.kind == "delegated" and layout.memory == own / "ari-sandboxes"
 
 
 def test_the_top_cgroup_is_made_again_when_a_concurrent_toolkit_removed_it(

@@ -6,8 +6,10 @@ processes cannot enable any (the "no internal processes" rule; the hierarchy's r
 Every sandboxed tree needs memory, pids and cpu. The layouts, tried in this order
 (`find_layout`; `<own>` is this process's cgroup, from the `0::` line of /proc/self/cgroup):
 
-1. `delegated`: `<own>` offers all three and is ours to write (root, or a delegated subtree:
-   `systemd-run --scope -p Delegate=yes`, a `Delegate=yes` unit, a container's own cgroup).
+1. `delegated`: `<own>` offers all three and was given to us (`_given`): a user may write it
+   (the kernel's delegation), or, for root (who may write anything), systemd marked it
+   delegated (`systemd-run --scope -p Delegate=yes`, a `Delegate=yes` unit), it is the top of
+   the tree this process sees (a container's own cgroup), or an earlier toolkit arranged it.
    Writes: mkdir `<own>/ari-harness` and `<own>/ari-sandboxes`; the processes found in
    `<own>` move to `<own>/ari-harness` (no internal processes); `+memory +pids +cpu` into the
    `cgroup.subtree_control` of `<own>` and of `<own>/ari-sandboxes`. Trees go in
@@ -30,12 +32,16 @@ Every sandboxed tree needs memory, pids and cpu. The layouts, tried in this orde
 No other cgroup is written: not `<own>` in layout 2, not any ancestor but the one
 `cgroup.subtree_control` line of `<top>`, not any cgroup's `cgroup.procs` but of the ones made
 here. An ancestor that fails as `<top>` keeps no `ari-bench` (removed again); of a refused
-`+name` line, the controllers the kernel did accept one by one stay added. `site/docs/maintainers/sandboxes.md` ("cgroups on a GPU server") has the same list.
+`+name` line, the controllers the kernel did accept one by one stay added.
+`site/docs/maintainers/sandboxes.md` ("cgroups on a GPU server") has the same list.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +55,8 @@ SANDBOXES = "ari-sandboxes"
 TOP = "ari-bench"
 """The toolkit's own cgroup at the top of the tree (layout `top`)."""
 V2_KINDS = ("delegated", "top", "partial")
+SYSTEMD = Path("/run/systemd/system")
+"""Exists where systemd is the init system."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,39 @@ def _leave_for_leaf(here: Path) -> None:
             (leaf / "cgroup.procs").write_text(pid)
 
 
+def _given(own: Path, root: Path, is_root: bool, systemd: Path = SYSTEMD) -> bool:
+    """Whether `<own>` is ours to arrange (move its processes, enable its controllers).
+
+    A user's writes are checked by the kernel (what it lets a user write was delegated), so
+    for a user: yes, and the writes tell. Root may write any cgroup, so for root only one that
+    was handed over: the top of the tree it sees (a container's own cgroup), one systemd
+    marked delegated (the `trusted.delegate` attribute, systemd 251+; else `systemctl show`),
+    or one a toolkit arranged before (its `ari-harness` or `ari-sandboxes` is there). Without
+    this, root in a cgroup whose parent just got the controllers (ours, from layout `top`)
+    would next time move every process of that cgroup, strangers' too."""
+    if not is_root or own == root:
+        return True
+    if (own / HARNESS_LEAF).is_dir() or (own / SANDBOXES).is_dir():
+        return True
+    for name in ("trusted.delegate", "user.delegate"):
+        with contextlib.suppress(OSError):
+            if os.getxattr(own, name) == b"1":
+                return True
+    systemctl = shutil.which("systemctl")
+    if systemd.is_dir() and systemctl and own.name.endswith((".scope", ".service")):
+        try:
+            done = subprocess.run(
+                [systemctl, "show", "-P", "Delegate", own.name],
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+        return done.stdout.strip() == "yes"
+    return False
+
+
 def _delegate(own: Path, wanted: list[str]) -> tuple[Path | None, set[str], str]:
     """Layout delegated (or partial): `<own>/ari-sandboxes` with the controllers of `wanted`
     it could enable, or (None, {}, why not)."""
@@ -230,10 +271,15 @@ def _ancestors(root: Path, own: Path) -> list[Path]:
 
 
 def find_layout(
-    root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP, wanted: tuple[str, ...] = WANTED
+    root: Path = CGROUP_ROOT,
+    self_cgroup: Path = SELF_CGROUP,
+    wanted: tuple[str, ...] = WANTED,
+    *,
+    is_root: bool | None = None,
 ) -> CgroupLayout:
     """The first layout of the module's docstring that works on the v2 tree at `root`, for
-    the controllers of `wanted`."""
+    the controllers of `wanted` (`is_root`: this process's; None: ask the kernel)."""
+    root_user = os.geteuid() == 0 if is_root is None else is_root
     own = own_cgroup2(root, self_cgroup)
     if own is None:
         return CgroupLayout("none", f"this process's cgroup is not in {root}")
@@ -242,7 +288,10 @@ def find_layout(
     parent: Path | None = None
     enabled: set[str] = set()
     own_problem = f"{own} gets no {' '.join(sorted(lacking))} from its parent"
-    if not lacking:
+    given = _given(own, root, root_user)
+    if not lacking and not given:
+        own_problem = f"{own} was not delegated (systemd's Delegate=yes marks it)"
+    elif not lacking:
         parent, enabled, why = _delegate(own, offered)
         if parent is not None and enabled == set(wanted):
             return CgroupLayout("delegated", "", parent, parent, parent, own, wanted)
@@ -259,7 +308,7 @@ def find_layout(
         own_problem += "; no cgroup above it to use"
     for why in {tries[0]: 0, tries[-1]: 0} if tries else {}:  # the top's, and the nearest's
         own_problem += f"; {why}"
-    if lacking and offered:
+    if lacking and offered and given:
         parent, enabled, why = _delegate(own, offered)
         own_problem += f"; {why}" if why else ""
     if parent is not None and enabled:

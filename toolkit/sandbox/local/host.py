@@ -174,7 +174,7 @@ def probe_cgroups(
     """Where trees' cgroups go: a v2 layout where the host is pure v2 (`cgroups.find_layout`),
     else the v1 hierarchies this process may write (root only)."""
     if is_cgroup2(root):
-        return find_layout(root, self_cgroup)
+        return find_layout(root, self_cgroup, is_root=is_root)
     if not (root / "cgroup.controllers").is_file() and not any(
         (root / c).is_dir() for c in V1_CONTROLLERS
     ):
