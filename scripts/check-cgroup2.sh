@@ -58,7 +58,7 @@ from toolkit.sandbox.local import host as local_host
 s = local_host.probe()
 layout = s.cgroups
 assert layout is not None
-print(f"layout {layout.kind}: {layout.describe()}")
+print(f"layout: {layout.describe()}")
 what = {
     "delegated": "trees go in this process's own cgroup's ari-sandboxes/ (this cgroup's "
     "processes moved to its ari-harness/ leaf)",
