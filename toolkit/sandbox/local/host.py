@@ -2,7 +2,7 @@
 
 The local backend degrades instead of failing: namespaces need root or unprivileged user
 namespaces; cgroups need either root and writable cgroup-v1 pids/memory/cpu hierarchies, or a
-cgroup-v2 tree whose part holding this process is ours to write (root, or a delegated subtree).
+cgroup-v2 tree with a place for them (a delegated subtree, or as root one of the toolkit's own).
 Whatever is missing is logged once and shows up in the sandbox's `not_isolated`, so a run
 records the isolation it actually had.
 
