@@ -11,18 +11,22 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from tests.sandbox.fake_cgroupfs import FakeCgroupfs
 from toolkit import floor
 from toolkit.cli import cli
 from toolkit.doctor import (
+    WORK_ROOM_BYTES,
     Doctor,
     TorchBuild,
-    cgroup_state,
     driver_version,
     failed,
     gpu_names,
+    plan_disk,
     userns_state,
 )
 from toolkit.floor import HostIsolation
+from toolkit.sandbox.local import host as local_host
+from toolkit.sandbox.local.cgroups import CgroupLayout
 from toolkit.tracks import get_track
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,28 +37,130 @@ def _official():
     return get_track(REPO / "results", "v1-h100-1h")
 
 
-def _v2_tree(tmp_path: Path, controllers: str) -> tuple[Path, Path]:
-    root = tmp_path / "cg"
-    (root / "ari.slice").mkdir(parents=True)
-    (root / "cgroup.controllers").write_text("cpu io memory pids\n")
-    (root / "ari.slice" / "cgroup.controllers").write_text(controllers + "\n")
-    (root / "ari.slice" / "cgroup.subtree_control").write_text("")
-    me = tmp_path / "self-cgroup"
-    me.write_text("0::/ari.slice\n")
-    return root, me
+GIB = 2**30
+TOP = Path("/sys/fs/cgroup/ari-bench")
+OWN = Path("/sys/fs/cgroup/init.scope")
+WHY = f"{OWN} gets no cpu pids from its parent"
 
 
-def test_cgroup_versions_and_delegation(tmp_path: Path) -> None:
-    root, me = _v2_tree(tmp_path, "cpu memory pids")
-    assert cgroup_state(root, me) == "v2 (delegated: cpu memory pids)"
-    root, me = _v2_tree(tmp_path / "b", "cpu memory")
-    assert cgroup_state(root, me) == "v2 (not delegated: controllers missing: pids)"
+def _layout(kind: str, why: str = "") -> CgroupLayout:
+    where = {"delegated": OWN / "ari-sandboxes", "top": TOP}.get(kind)
+    if kind == "partial":
+        return CgroupLayout(kind, why, None, OWN / "ari-sandboxes", None, OWN)
+    return CgroupLayout(kind, why, where, where, where, OWN)
+
+
+def _row(name: str, **over: object):
+    (row,) = [c for c in _doctor(**over).fast() if c.name == name]
+    return row
+
+
+@pytest.mark.usefixtures("roomy")
+def test_the_cgroup_row_says_which_layout_and_why() -> None:
+    row = _row("cgroups", cgroup=lambda: _layout("delegated"), systemd=lambda: True)
+    assert row.ok and row.here == f"v2, delegated subtree {OWN}/ari-sandboxes (memory pids cpu)"
+    assert row.fix == ""
+    # The H100 server of issue 26: root, no systemd, a parent that passes no cpu and pids.
+    row = _row("cgroups", cgroup=lambda: _layout("top", WHY), systemd=lambda: False)
+    assert row.ok and not row.required and row.fix == ""
+    assert row.here == f"v2, own top-level cgroup {TOP} (memory pids cpu), because {WHY}"
+    # Under systemd the same works, and the delegated scope is named as the better way.
+    row = _row("cgroups", cgroup=lambda: _layout("top", WHY), systemd=lambda: True)
+    assert row.ok and row.fix.startswith("works; under systemd a delegated scope is preferred")
+    assert "`systemd-run --scope -p Delegate=yes -- toolkit run --track v1-h100-1h ...`" in row.fix
+
+
+@pytest.mark.usefixtures("roomy")
+@pytest.mark.parametrize(
+    "why, root, systemd, fix",
+    [
+        (
+            "... cannot make /sys/fs/cgroup/ari-bench (Permission denied)",
+            False,
+            True,
+            "run it as `systemd-run --user --scope -p Delegate=yes -- toolkit run --track "
+            "v1-h100-1h ...` (a delegated scope), or as root, or use --backend docker",
+        ),
+        (
+            "... cannot make /sys/fs/cgroup/ari-bench (Permission denied)",
+            False,
+            False,
+            "run as root (the toolkit then makes its own /sys/fs/cgroup/ari-bench), or from a "
+            "cgroup delegated to your user with memory, pids and cpu, or use --backend docker",
+        ),
+        (
+            "/sys/fs/cgroup/cgroup.subtree_control refused +cpu +pids (a cgroup with processes "
+            "of its own cannot hand controllers down)",
+            True,
+            False,
+            "move the processes of the cgroup named above into a child cgroup of it (as a "
+            "container's init would), or use --backend docker",
+        ),
+        (
+            "... cannot make /sys/fs/cgroup/ari-bench (Read-only file system)",
+            True,
+            False,
+            "mount /sys/fs/cgroup read-write (a container: a private, writable cgroup mount)",
+        ),
+    ],
+)
+def test_without_a_layout_the_fix_fits_the_host(
+    why: str, root: bool, systemd: bool, fix: str
+) -> None:
+    weak = HostIsolation("local", True, None, True, False, False, True)
+    over = {
+        "cgroup": lambda: _layout("none", why),
+        "is_root": lambda: root,
+        "systemd": lambda: systemd,
+        "local": lambda: weak,
+    }
+    row = _row("cgroups", **over)
+    assert not row.ok and row.required and row.here == f"none: {why}"
+    assert row.fix == fix
+    assert not (root and "run as root" in row.fix)  # root is never told to become root
+    iso = _row("isolation (local)", **over)
+    assert not iso.ok and iso.fix == fix  # the same cause, the same fix
+
+
+def test_the_gpu_server_layout_passes_cgroups_and_isolation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, roomy: None
+) -> None:
+    """The whole chain on a fake of the H100 server: root in `init.scope`, whose parent hands
+    down memory and io only. The probe's layout feeds the cgroups row and the floor."""
+    fs = FakeCgroupfs(tmp_path / "cg", "cpuset cpu io memory hugetlb pids", "memory io")
+    fs.install(monkeypatch)
+    fs.cgroup("init.scope", procs=(os.getpid(),))
+    (tmp_path / "self").write_text("0::/init.scope\n")
+    layout = local_host.probe_cgroups(True, fs.root, tmp_path / "self")
+    support = local_host.HostSupport(
+        True, False, True, layout.pids, layout.memory, layout.cpu, cgroup2=True, cgroups=layout
+    )
+    monkeypatch.setattr(local_host, "probe", lambda: support)
+    doctor = Doctor(
+        _official(),
+        "local",
+        systemd=lambda: False,
+        is_root=lambda: True,
+        gpus=lambda: ["NVIDIA H100 80GB HBM3"],
+        driver=lambda: "580.95.05",
+        torch=lambda: TorchBuild("2.11.0+cu130", "13.0", True, ["NVIDIA H100 80GB HBM3"]),
+    )
+    checks = doctor.fast(required_only=True)
+    assert failed(checks) == [], failed(checks)  # what `toolkit run` checks before any work
+    rows = {c.name: c for c in checks}
+    assert "own top-level cgroup" in rows["cgroups"].here
+    assert rows["isolation (local)"].here == "all of it"
+
+
+def test_cgroup_versions_described(tmp_path: Path) -> None:
     v1 = tmp_path / "v1"
     (v1 / "memory").mkdir(parents=True)
-    assert cgroup_state(v1, me) == "v1"
-    (v1 / "cgroup.controllers").write_text("")
-    assert cgroup_state(v1, me) == "hybrid"
-    assert cgroup_state(tmp_path / "nothing", me) == "none"
+    me = tmp_path / "self"
+    me.write_text("0::/\n")
+    assert local_host.probe_cgroups(False, v1, me).describe() == (
+        "none: cgroup v1 needs root to make cgroups"
+    )
+    assert local_host.probe_cgroups(False, tmp_path / "nothing", me).kind == "none"
 
 
 def test_user_namespaces_and_apparmor(tmp_path: Path) -> None:
@@ -87,10 +193,17 @@ def _roomy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "disk_usage", lambda _path: free)
 
 
+@pytest.fixture
+def roomy(monkeypatch: pytest.MonkeyPatch) -> None:
+    _roomy(monkeypatch)
+
+
 def _doctor(backend: str = "local", **over: object) -> Doctor:
     full = HostIsolation("local", True, None, True, True, True, True)
     kw: dict[str, object] = {
-        "cgroup": lambda: "v2 (delegated: cpu memory pids)",
+        "cgroup": lambda: _layout("delegated"),
+        "systemd": lambda: False,
+        "is_root": lambda: True,
         "userns": lambda: (True, "allowed"),
         "gpus": lambda: ["NVIDIA H100 80GB HBM3"],
         "driver": lambda: "580.95.05",
@@ -112,12 +225,12 @@ def test_a_capable_gpu_server_passes(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_cgroup_v2_host_without_caps_is_sent_to_docker(monkeypatch: pytest.MonkeyPatch) -> None:
     _roomy(monkeypatch)
     weak = HostIsolation("local", True, None, True, False, False, True)
-    bad = failed(_doctor(local=lambda: weak, cgroup=lambda: "v2 (not delegated: x)").fast())
+    bad = failed(_doctor(local=lambda: weak, cgroup=lambda: _layout("none", "x")).fast())
     names = [c.name for c in bad]
     assert "isolation (local)" in names
     (iso,) = [c for c in bad if c.name == "isolation (local)"]
     assert "memory-per-tree" in iso.here and "processes-per-tree" in iso.here
-    assert iso.fix == "use --backend docker, which has all of it here"
+    assert iso.fix == "fix what the cgroups row says, or use --backend docker"
 
 
 def test_cpu_torch_and_no_gpu_runtime_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -204,3 +317,35 @@ def test_the_local_sandbox_words_meet_the_floor_on_this_host(tmp_path: Path) -> 
     with create_sandbox("local", root=root, limits=limits) as box:
         actual = floor.missing(list(floor.OFFICIAL_FLOOR), {"runner": box.isolation}, gpu=False)
     assert [m.split(": ")[1] for m in actual] == predicted, (actual, predicted, os.geteuid())
+
+
+def test_the_disk_row_asks_what_a_run_takes_not_the_cap() -> None:
+    """The H100 server: 63.9 GiB free, the official track's 10 GB of data and 64 GiB cap. A
+    run takes the data, then a workspace capped at half of what is left: it fits."""
+    data, cap = 10_000_000_000, 64 * GIB
+    plan = plan_disk(int(63.9 * GIB), data, cap, "ext4")
+    assert plan.ok and plan.short == 0, plan
+    assert "capped at 27.3 GiB (the track's cap: 64.0 GiB)" in plan.here
+    least = data + WORK_ROOM_BYTES
+    needed = data + 2 * least
+    assert plan.need.startswith(f"{needed / GIB:.1f} GiB free")
+    # Just below that: refused, saying how much is missing.
+    short = plan_disk(needed - GIB, data, cap, "ext4")
+    assert not short.ok and short.short == GIB
+    assert plan_disk(needed, data, cap, "ext4").ok
+    # In memory the workspace takes no disk; uncapped, what it holds.
+    assert plan_disk(data, data, cap, "tmpfs").ok and not plan_disk(data - 1, data, cap, "tmpfs").ok
+    assert plan_disk(data + least, data, None, "disk").ok
+    assert not plan_disk(data + least - 1, data, None, "disk").ok
+
+
+def test_the_disk_row_and_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    free = shutil.disk_usage("/")._replace(free=20 * GIB)
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: free)
+    row = _row("disk", workspace_kind=lambda _cap: "ext4")
+    assert not row.ok and row.required
+    assert row.fix.startswith("free 15.9 GiB more there, or move the state folder"), row.fix
+    free = shutil.disk_usage("/")._replace(free=int(63.9 * GIB))
+    monkeypatch.setattr(shutil, "disk_usage", lambda _path: free)
+    row = _row("disk", workspace_kind=lambda _cap: "ext4")
+    assert row.ok and row.fix == "" and "63.9 GiB free at" in row.here

@@ -23,14 +23,21 @@ from pathlib import Path
 
 from toolkit.floor import FLOOR_WORDS, HostIsolation, docker_isolation, local_isolation
 from toolkit.paths import state_dir
+from toolkit.sandbox.local.cgroups import TOP, CgroupLayout
 from toolkit.tracks import Track
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NVIDIA_PROC = Path("/proc/driver/nvidia")
 APPARMOR_USERNS = Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
 MAX_USERNS = Path("/proc/sys/user/max_user_namespaces")
-DEFAULT_DISK_BYTES = 16 * 2**30  # a run without a workspace cap: data copy, checkpoints, bundles
+WORK_ROOM_BYTES = 4 * 2**30
+"""The least room a workspace must have beyond its copy of the training data (checkpoints,
+bundles of at most the track's size limit, logs): a floor chosen for this check."""
 CDI_DIRS = (Path("/etc/cdi"), Path("/var/run/cdi"))
+SYSTEMD = Path("/run/systemd/system")
+"""Exists where systemd is the init system (sd_booted's test)."""
+FREE_SHARE = 0.5
+"""A capped workspace takes at most this share of the free disk (`capped.FREE_SHARE`)."""
 
 
 @dataclass(frozen=True)
@@ -51,34 +58,47 @@ class Check:
 # -- host facts ---------------------------------------------------------------------------------
 
 
-def cgroup_state(root: Path = CGROUP_ROOT, self_cgroup: Path = Path("/proc/self/cgroup")) -> str:
-    """ "v2 (delegated: cpu memory pids)", "v2 (not delegated: ...)", "v1", "hybrid" or "none"."""
-    unified = (root / "cgroup.controllers").is_file()
-    v1 = any((root / c).is_dir() for c in ("memory", "pids", "cpu"))
-    if not unified:
-        return "v1" if v1 else "none"
-    if v1:
-        return "hybrid"
-    try:
-        own = next(
-            line.split("::", 1)[1]
-            for line in self_cgroup.read_text().splitlines()
-            if line.startswith("0::")
+def cgroup_layout() -> CgroupLayout:
+    """Where the local backend puts its trees' cgroups on this host, and why (its own probe:
+    on a v2 host it may enable controllers and make cgroups, as `toolkit run` would)."""
+    from toolkit.sandbox.local import host as local_host
+
+    layout = local_host.probe().cgroups
+    return layout if layout is not None else CgroupLayout("none", "not probed")
+
+
+def systemd_running(marker: Path = SYSTEMD) -> bool:
+    return marker.is_dir()
+
+
+def cgroup_fix(layout: CgroupLayout, *, root: bool, systemd: bool, track: str) -> str:
+    """One line that would give the local backend memory, pids and cpu here."""
+    scope = f"systemd-run {'' if root else '--user '}--scope -p Delegate=yes"
+    command = f"`{scope} -- toolkit run --track {track} ...` (a delegated scope)"
+    why = layout.why
+    if layout.kind == "v1" or (layout.kind == "none" and "v1" in why):
+        if not root:
+            return "run as root (cgroup v1 needs it), or use --backend docker"
+        return "mount the cgroup-v1 pids and memory hierarchies read-write, or use --backend docker"
+    if systemd:
+        return (
+            f"run it as {command}" + ("" if root else ", or as root") + ", or use --backend docker"
         )
-    except (OSError, StopIteration):
-        return "v2 (own cgroup unknown)"
-    here = root / own.strip().lstrip("/")
-    try:
-        offered = set((here / "cgroup.controllers").read_text().split())
-    except OSError:
-        offered = set()
-    wanted = {"memory", "pids", "cpu"}
-    writable = os.access(here, os.W_OK) and os.access(here / "cgroup.subtree_control", os.W_OK)
-    if wanted <= offered and writable:
-        return "v2 (delegated: cpu memory pids)"
-    lacking = sorted(wanted - offered)
-    why = f"controllers missing: {' '.join(lacking)}" if lacking else "not writable by this user"
-    return f"v2 (not delegated: {why})"
+    if not root:
+        return (
+            f"run as root (the toolkit then makes its own /sys/fs/cgroup/{TOP}), or from a "
+            "cgroup delegated to your user with memory, pids and cpu, or use --backend docker"
+        )
+    if "Read-only" in why:
+        return "mount /sys/fs/cgroup read-write (a container: a private, writable cgroup mount)"
+    if "cannot hand controllers down" in why:
+        return (
+            "move the processes of the cgroup named above into a child cgroup of it (as a "
+            "container's init would), or use --backend docker"
+        )
+    if "offers no" in why:
+        return "boot a kernel with the memory, pids and cpu controllers on, or use --backend docker"
+    return "fix what the cgroups row says, or use --backend docker"
 
 
 def userns_state(
@@ -175,7 +195,10 @@ class Doctor:
 
     track: Track
     backend: str
-    cgroup: Callable[[], str] = cgroup_state
+    cgroup: Callable[[], CgroupLayout] = cgroup_layout
+    systemd: Callable[[], bool] = systemd_running
+    is_root: Callable[[], bool] = lambda: os.geteuid() == 0
+    workspace_kind: Callable[[int], str] = lambda cap: workspace_kind(cap)
     userns: Callable[[], tuple[bool, str]] = userns_state
     gpus: Callable[[], list[str]] = gpu_names
     driver: Callable[[], str | None] = driver_version
@@ -200,20 +223,22 @@ class Doctor:
         checks.append(self._disk())
         return checks
 
+    def _cgroup_fix(self) -> str:
+        return cgroup_fix(
+            self.cgroup(), root=self.is_root(), systemd=self.systemd(), track=self.track.id
+        )
+
     def _cgroups(self) -> Check:
-        state = self.cgroup()
+        layout = self.cgroup()
         needed = {"memory-per-tree", "processes-per-tree"} & set(self.track.isolation_floor)
-        ok = state.startswith("v1") or state.startswith("v2 (delegated") or state == "hybrid"
-        fix = ""
-        if not ok:
-            fix = (
-                "run as root on a host whose cgroup tree is writable, or delegate a subtree with "
-                "memory, pids and cpu (systemd: Delegate=yes), or use --backend docker"
-            )
+        ok = layout.memory is not None and layout.pids is not None
+        fix = "" if ok else self._cgroup_fix()
+        if ok and layout.kind == "top" and self.systemd():
+            fix = "works; under systemd a delegated scope is preferred: " + self._cgroup_fix()
         return Check(
             "cgroups",
             "per-tree memory and process caps" if needed else "",
-            state,
+            layout.describe(),
             ok,
             required=bool(needed) and self.backend == "local" and not ok,
             fix=fix,
@@ -251,7 +276,10 @@ class Doctor:
         need = ", ".join(floor) or "none (a demo track degrades and records what it lacked)"
         here = "all of it" if not lacks else "lacks " + ", ".join(lacks)
         fix = ""
-        if lacks:
+        cgroup_words = {"memory-per-tree", "processes-per-tree"}
+        if lacks and self.backend == "local" and set(lacks) <= cgroup_words:
+            fix = self._cgroup_fix()  # the cgroups row says why; its fix is this one's
+        elif lacks:
             fix = (
                 f"use --backend {other.backend}, which has all of it here"
                 if not other.lacks(floor, gpu=self.wants_gpu)
@@ -352,16 +380,77 @@ class Doctor:
         while not probe.exists():
             probe = probe.parent
         free = shutil.disk_usage(probe).free
-        need = self.track.workspace_disk_bytes or DEFAULT_DISK_BYTES
-        ok = free >= need
+        recipe = self.track.train_data
+        data = recipe.max_bytes if recipe is not None else 0
+        cap = self.track.workspace_disk_bytes
+        plan = plan_disk(free, data, cap, self.workspace_kind(cap or 0))
         return Check(
             "disk",
-            f"{_gib(need)} free for a workspace",
-            f"{_gib(free)} free at {where}",
-            ok,
-            required=not ok and not self.track.demo,
-            fix="" if ok else "free space there, or move the state folder (ARI_HOME)",
+            plan.need,
+            f"{_gib(free)} free at {where}: {plan.here}",
+            plan.ok,
+            required=not plan.ok and not self.track.demo,
+            fix=""
+            if plan.ok
+            else (
+                f"free {_gib(plan.short)} more there, or move the state folder to a larger "
+                "disk (ARI_HOME=/path/on/it)"
+            ),
         )
+
+
+def workspace_kind(cap: int) -> str:
+    """What a run's workspace will be on (`capped.cap_folder` with "auto"): "ext4" (a sparse
+    image on the disk), "tmpfs" (memory) or "disk" (uncapped, straight on the disk)."""
+    from toolkit.sandbox import capped
+
+    if not cap:
+        return "disk"
+    if capped.unavailable("ext4") is None:
+        return "ext4"
+    if capped.unavailable("tmpfs") is None and cap <= capped._memory_cap():
+        return "tmpfs"
+    return "disk"
+
+
+@dataclass(frozen=True)
+class DiskPlan:
+    """What a run will take of the state folder's disk, against what it has."""
+
+    ok: bool
+    need: str
+    here: str
+    short: int
+    """Bytes missing (0 when ok)."""
+
+
+def plan_disk(free: int, data: int, cap: int | None, kind: str) -> DiskPlan:
+    """A run first prepares its training data (`data` bytes, from the track's recipe; 0 when
+    unknown) in the state folder, then copies it into its workspace and works there: a
+    capped workspace (`kind` "ext4") is a sparse image of the track's cap lowered to half of
+    the free disk left, so the free disk must hold the data and twice the least workspace
+    (its data copy and `WORK_ROOM_BYTES`); a memory-backed one ("tmpfs") takes no disk; an
+    uncapped one ("disk") takes what it holds."""
+    least = data + WORK_ROOM_BYTES
+    what = f"{_gib(data)} of prepared data, then " if data else ""
+    if kind == "ext4":
+        needed = data + int(least / FREE_SHARE)
+        given = min(cap or 0, int(max(0, free - data) * FREE_SHARE))
+        need = (
+            f"{_gib(needed)} free: {what}a workspace of at least {_gib(least)}, which "
+            "may take at most half of the disk left"
+        )
+        here = f"the workspace would be capped at {_gib(given)} (the track's cap: {_gib(cap or 0)})"
+    elif kind == "tmpfs":
+        needed = data
+        need = f"{_gib(needed)} free for the prepared data (the workspace is in memory)"
+        here = "the workspace would be a tmpfs (memory)"
+    else:
+        needed = data + least
+        need = f"{_gib(needed)} free: {what}an uncapped workspace of at least {_gib(least)}"
+        here = "the workspace would be uncapped"
+    short = max(0, needed - free)
+    return DiskPlan(short == 0, need, here, short)
 
 
 def opencode_check(required: bool) -> Check:

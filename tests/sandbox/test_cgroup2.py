@@ -51,15 +51,17 @@ def v2_support(parent: Path) -> local_host.HostSupport:
         memory_parent=parent,
         cpu_parent=parent,
         cgroup2=True,
+        cgroups=None,  # not this host's layout (on a v2 host, its top cgroup is real)
     )
 
 
 def test_probe_finds_v2_and_the_delegated_parent(tmp_path: Path) -> None:
     root = fake_tree(tmp_path)
     assert local_host.is_cgroup2(root)
-    pids, memory, cpu, v2 = local_host.probe_cgroups(False, root, tmp_path / "self-cgroup")
+    layout = local_host.probe_cgroups(False, root, tmp_path / "self-cgroup")
     parent = root / OWN / "ari-sandboxes"
-    assert v2 and pids == memory == cpu == parent
+    assert layout.cgroup2 and layout.kind == "delegated"
+    assert layout.pids == layout.memory == layout.cpu == parent
     # No internal processes: ours moved to the harness leaf before controllers were enabled.
     assert (root / OWN / "ari-harness" / "cgroup.procs").read_text() == str(os.getpid())
     enabled = set((root / OWN / "cgroup.subtree_control").read_text().replace("+", "").split())
@@ -71,36 +73,39 @@ def test_a_process_of_the_harness_leaf_uses_the_cgroup_above(tmp_path: Path) -> 
     root = fake_tree(tmp_path)
     (root / OWN / "ari-harness").mkdir()
     (tmp_path / "self-cgroup").write_text(f"0::/{OWN}/ari-harness\n")
-    _, memory, _, v2 = local_host.probe_cgroups(True, root, tmp_path / "self-cgroup")
-    assert v2 and memory == root / OWN / "ari-sandboxes"
+    layout = local_host.probe_cgroups(True, root, tmp_path / "self-cgroup")
+    assert layout.cgroup2 and layout.memory == root / OWN / "ari-sandboxes"
     assert not (root / OWN / "ari-harness" / "ari-harness").exists()
 
 
 @pytest.mark.parametrize(
-    "offered, self_cgroup",
+    "offered, self_cgroup, kind",
     [
-        ("cpu io", f"0::/{OWN}\n"),  # memory and pids not delegated to our cgroup
-        ("cpu io memory pids", "12:pids:/x\n"),  # no unified line for this process
-        ("cpu io memory pids", "0::/elsewhere\n"),  # our cgroup is not in this tree
+        # memory and pids not delegated to our cgroup: the root's own (tests/sandbox/
+        # test_cgroup_layouts.py checks that layout on a tree with the kernel's rules)
+        ("cpu io", f"0::/{OWN}\n", "top"),
+        ("cpu io memory pids", "12:pids:/x\n", "none"),  # no unified line for this process
+        ("cpu io memory pids", "0::/elsewhere\n", "none"),  # our cgroup is not in this tree
     ],
 )
-def test_without_delegation_it_falls_back(tmp_path: Path, offered: str, self_cgroup: str) -> None:
+def test_without_delegation_it_falls_back(
+    tmp_path: Path, offered: str, self_cgroup: str, kind: str
+) -> None:
     root = fake_tree(tmp_path, offered=offered)
     (tmp_path / "self-cgroup").write_text(self_cgroup)
-    pids, memory, _, _ = local_host.probe_cgroups(True, root, tmp_path / "self-cgroup")
-    assert pids is None and memory is None
+    layout = local_host.probe_cgroups(True, root, tmp_path / "self-cgroup")
+    assert layout.kind == kind
+    assert not (root / OWN / "ari-sandboxes").exists()
+    if kind == "none":
+        assert layout.pids is None and layout.memory is None
 
 
 def test_a_hybrid_or_v1_tree_is_not_v2(tmp_path: Path) -> None:
     root = fake_tree(tmp_path)
     (root / "memory").mkdir()  # a v1 hierarchy beside the unified one: hybrid
     assert not local_host.is_cgroup2(root)
-    assert local_host.probe_cgroups(False, root, tmp_path / "self-cgroup") == (
-        None,
-        None,
-        None,
-        False,
-    )
+    layout = local_host.probe_cgroups(False, root, tmp_path / "self-cgroup")
+    assert layout.kind == "none" and layout.memory is None
 
 
 def test_a_tree_gets_its_limit_files(tmp_path: Path) -> None:

@@ -7,6 +7,13 @@ grandchild in its own session (out of reach of a process-group kill), is killed 
 `ProcessCgroups.kill_all` through `cgroup.kill`; `populated` turns 0; the cgroup is removed.
 And a parent that claims a controller it does not have (a bad delegation) is refused by the
 kernel when a limit is written: the half-made cgroup is removed, not left behind.
+The toolkit's own top-level cgroup (layout `top` of `toolkit/sandbox/local/cgroups.py`) is
+checked here too, with `hugetlb` (the one controller this v1 host leaves to the unified
+hierarchy) standing in for memory, pids and cpu: a test cgroup plays the hierarchy's root, a
+child of it that gets nothing plays this process's non-delegating cgroup. The layout is found,
+the top made, a forking tree moved in, killed, and the top removed with its last tree; the
+"harness" and a stranger's cgroup are never touched; an ancestor holding processes is refused
+by the kernel (no internal processes) and nothing is left behind.
 The limits themselves (memory.max, pids.max, cpu.max) need the controllers: those are checked
 on a v2 host by tests/sandbox/test_cgroup2_real.py (`scripts/check-cgroup2.sh`).
 """
@@ -25,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from toolkit.sandbox.local import cgroups as layouts
 from toolkit.sandbox.local import host as local_host
 
 MS_NOSUID, MS_NODEV, MS_NOEXEC = 2, 4, 8
@@ -72,6 +80,7 @@ def unified(tmp_path: Path) -> Iterator[Path]:
     if libc.mount(b"none", str(mount).encode(), b"cgroup2", flags, None) != 0:
         pytest.skip(f"this kernel would not mount cgroup2: {os.strerror(ctypes.get_errno())}")
     here = mount / f"ari-test-{uuid.uuid4().hex[:8]}"
+    enabled_before = set((mount / "cgroup.subtree_control").read_text().split())
     try:
         here.mkdir()
         if not (here / "cgroup.kill").exists():
@@ -89,6 +98,10 @@ def unified(tmp_path: Path) -> Iterator[Path]:
         for child in sorted(here.glob("**/"), key=lambda p: -len(p.parts)):
             with contextlib.suppress(OSError):
                 child.rmdir()
+        # What a test enabled at the hierarchy's root is turned off again.
+        for name in set((mount / "cgroup.subtree_control").read_text().split()) - enabled_before:
+            with contextlib.suppress(OSError):
+                (mount / "cgroup.subtree_control").write_text(f"-{name}")
         libc.umount2(str(mount).encode(), 2)  # MNT_DETACH
 
 
@@ -185,3 +198,118 @@ def test_a_limit_the_parent_does_not_offer_is_refused_and_leaves_no_cgroup(
     with pytest.raises(OSError):
         local_host.ProcessCgroups(support, memory_bytes=1 << 30, max_processes=100)
     assert sorted(p.name for p in unified.iterdir() if p.is_dir()) == before
+
+
+STAND_IN = ("hugetlb",)
+"""The controller the layout tests hand down (memory, pids and cpu are v1's on this host)."""
+
+
+def _words(file: Path) -> set[str]:
+    return set(file.read_text().split())
+
+
+def _offer_stand_in(unified: Path) -> None:
+    """The hierarchy's root hands the stand-in controller down (undone by `unified`)."""
+    mount = unified.parent
+    if not set(STAND_IN) <= _words(mount / "cgroup.controllers"):
+        pytest.skip(f"this kernel's unified hierarchy has no {' '.join(STAND_IN)}")
+    (mount / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in STAND_IN))
+
+
+def _sleeper(cgroup: Path) -> subprocess.Popen[bytes]:
+    """A process that lives in `cgroup` (moved there by this test, as the host had it)."""
+    proc = subprocess.Popen(["sleep", "600"])
+    (cgroup / "cgroup.procs").write_text(str(proc.pid))
+    return proc
+
+
+def _top_support(layout: layouts.CgroupLayout) -> local_host.HostSupport:
+    return local_host.HostSupport(
+        namespaces=True,
+        userns=False,
+        is_root=True,
+        pids_parent=None,
+        memory_parent=None,
+        cgroup2=True,
+        cgroups=layout,
+    )
+
+
+def _tree_cgroup(layout: layouts.CgroupLayout) -> local_host.ProcessCgroups:
+    """A tree's cgroups in the layout's top cgroup, made the way `ProcessCgroups` makes them
+    (no limit files to write: the stand-in controller has none of memory, pids, cpu)."""
+    cgroups = local_host.ProcessCgroups(_top_support(layout), None, None)
+    assert layout.memory is not None
+    cgroups._top, cgroups._wanted = layout.memory, layout.wanted
+    directory = layout.memory / f"ari-sandbox-{uuid.uuid4().hex[:12]}"
+    cgroups._make_dir(directory)
+    cgroups.dirs.append(directory)
+    return cgroups
+
+
+def test_the_own_top_cgroup_on_a_real_kernel(unified: Path, tmp_path: Path) -> None:
+    _offer_stand_in(unified)
+    own, foreign = unified / "own", unified / "foreign"
+    own.mkdir()
+    foreign.mkdir()
+    harness, stranger = _sleeper(own), _sleeper(foreign)
+    swarms: list[subprocess.Popen[bytes]] = []
+    try:
+        assert not set(STAND_IN) & _words(own / "cgroup.controllers")  # not handed down
+        (tmp_path / "self").write_text("0::/own\n")
+        layout = layouts.find_layout(unified, tmp_path / "self", STAND_IN)
+        top = unified / layouts.TOP
+        assert layout.kind == "top" and layout.memory == top, layout
+        assert not top.exists()  # the probe left nothing
+        assert set(STAND_IN) <= _words(unified / "cgroup.subtree_control")
+        trees = [_tree_cgroup(layout), _tree_cgroup(layout)]
+        assert top.is_dir() and set(STAND_IN) <= _words(top / "cgroup.subtree_control")
+        for cgroups in trees:
+            [directory] = cgroups.dirs
+            assert set(STAND_IN) <= _words(directory / "cgroup.controllers")
+            swarm = subprocess.Popen(
+                [sys.executable, "-c", SWARM, str(directory / "cgroup.procs")],
+                stdout=subprocess.PIPE,
+            )
+            swarms.append(swarm)
+            assert swarm.stdout is not None and swarm.stdout.readline() == b"ready\n"
+        first, second = trees
+        assert first.kill_all(deadline_s=10) and first.pids() == set()
+        [gone] = first.dirs
+        first.remove()
+        assert not gone.exists() and top.is_dir()  # the second tree keeps the top
+        assert second.kill_all(deadline_s=10)
+        second.remove()
+        assert not top.exists()  # removed with its last tree
+        # Only the trees' processes moved and died: the harness and the stranger did not.
+        assert harness.poll() is None and stranger.poll() is None
+        assert _words(own / "cgroup.procs") == {str(harness.pid)}
+        assert _words(foreign / "cgroup.procs") == {str(stranger.pid)}
+        assert [p.name for p in own.iterdir() if p.is_dir()] == []
+        assert [p.name for p in foreign.iterdir() if p.is_dir()] == []
+        assert _words(own / "cgroup.subtree_control") == set()
+    finally:
+        for proc in [harness, stranger, *swarms]:
+            proc.kill()
+            proc.wait()
+
+
+def test_an_ancestor_holding_processes_is_refused_and_nothing_is_left(
+    unified: Path, tmp_path: Path
+) -> None:
+    _offer_stand_in(unified)
+    own = unified / "own"
+    own.mkdir()
+    harness, internal = _sleeper(own), _sleeper(unified)  # the ancestor holds a process
+    try:
+        (tmp_path / "self").write_text("0::/own\n")
+        layout = layouts.find_layout(unified, tmp_path / "self", STAND_IN)
+        assert layout.kind == "none", layout
+        assert "cannot hand controllers down" in layout.why, layout.why
+        assert not (unified / layouts.TOP).exists()
+        assert _words(unified / "cgroup.procs") == {str(internal.pid)}  # nobody was moved
+        assert _words(own / "cgroup.procs") == {str(harness.pid)}
+    finally:
+        for proc in (harness, internal):
+            proc.kill()
+            proc.wait()

@@ -1,8 +1,10 @@
 """cgroup v2 in the local backend on a real cgroup-v2 host (skipped elsewhere, with the reason).
 
-Runs where the probe found a delegated v2 subtree (root, or `systemd-run --scope -p
-Delegate=yes`): each tree's memory, process and CPU caps are the kernel's, and a kill takes
-the whole tree down through `cgroup.kill`. `scripts/check-cgroup2.sh` runs this module.
+Runs where the probe found a v2 layout (`toolkit/sandbox/local/cgroups.py`: a delegated
+subtree, e.g. under `systemd-run --scope -p Delegate=yes`, or as root the toolkit's own
+top-level cgroup): each tree's memory, process and CPU caps are the kernel's, a kill takes the
+whole tree down through `cgroup.kill`, and the toolkit's own top-level cgroup goes with its
+last tree. `scripts/check-cgroup2.sh` runs this module.
 """
 
 from __future__ import annotations
@@ -24,10 +26,16 @@ def _v2_parent() -> Path | None:
     return support.memory_parent if support.cgroup2 else None
 
 
+def _here() -> str:
+    if not local_host.is_cgroup2():
+        return "not pure cgroup v2"
+    layout = local_host.probe().cgroups
+    return layout.describe() if layout is not None else "not probed"
+
+
 pytestmark = pytest.mark.skipif(
     not local_host.is_cgroup2() or _v2_parent() is None,
-    reason="needs a cgroup-v2 host with a delegated subtree (this host: "
-    + ("v2 without delegation)" if local_host.is_cgroup2() else "not pure cgroup v2)"),
+    reason=f"needs a cgroup-v2 host where trees get cgroups (this host: {_here()})",
 )
 
 EAT = "import sys; chunks = [bytearray(1 << 20) for _ in range(int(sys.argv[1]))]; print('ate')"
@@ -84,3 +92,6 @@ while True:
         running.kill()
         box.cleanup()
     assert not directory.exists()
+    top = local_host.probe().cgroup_top
+    if top is not None:  # gone with its last tree (unless a concurrent run has one in it)
+        assert not top.exists() or any(p.is_dir() for p in top.iterdir())

@@ -7,7 +7,8 @@
     mounts.py      the mount calls the launcher makes in a tree's mount namespace
     seccomp.py     the keyring filter (imported by the launcher; run as a script to probe)
     layout.py      the plan of a tree's filesystem: pure functions over host paths
-    host.py        what this host allows (probed once per process) and the cgroups
+    host.py        what this host allows (probed once per process) and each tree's cgroups
+    cgroups.py     where trees' cgroups go on a cgroup-v2 host (the layouts, and their writes)
     egress.py      the egress allow-list's host side (DNS and TCP relays)
     gpus.py        pinning a sandbox to some of the host's GPUs (and finding them)
 

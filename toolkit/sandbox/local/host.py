@@ -2,18 +2,14 @@
 
 The local backend degrades instead of failing: namespaces need root or unprivileged user
 namespaces; cgroups need either root and writable cgroup-v1 pids/memory/cpu hierarchies, or a
-cgroup-v2 tree whose part holding this process is ours to write (root, or a delegated subtree).
+cgroup-v2 tree with a place for them (a delegated subtree, or as root one of the toolkit's own).
 Whatever is missing is logged once and shows up in the sandbox's `not_isolated`, so a run
 records the isolation it actually had.
 
-The cgroup-v2 layout, under this process's own cgroup `<own>` (from `0::<own>` in
-/proc/self/cgroup): a v2 cgroup that holds processes cannot hand controllers to children, so
-the processes found in `<own>` move to the leaf `<own>/ari-harness`, `<own>` enables memory,
-pids and cpu for its children, and each sandboxed tree gets `<own>/ari-sandboxes/<name>` with
-`memory.max` (its cap), `memory.swap.max` 0, `pids.max` and `cpu.max`. A process that starts in
-an `ari-harness` leaf (a child of the harness) uses the cgroup above it as `<own>`. An operator
-delegates such a subtree with, e.g., `systemd-run --scope -p Delegate=yes -- toolkit ...`, or a
-service unit with `Delegate=yes`.
+On a cgroup-v2 host the trees' cgroups go where `cgroups.find_layout` says: this process's
+own cgroup where it is delegated to us, else a cgroup of the toolkit's own at the top of the
+tree (`/sys/fs/cgroup/ari-bench` as root), else only the controllers there are; the layouts and
+every cgroup file they write are listed in `cgroups.py`.
 """
 
 from __future__ import annotations
@@ -31,10 +27,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.sandbox.base import teardown_wait_s
+from toolkit.sandbox.local.cgroups import (
+    CGROUP_ROOT,
+    SELF_CGROUP,
+    V1_CONTROLLERS,
+    CgroupLayout,
+    drop_top,
+    ensure_top,
+    find_layout,
+    is_cgroup2,
+)
 
 log = logging.getLogger(__name__)
-
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 
 
 @dataclass(frozen=True)
@@ -60,16 +64,20 @@ class HostSupport:
     """An overlay filesystem can be mounted in the namespaces, its writable layer on a tmpfs
     (what an ephemeral root is made of)."""
     cgroup2: bool = False
-    """The cgroup parents are one cgroup-v2 directory (`<own>/ari-sandboxes`), not v1
-    hierarchies: one cgroup per tree holds every limit, and kills it whole (`cgroup.kill`)."""
+    """The cgroup parents are one cgroup-v2 directory (`<own>/ari-sandboxes`, or the toolkit's
+    own `ari-bench` at the top of the tree), not v1 hierarchies: one cgroup per tree holds
+    every limit, and kills it whole (`cgroup.kill`)."""
+    cgroups: CgroupLayout | None = None
+    """Which cgroup layout the parents come from, and why (None: not probed, a test's own)."""
 
-
-SELF_CGROUP = Path("/proc/self/cgroup")
-V1_CONTROLLERS = ("memory", "pids", "cpu")
-V2_CONTROLLERS = {"memory": "memory.max", "pids": "pids.max", "cpu": "cpu.max"}
-"""The cgroup-v2 controllers the local backend enables, and the limit file each one gives."""
-HARNESS_LEAF = "ari-harness"
-SANDBOXES = "ari-sandboxes"
+    @property
+    def cgroup_top(self) -> Path | None:
+        """The toolkit's own top-level cgroup, when the trees' cgroups go there (layout `top`:
+        made again for a tree if gone, removed when it holds none)."""
+        layout, parent = self.cgroups, self.memory_parent or self.pids_parent or self.cpu_parent
+        if layout is None or layout.kind != "top" or parent is None:
+            return None
+        return parent if parent == (layout.memory or layout.pids or layout.cpu) else None
 
 
 def _own_cgroup_dir(controller: str, root: Path = CGROUP_ROOT) -> Path | None:
@@ -104,89 +112,6 @@ def _writable_cgroup_parent(
             probe.rmdir()
         except OSError:
             log.warning("could not remove probe cgroup %s", probe)
-
-
-def is_cgroup2(root: Path = CGROUP_ROOT) -> bool:
-    """A pure cgroup-v2 host: the unified tree at `root`, no v1 controller hierarchies."""
-    unified = (root / "cgroup.controllers").is_file()
-    return unified and not any((root / c).is_dir() for c in V1_CONTROLLERS)
-
-
-def _own_cgroup2(root: Path, self_cgroup: Path) -> Path | None:
-    """The v2 cgroup sandboxes are made under: this process's own (`0::` line), or the one
-    above it when it is already a harness leaf (a process the harness started)."""
-    try:
-        lines = self_cgroup.read_text().splitlines()
-    except OSError:
-        return None
-    own = next((line[3:] for line in lines if line.startswith("0::")), None)
-    if own is None:
-        return None
-    here = root / own.strip().lstrip("/")
-    if here.name == HARNESS_LEAF and here != root:
-        here = here.parent
-    return here if here.is_dir() else None
-
-
-def _enable(directory: Path, wanted: list[str]) -> set[str]:
-    """Enable the controllers of `wanted` for `directory`'s children (all in one write, else
-    one by one: the kernel refuses a whole write for one controller); those now enabled."""
-    control = directory / "cgroup.subtree_control"
-    try:
-        control.write_text(" ".join(f"+{name}" for name in wanted))
-    except OSError:
-        for name in wanted:
-            with contextlib.suppress(OSError):
-                control.write_text(f"+{name}")
-    try:
-        text = (directory / "cgroup.subtree_control").read_text()
-    except OSError:
-        return set()
-    return {word.lstrip("+") for word in text.split()} & set(wanted)
-
-
-def _leave_for_leaf(here: Path) -> None:
-    """Move the processes in `here` to its leaf `ari-harness` (the no-internal-processes
-    rule); ones that cannot move (kernel threads, ones gone meanwhile) are left."""
-    try:
-        members = (here / "cgroup.procs").read_text().split()
-    except OSError:
-        return
-    if not members or not (here / "cgroup.events").exists():
-        return  # the true root cgroup (no cgroup.events) may hold processes and delegate
-    leaf = here / HARNESS_LEAF
-    with contextlib.suppress(FileExistsError):
-        leaf.mkdir()
-    for pid in members:
-        with contextlib.suppress(OSError):
-            (leaf / "cgroup.procs").write_text(pid)
-
-
-def cgroup2_parent(
-    root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP
-) -> tuple[Path | None, set[str]]:
-    """The v2 directory to make sandbox cgroups in, and the controllers it gives them
-    ((None, set()) where the subtree is not ours or offers none of memory, pids and cpu)."""
-    here = _own_cgroup2(root, self_cgroup)
-    if here is None:
-        return None, set()
-    try:
-        offered = set((here / "cgroup.controllers").read_text().split())
-    except OSError:
-        return None, set()
-    wanted = [c for c in V2_CONTROLLERS if c in offered]
-    if not wanted:
-        return None, set()
-    parent = here / SANDBOXES
-    try:
-        parent.mkdir(exist_ok=True)
-    except OSError:
-        return None, set()  # not ours to write: no delegation
-    _leave_for_leaf(here)
-    if not _enable(here, wanted):
-        return None, set()
-    enabled = _enable(parent, wanted)
-    return (parent, enabled) if enabled else (None, set())
 
 
 OVERLAY_USERNS = ",userxattr"
@@ -245,19 +170,25 @@ def _run_probe(argv: list[str]) -> int:
 
 def probe_cgroups(
     is_root: bool, root: Path = CGROUP_ROOT, self_cgroup: Path = SELF_CGROUP
-) -> tuple[Path | None, Path | None, Path | None, bool]:
-    """(pids, memory, cpu parents, cgroup v2): v2 where the host is pure v2 (root, or a
-    delegated subtree), else v1 hierarchies (root only)."""
+) -> CgroupLayout:
+    """Where trees' cgroups go: a v2 layout where the host is pure v2 (`cgroups.find_layout`),
+    else the v1 hierarchies this process may write (root only)."""
     if is_cgroup2(root):
-        parent, enabled = cgroup2_parent(root, self_cgroup)
-        pick = [parent if c in enabled else None for c in ("pids", "memory", "cpu")]
-        return pick[0], pick[1], pick[2], parent is not None
+        return find_layout(root, self_cgroup, is_root=is_root)
+    if not (root / "cgroup.controllers").is_file() and not any(
+        (root / c).is_dir() for c in V1_CONTROLLERS
+    ):
+        return CgroupLayout("none", f"no cgroup hierarchy mounted at {root}")
     if not is_root:
-        return None, None, None, False
+        return CgroupLayout("none", "cgroup v1 needs root to make cgroups")
     pids = _writable_cgroup_parent("pids", "pids.max", root)
     memory = _writable_cgroup_parent("memory", "memory.limit_in_bytes", root)
     cpu = _writable_cgroup_parent("cpu", "cpu.cfs_quota_us", root)
-    return pids, memory, cpu, False
+    if pids is None and memory is None and cpu is None:
+        return CgroupLayout("none", "no writable cgroup-v1 pids, memory or cpu hierarchy")
+    lacking = [c for c, p in (("pids", pids), ("memory", memory), ("cpu", cpu)) if p is None]
+    why = f"no writable v1 {' '.join(lacking)} hierarchy" if lacking else ""
+    return CgroupLayout("v1", why, pids, memory, cpu)
 
 
 @functools.cache
@@ -269,7 +200,8 @@ def probe() -> HostSupport:
     unshared = _run_probe(["-c", _PROBE, str(flags), OVERLAY_USERNS if not is_root else ""])
     namespaces = unshared >= 16
     userns = namespaces and not is_root
-    pids, memory, cpu, cgroup2 = probe_cgroups(is_root)
+    layout = probe_cgroups(is_root)
+    pids, memory, cpu = layout.pids, layout.memory, layout.cpu
     keyrings = _run_probe([str(_SECCOMP)]) == 0
     support = HostSupport(
         namespaces,
@@ -281,7 +213,8 @@ def probe() -> HostSupport:
         mount_setattr=namespaces and bool(unshared & 1),
         keyring_filter=keyrings,
         overlay=namespaces and bool(unshared & 2),
-        cgroup2=cgroup2,
+        cgroup2=layout.cgroup2,
+        cgroups=layout,
     )
     if not support.namespaces:
         log.warning(
@@ -296,17 +229,23 @@ def probe() -> HostSupport:
             "sandbox: not root: local sandboxes use a user namespace and run as your own uid "
             "(no uid switch; cgroup limits only in a delegated cgroup-v2 subtree)"
         )
+    if layout.cgroup2 and layout.kind != "delegated":
+        log.info("sandbox: cgroups: %s", layout.describe())
     if is_cgroup2() and (pids is None or memory is None):
         log.warning(
-            "sandbox: cgroup v2 here, but no delegated subtree with memory and pids (run as "
-            "root, or under `systemd-run --scope -p Delegate=yes`); limits fall back to "
-            "rlimits, and no address-space rlimit is set where CUDA may run"
+            "sandbox: cgroup v2 here, but no cgroup with memory and pids to use (%s); limits "
+            "fall back to rlimits, and no address-space rlimit is set where CUDA may run "
+            "(`toolkit doctor` says what would fix it)",
+            layout.why,
         )
     elif is_root and (pids is None or memory is None):
         log.warning("sandbox: cgroup-v1 pids/memory not writable here; limits fall back to rlimits")
     return support
 
 
+TOP_TRIES = 5
+"""Attempts at making a tree's cgroup in the toolkit's top cgroup while concurrent toolkits
+remove it (each removes it when it is empty)."""
 CFS_PERIOD_US = 100_000
 """The scheduler period a CPU quota is counted in (the kernel's default, as Docker uses)."""
 
@@ -335,6 +274,8 @@ class ProcessCgroups:
         name = f"ari-sandbox-{uuid.uuid4().hex[:12]}"
         self.dirs: list[Path] = []
         self.cgroup2 = support.cgroup2
+        self._top: Path | None = None
+        self._wanted: tuple[str, ...] = ()
         if support.cgroup2:
             self._make_v2(support, name, memory_bytes, max_processes, cpus)
             return
@@ -379,7 +320,14 @@ class ProcessCgroups:
         if not files or parent is None:
             return
         directory = parent / name
-        directory.mkdir()
+        self._top = support.cgroup_top
+        self._wanted = support.cgroups.wanted if support.cgroups else ()
+        try:
+            self._make_dir(directory)
+        except OSError:
+            if self._top is not None:
+                drop_top(self._top)  # nothing of a failed start is left
+            raise
         self.dirs.append(directory)
         # A real cgroup comes with its interface files; one without memory.swap.max has no
         # swap accounting (no swap to cap).
@@ -392,6 +340,29 @@ class ProcessCgroups:
         except OSError:
             self.remove()
             raise
+
+    def _make_dir(self, directory: Path) -> None:
+        """mkdir a tree's v2 cgroup; in the toolkit's own top cgroup, make that first if a
+        concurrent toolkit removed it (it goes when empty), and check the controllers came
+        with it (it may have been made again between our write and our mkdir)."""
+        if self._top is None:
+            directory.mkdir()
+            return
+        for attempt in range(TOP_TRIES):
+            ensure_top(self._top, self._wanted)
+            try:
+                directory.mkdir()
+            except FileNotFoundError:
+                if attempt == TOP_TRIES - 1:
+                    raise
+                continue
+            controllers = directory / "cgroup.controllers"
+            if not controllers.exists() or set(self._wanted) <= set(
+                controllers.read_text().split()
+            ):
+                return
+            directory.rmdir()
+        raise OSError(f"{directory}: made without {' '.join(self._wanted)} {TOP_TRIES} times")
 
     @property
     def procs_files(self) -> list[str]:
@@ -459,6 +430,9 @@ class ProcessCgroups:
                 if wait:
                     log.warning("sandbox: could not remove cgroup %s", d)
         self.dirs = [] if wait else left
+        if self._top is not None and not self.dirs:
+            drop_top(self._top)  # refused while another tree's cgroup is in it
+            self._top = None
 
     @staticmethod
     def _populated_dir(d: Path) -> bool:

@@ -39,7 +39,8 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 - without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
   host, hidden and read-only paths, private places, IPC and the uid (commands run as the
   caller); trees are still killed whole (the launcher is a subreaper), and keyrings refused;
-- without writable cgroups (v1 as root, or a delegated v2 subtree: see `host`): the memory
+- without writable cgroups (v1 as root; v2: a delegated subtree, or as root the toolkit's own
+  top-level cgroup: see `cgroups`): the memory
   cap is per process (RLIMIT_AS), not per tree, and none at all where the commands may use
   CUDA (an address-space rlimit breaks it), the process cap is only RLIMIT_NPROC of the uid
   (not enforced at all for root), and a CPU quota is not enforced (`cpu-quota`).
