@@ -16,14 +16,14 @@
 # run here (not cgroup v2, no venv). site/docs/maintainers/sandboxes.md explains the layouts.
 set -u
 cd "$(dirname "$0")/.."
-PY=.venv/bin/python
+PY=${PY:-.venv/bin/python}
 CG=/sys/fs/cgroup
 SIM=$CG/ari-check-sim
 fails=0
 pass() { echo "PASS: $*"; }
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-[ -x "$PY" ] || { echo "check-cgroup2: cannot run: no $PY (run make venv)"; exit 2; }
+command -v "$PY" >/dev/null || { echo "check-cgroup2: cannot run: no $PY (run make venv, or set PY)"; exit 2; }
 [ -f $CG/cgroup.controllers ] || {
     echo "check-cgroup2: cannot run: not a cgroup-v2 host ($CG/cgroup.controllers missing)"
     exit 2

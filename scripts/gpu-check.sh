@@ -72,7 +72,7 @@ PUBLIC=$WORK/public-val
 
 if [ "$MODE" = official ]; then
     step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    step check-cgroup2 120 bash scripts/check-cgroup2.sh
+    step check-cgroup2 120 env PY="$PY" bash scripts/check-cgroup2.sh
     step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
         --json "$OUT/bench-grade.json"
     RESULTS=$WORK/results
@@ -100,7 +100,7 @@ PY
     grep -h "MFU\|bytes/s\|val bpb\|trained" "$RESULTS"/gpu-check-300/*/agent.log 2>/dev/null | tail -n 12
 elif [ "$MODE" = speed ]; then
     step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    step check-cgroup2 60 bash scripts/check-cgroup2.sh
+    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
     step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
     step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
         --json "$OUT/bench-grade.json"

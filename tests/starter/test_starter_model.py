@@ -12,10 +12,13 @@ from export import import_bundle, quantize_state, write_bundle
 from model import GPT, ContextCache, ModelConfig
 
 
-@pytest.fixture(scope="module")
-def model() -> GPT:
+@pytest.fixture(scope="module", params=[False, True], ids=["eager", "step-graphs"])
+def model(request: pytest.FixtureRequest) -> GPT:
+    """The small model, decoding eagerly and through `StepGraph`s (on a CPU their buffers and
+    steps run without capture: what a GPU's graphs replay, less the capture)."""
     torch.manual_seed(0)
     gpt = GPT(ModelConfig(block_size=64, n_layer=2, n_head=2, d_model=32))
+    gpt.use_graphs = request.param
     # Random init makes near-uniform logits; sharpen them so greedy choices are not near-ties.
     with torch.no_grad():
         gpt.head.weight.mul_(50)
@@ -119,9 +122,11 @@ def test_cached_logprobs_step_by_one_byte_when_every_row_extends_the_last_call(
         assert torch.allclose(cached, model.next_byte_logprobs(contexts), atol=1e-4)
 
 
-def test_cached_logprobs_grow_past_their_room_and_follow_reordered_rows() -> None:
+@pytest.mark.parametrize("graphs", [False, True], ids=["eager", "step-graphs"])
+def test_cached_logprobs_grow_past_their_room_and_follow_reordered_rows(graphs: bool) -> None:
     torch.manual_seed(1)
     gpt = GPT(ModelConfig(block_size=256, n_layer=2, n_head=2, d_model=32)).eval()
+    gpt.use_graphs = graphs
     long = bytes(range(32, 127)) * 2  # 190 bytes: the cache's room (64) must grow twice
     cache = ContextCache()
     widths, handle = _steps(gpt)
@@ -220,3 +225,17 @@ def test_decoding_steps_keep_one_shape_per_batch(model: GPT, monkeypatch) -> Non
     per_layer = len(model.blocks)
     assert len(seen) == 11 * per_layer  # every step after the prefill went through it
     assert len(set(seen)) == 1, set(seen)
+
+
+def test_generation_between_cached_steps_leaves_the_context_cache_alone(model: GPT) -> None:
+    """`generate` and the phase-2 cache never share a step graph's buffers, even at one shape."""
+    prompts = [b"first prompt", b"second", b"3"]
+    answers = [b"one two three", b"four", b"xyzzy plugh"]
+    requests = _graders_requests(prompts, answers, window=1024)
+    cache = ContextCache()
+    first = requests[0]
+    for contexts in requests:
+        cached = model.next_byte_logprobs(contexts, cache=cache)
+        # The cache's own shape: its first batch, and room for ContextCache.ROOM more bytes.
+        model.generate(first, [ContextCache.ROOM] * len(first))
+        assert torch.allclose(cached, model.next_byte_logprobs(contexts), atol=1e-4)

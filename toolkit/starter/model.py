@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 
@@ -116,6 +117,9 @@ class LayerCache:
         self.k = torch.zeros(shape, dtype=like.dtype, device=like.device)
         self.v = torch.zeros(shape, dtype=like.dtype, device=like.device)
         self.length = 0
+        self.col: Tensor | None = None
+        """A `StepGraph`'s cache: the column a step writes, as a device tensor (a captured
+        graph cannot take a Python number that changes); its owner keeps `length`."""
 
     def append(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Write the new keys and values after the cached ones; the columns written so far."""
@@ -127,10 +131,20 @@ class LayerCache:
 
     def append_one(self, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Write one column (a decoding step); the whole buffers, whose shape never changes."""
-        self.k[:, :, self.length] = k[:, :, 0]
-        self.v[:, :, self.length] = v[:, :, 0]
-        self.length += 1
+        if self.col is not None:
+            self.k.index_copy_(2, self.col, k)
+            self.v.index_copy_(2, self.col, v)
+        else:
+            self.k[:, :, self.length] = k[:, :, 0]
+            self.v[:, :, self.length] = v[:, :, 0]
+            self.length += 1
         return self.k, self.v
+
+    def copy(self) -> LayerCache:
+        """A plain cache (no graph's column) holding copies of these keys and values."""
+        twin = LayerCache.__new__(LayerCache)
+        twin.k, twin.v, twin.length, twin.col = self.k.clone(), self.v.clone(), self.length, None
+        return twin
 
     def grow(self, extra: int) -> None:
         """Make room for `extra` more columns (a cache kept across calls can outgrow its plan)."""
@@ -325,6 +339,34 @@ class GPT(nn.Module):
         logits = self(ids[:, None], positions, mask, caches, step=True)[:, -1]
         return logits, positions[:, 0], valid
 
+    use_graphs: bool | None = None
+    """Decode with `StepGraph`s: None on a GPU only, False never (the eager path, e.g. to
+    compare), True also on a CPU (the same buffers and steps, run without capture: tests)."""
+
+    def _step_graph(self, owner: str, batch: int, capacity: int) -> StepGraph | None:
+        """The captured decoding step for `owner` ("generate", "logprobs": each its own, so one
+        never overwrites the other's caches) at this shape, made on first use; None where
+        graphs are off or cannot be made (then decoding is eager, as on a CPU)."""
+        device = self.head.weight.device
+        if self.use_graphs is False or (device.type != "cuda" and not self.use_graphs):
+            return None
+        graphs: dict[tuple[str, int, int], StepGraph] = self.__dict__.setdefault("_graphs", {})
+        key = (owner, batch, capacity)
+        if key not in graphs:
+            try:
+                graphs[key] = StepGraph(self, batch, capacity)
+            except Exception as exc:  # e.g. a driver that cannot capture: decode eagerly
+                print(f"CUDA graphs off ({type(exc).__name__}: {exc})"[:300], file=sys.stderr)
+                self.use_graphs = False
+                graphs.clear()
+                return None
+            while len(graphs) > StepGraph.KEEP:
+                graphs.pop(next(iter(graphs)))
+        graph = graphs.pop(key)
+        graphs[key] = graph  # the most recently used last
+        graph.reset()
+        return graph
+
     @torch.no_grad()
     def generate(
         self, prompts: list[bytes], lengths: list[int], use_cache: bool = True
@@ -341,15 +383,22 @@ class GPT(nn.Module):
             ids, positions, valid = self._pad_left(rows)
             out = torch.zeros(len(rows), steps, dtype=torch.long, device=ids.device)
             if use_cache:
-                caches = self._new_caches(len(rows), ids.shape[1] + steps)
+                capacity = ids.shape[1] + steps
+                graph = self._step_graph("generate", len(rows), capacity) if steps > 1 else None
+                caches = graph.caches if graph else self._new_caches(len(rows), capacity)
                 logits, valid = self._prefill(ids, positions, valid, caches)
                 last = positions[:, -1]
+                if graph:
+                    graph.start(valid, last)
                 for t in range(steps):
                     nxt = logits.argmax(-1)
                     out[:, t] = nxt
                     if t == steps - 1:
                         break
-                    logits, last, valid = self._step(nxt, last, valid, caches)
+                    if graph:
+                        logits = graph.step(nxt)
+                    else:
+                        logits, last, valid = self._step(nxt, last, valid, caches)
             else:  # reference path: recompute everything each step (used by the tests)
                 for t in range(steps):
                     logits = self(ids, positions, self._prefill_mask(valid))[:, -1]
@@ -414,17 +463,34 @@ class GPT(nn.Module):
     def _cached_logprobs(self, rows: list[bytes], cache: ContextCache) -> Tensor:
         """Log-probs after each of `rows` (distinct), stepping `cache` on by a byte if it can."""
         parents = cache.parents(rows)
+        device = self.head.weight.device
         if parents is None:  # a whole pass, kept in a fresh cache
             ids, positions, valid = self._pad_left(rows)
-            cache.layers = self._new_caches(len(rows), ids.shape[1] + ContextCache.ROOM)
+            capacity = ids.shape[1] + ContextCache.ROOM
+            cache.graph = self._step_graph("logprobs", len(rows), capacity)
+            graph = cache.graph
+            cache.layers = graph.caches if graph else self._new_caches(len(rows), capacity)
             logits, cache.valid = self._prefill(ids, positions, valid, cache.layers)
             cache.last = positions[:, -1]
+            if graph:
+                graph.start(cache.valid, cache.last)
+            cache.rows = {r: i for i, r in enumerate(rows)}
+        elif cache.graph is not None and cache.in_place(parents):
+            # Every row extends a different cache row, with room to spare: step every cache row
+            # where it is (a row no longer asked for steps on a byte nobody reads) and read the
+            # asked rows' logits: the shapes stay, and so does the graph.
+            graph = cache.graph
+            every = [0] * len(graph.ids)
+            for parent, row in zip(parents, rows, strict=True):
+                every[parent] = row[-1]
+            logits = graph.step(torch.tensor(every, dtype=torch.long, device=device))[parents]
+            cache.rows = {r: p for r, p in zip(rows, parents, strict=True)}
         else:  # one step: each row's last byte, after its parent's keys and values
+            cache.detach()
             cache.keep(parents)
-            device = self.head.weight.device
             ids = torch.tensor([r[-1] for r in rows], dtype=torch.long, device=device)
             logits, cache.last, cache.valid = self._step(ids, cache.last, cache.valid, cache.layers)
-        cache.rows = {r: i for i, r in enumerate(rows)}
+            cache.rows = {r: i for i, r in enumerate(rows)}
         return F.log_softmax(logits.float(), -1).cpu()
 
 
@@ -440,9 +506,25 @@ class ContextCache:
 
     def clear(self) -> None:
         self.rows: dict[bytes, int] = {}
+        self.graph: StepGraph | None = None
+        """Where `layers` are a captured step's (on a GPU): stepped in place, rows never move."""
         self.layers: list[LayerCache] = []
         self.valid = torch.zeros(0, 0, dtype=torch.bool)
         self.last = torch.zeros(0, dtype=torch.long)
+
+    def in_place(self, parents: list[int]) -> bool:
+        """Whether a step can leave every row where it is: each parent extended once, and a
+        free column in the caches."""
+        free = self.graph is not None and self.layers[0].length < self.graph.capacity
+        return free and len(set(parents)) == len(parents)
+
+    def detach(self) -> None:
+        """Take the graph's buffers over as plain ones (before rows move or the caches grow)."""
+        graph, self.graph = self.graph, None
+        if graph is None:
+            return
+        copies = [layer.copy() for layer in graph.caches]
+        self.layers, self.valid, self.last = copies, graph.valid.clone(), graph.last.clone()
 
     def parents(self, rows: list[bytes]) -> list[int] | None:
         """For each row, the cache row it extends by exactly one byte; None if any has none."""
@@ -460,3 +542,80 @@ class ContextCache:
             for layer in self.layers:
                 layer.grow(self.ROOM)
             self.valid = GPT._widen(self.valid, self.valid.shape[1] + self.ROOM)
+
+
+class StepGraph:
+    """One decoding step captured as a CUDA graph for a fixed (batch, capacity): the hundreds of
+    small kernels of a step (every layer's norms, projections, rotations, attention, MLP) replay
+    as one launch. On a GPU a small model's step is bound by launching those kernels one by one
+    from Python, not by the work in them: a graph makes the step what the work costs.
+
+    The graph owns its buffers (caches, the mask of real columns, the step's bytes and last
+    positions, the column written): a prefill writes into `caches`, `start` copies the mask and
+    positions in, each `step(ids)` replays and returns the logits (a buffer of the graph's,
+    overwritten by the next replay).
+    """
+
+    KEEP = 8
+    """Graphs a model keeps per owner and shape (each holds its own caches)."""
+
+    def __init__(self, model: GPT, batch: int, capacity: int) -> None:
+        device = model.head.weight.device
+        self.model = model
+        self.caches = model._new_caches(batch, capacity)
+        self.col = torch.zeros(1, dtype=torch.long, device=device)
+        for cache in self.caches:
+            cache.col = self.col
+        self.valid = torch.zeros(batch, capacity, dtype=torch.bool, device=device)
+        self.ids = torch.zeros(batch, dtype=torch.long, device=device)
+        self.last = torch.zeros(batch, dtype=torch.long, device=device)
+        self.graph: torch.cuda.CUDAGraph | None = None
+        if device.type != "cuda":  # a test's CPU stand-in: each step runs the body eagerly
+            self.logits = torch.zeros(batch, 256)
+            return
+        # Warm up on a side stream (lazy initialisations happen outside the capture), capture.
+        side = torch.cuda.Stream(device)
+        side.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                self._body()
+        torch.cuda.current_stream(device).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.logits = self._body()
+
+    def _body(self) -> Tensor:
+        self.valid.index_fill_(1, self.col, True)
+        positions = self.last[:, None] + 1
+        mask = self.valid[:, None, None, :]
+        logits = self.model(self.ids[:, None], positions, mask, self.caches, step=True)[:, -1]
+        self.last.copy_(positions[:, 0])
+        return logits
+
+    @property
+    def capacity(self) -> int:
+        return int(self.valid.shape[1])
+
+    def reset(self) -> None:
+        """Empty caches, for a new prefill (what the last use left is overwritten or masked)."""
+        for cache in self.caches:
+            cache.length = 0
+
+    def start(self, valid: Tensor, last: Tensor) -> None:
+        """After a prefill into `caches`: its mask of real columns (as wide as the caches) and
+        each row's last position."""
+        self.valid.copy_(valid)
+        self.last.copy_(last)
+
+    def step(self, ids: Tensor) -> Tensor:
+        """Byte `ids[i]` after row i's cached bytes: the logits (batch, 256)."""
+        length = self.caches[0].length
+        self.ids.copy_(ids)
+        self.col.fill_(length)
+        if self.graph is None:
+            self.logits = self._body()
+        else:
+            self.graph.replay()
+        for cache in self.caches:
+            cache.length = length + 1
+        return self.logits
