@@ -1,0 +1,127 @@
+"""The chance floor: what a blind guesser scores by picking a value of the answer's shape.
+
+A guesser that knows no family and no word can still score: it picks, for each question, one
+of the prompt's values that look like an answer (a capitalised word, a number, a clock time, a
+code like `KX-4821`, a field of a record...). When a family leaves 4 such values, it scores 25%
+per question without reading anything. The gate measures that floor so that no family keeps
+one: every family must have enough same-shape distractors, or answers that are computed and
+so appear nowhere in the prompt.
+
+The answer's *shape* replaces every run of capitals, of small letters and of digits by a class
+and keeps every other character (`Orvak` -> `A a`, `09:40` -> `9:9`, `KX-4821` -> `A-9`,
+`zimbar for dessa` -> `a a a`). The guesser is assumed to know that shape (a generous
+assumption: the floor is an upper bound on blind guessing). Its candidate sets, one per
+strategy (`STRATEGIES`):
+
+- `shape`: every distinct span of the prompt with the answer's shape;
+- `once`: those spans that occur exactly once in the prompt (a value is often named once,
+  its key several times);
+- `fields`: the prompt's field values of that shape: a line or sentence cut at field
+  separators (`: `, ` | `, `, `, `; `, ` = `, ` -> `, tabs), each piece that is entirely of
+  the answer's shape;
+- `record`: the spans of that shape in the records (lines or sentences) that the question
+  points to (those sharing a rare token with the question's line), less the question's own
+  tokens: "the other fields of the record the question points to".
+
+A question's chance under a strategy is 1/|candidates| when the answer is a candidate, else
+0 (a candidate is right when it *starts* with the answer, as the grader judges a prefix). A
+family's chance floor is, over the strategies, the highest mean: what the best single blind
+strategy scores on it. Computed answers (a sum, a reversed list, an arrival time) are in no
+candidate set, so they cost nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+STRATEGIES = ("shape", "once", "fields", "record")
+"""The blind strategies, in the order the gate reports them."""
+
+CHANCE_LIMIT = 2.0
+"""Highest chance floor (percent) a family may have; a bank may only lower it."""
+
+RARE_RECORDS = 3
+"""A question's token points to the records holding it when it occurs in at most this many."""
+
+_RUN = re.compile(r"[A-Z]+|[a-z]+|[0-9]+|[^A-Za-z0-9]")
+_CLASS = {"A": "[A-Z]+", "a": "[a-z]+", "9": "[0-9]+"}
+_ALNUM = "A-Za-z0-9"
+_TOKEN = re.compile(r"[A-Za-z0-9]{2,}")
+_RECORD_CUT = re.compile(r"\n|(?<=[.!?])\s+")
+_FIELD_CUT = re.compile(r": |\s\|\s|, |; | = | -> |\t")
+
+
+def shape_of(answer: str) -> str:
+    """The answer's shape as a readable pattern (`Orvak` -> `Aa`, `KX-4821` -> `A-9`)."""
+    out = []
+    for run in _RUN.findall(answer):
+        if run[0].isupper() and run.isalpha():
+            out.append("A")
+        elif run[0].islower() and run.isalpha():
+            out.append("a")
+        elif run.isdigit():
+            out.append("9")
+        else:
+            out.append(run)
+    return "".join(out)
+
+
+def _shape_body(answer: str) -> str:
+    return "".join(_CLASS.get(c, re.escape(c)) for c in shape_of(answer))
+
+
+def shape_regex(answer: str) -> re.Pattern[str]:
+    """A regex for spans of the answer's shape, never part of a longer word or number."""
+    return re.compile(rf"(?<![{_ALNUM}])(?=({_shape_body(answer)})(?![{_ALNUM}]))")
+
+
+def _spans(pattern: re.Pattern[str], text: str) -> list[str]:
+    """Every span of `text` matching `pattern` (overlapping ones too), in order."""
+    return [m[1] for m in pattern.finditer(text)]
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+def candidates(prompt: str, answer: str) -> dict[str, list[str]]:
+    """The candidate set of every strategy for one question (see the module docstring)."""
+    pattern = shape_regex(answer)
+    spans = _spans(pattern, prompt)
+    counts: dict[str, int] = {}
+    for s in spans:
+        counts[s] = counts.get(s, 0) + 1
+    body, _, question = prompt.rpartition("\n")
+    records = [r for r in _RECORD_CUT.split(body) if r.strip()]
+    whole = re.compile(_shape_body(answer))
+    fields = [
+        f
+        for record in records
+        for f in _FIELD_CUT.split(record.strip().rstrip(".!?"))
+        if whole.fullmatch(f)
+    ]
+    asked = set(_TOKEN.findall(question))
+    holding: dict[str, list[int]] = {t: [] for t in asked}
+    for i, record in enumerate(records):
+        for t in asked.intersection(_TOKEN.findall(record)):
+            holding[t].append(i)
+    pointed = sorted({i for held in holding.values() if len(held) <= RARE_RECORDS for i in held})
+    near = [
+        s for i in pointed for s in _spans(pattern, records[i]) if not asked.intersection([s])
+    ]
+    return {
+        "shape": _unique(spans),
+        "once": [s for s in _unique(spans) if counts[s] == 1],
+        "fields": _unique(fields),
+        "record": _unique(near),
+    }
+
+
+def question_chance(prompt: str, answer: str) -> dict[str, float]:
+    """Per strategy, the probability that a uniform pick among its candidates is right."""
+    out = {}
+    for strategy, found in candidates(prompt, answer).items():
+        right = sum(c.startswith(answer) for c in found)
+        out[strategy] = right / len(found) if found else 0.0
+    return out
