@@ -23,6 +23,13 @@ strategy (`STRATEGIES`):
   points to (those sharing a rare token with the question's line), less the question's own
   tokens: "the other fields of the record the question points to".
 
+One more strategy reads no prompt at all:
+
+- `prior`: the best constant guess of the family, from its answers' distribution (a family
+  whose answers are often `12`, or often start with the same letters, is guessed without a
+  prompt). It is measured on `PRIOR_SAMPLE` answers of the family generated for this purpose
+  (documents after the exam's), so that a small family's few answers do not decide it.
+
 A question's chance under a strategy is 1/|candidates| when the answer is a candidate, else
 0 (a candidate is right when it *starts* with the answer, as the grader judges a prefix). A
 family's chance floor is, over the strategies, the highest mean: what the best single blind
@@ -33,13 +40,17 @@ candidate set, so they cost nothing.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 
-STRATEGIES = ("shape", "once", "fields", "record")
+STRATEGIES = ("shape", "once", "fields", "record", "prior")
 """The blind strategies, in the order the gate reports them."""
 
 CHANCE_LIMIT = 2.0
 """Highest chance floor (percent) a family may have; a bank may only lower it."""
+
+PRIOR_SAMPLE = 2000
+"""Answers of a family generated to measure the `prior` strategy."""
 
 RARE_RECORDS = 3
 """A question's token points to the records holding it when it occurs in at most this many."""
@@ -118,8 +129,22 @@ def candidates(prompt: str, answer: str) -> dict[str, list[str]]:
     }
 
 
+def best_constant(answers: Iterable[str]) -> tuple[str, float]:
+    """The constant guess that is right most often, and how often (a fraction): a guess is
+    right when it starts with the answer, so the best one is always one of the answers."""
+    counts = Counter(answers)
+    total = sum(counts.values())
+    best, hits = "", 0
+    for guess in sorted(counts):
+        right = sum(counts.get(guess[:k], 0) for k in range(1, len(guess) + 1))
+        if right > hits:
+            best, hits = guess, right
+    return best, hits / total if total else 0.0
+
+
 def question_chance(prompt: str, answer: str) -> dict[str, float]:
-    """Per strategy, the probability that a uniform pick among its candidates is right."""
+    """Per prompt-reading strategy (all but `prior`), the probability that a uniform pick
+    among its candidates is right."""
     out = {}
     for strategy, found in candidates(prompt, answer).items():
         right = sum(c.startswith(answer) for c in found)

@@ -41,12 +41,12 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from exam_builder.bank import Bank, BankError
+from exam_builder.bank import Bank, BankError, BankFamily
 from exam_builder.baselines import copy_continue, trained_ngram
-from exam_builder.chance import STRATEGIES, question_chance
+from exam_builder.chance import PRIOR_SAMPLE, STRATEGIES, best_constant, question_chance
 from exam_builder.document import visible_tail
 from exam_builder.families import BUILTIN, AnyFamily, Params
-from exam_builder.generate import GeneratedDocument, Progress
+from exam_builder.generate import GeneratedDocument, Progress, sample_answers
 from exam_builder.solvers import GENERIC, Solver, graded, run
 from exam_builder.solvers.text import Prompt
 
@@ -162,7 +162,7 @@ class _Tally:
         for name, hits in other.generic.items():
             self.generic[name] += hits
         # A guesser may pick its strategy per family: the exam's floor adds each family's best.
-        best = max(other.chance.values(), default=0.0)
+        best = max(other.chance.values(), default=0.0)  # sums: prior counted per question
         self.chance = {s: self.chance.get(s, 0.0) + best for s in STRATEGIES}
         for name, hits in other.pool.items():
             self.pool[name] = self.pool.get(name, 0) + hits
@@ -223,6 +223,7 @@ def quality_report(
     pool = pool or {}
     ngram = trained_ngram(english_text, NGRAM_ORDER) if english_text is not None else None
     tallies: dict[str, _Tally] = {}
+    last: dict[str, tuple[BankFamily, int]] = {}  # per family, its last document's number
     for doc in documents:
         entry = doc.entry
         tally = tallies.setdefault(
@@ -262,9 +263,13 @@ def quality_report(
                     raise BankError(msg) from exc
                 tally.pool[name] += graded(guess, q.answer)
             tally.max_prompt_bytes = max(tally.max_prompt_bytes, len(q.prompt.encode("utf-8")))
+        last[entry.family.name] = (entry, doc.number)
         if progress is not None:
             progress(len(doc.questions))
 
+    for name, (entry, number) in last.items():
+        _, rate = best_constant(sample_answers(bank, entry, number + 1, PRIOR_SAMPLE))
+        tallies[name].chance["prior"] = rate * tallies[name].questions
     total = _Tally()
     for tally in tallies.values():
         total.add(tally)
@@ -335,10 +340,11 @@ def quality_problems(report: QualityReport) -> list[str]:
     if lucky and not report.public_bank:
         problems.append(
             f"a blind guesser scores on families {', '.join(lucky)} (chance limit {limit}% "
-            "each): picking among the prompt's values of the answer's shape finds the answer; "
-            "give each many more same-shape distractors, or ask for answers that are "
-            "computed and so appear nowhere in the prompt (see exam_builder.chance and the "
-            "maintainers' exam page)"
+            "each): it picks among the prompt's values of the answer's shape (strategies "
+            "shape, once, fields, record) or always writes the family's most common answer "
+            "(prior); give each family many more same-shape distractors, or answers that are "
+            "computed (so appear nowhere in the prompt) from a wide range, then rebuild (see "
+            "exam_builder.chance and the maintainers' exam page)"
         )
     leaks = [
         f"{name} ({fq.public_engine}%)"

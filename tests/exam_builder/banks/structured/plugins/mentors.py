@@ -31,7 +31,7 @@ class MentorsParams(Params):
 
 def generate(rng, params, lexicon):
     people = lexicon.names(params.people)
-    years = rng.sample(range(5000, 5300), len(people))  # no gap is a prefix of a year
+    years = rng.sample(range(5000, 6000), len(people))  # no gap is a prefix of a year
     born = dict(zip(people, years))
     teacher = {x: rng.choice([y for y in people if y != x]) for x in people}
     facts = [rng.choice(BORN).format(x=x, y=born[x]) for x in people]
