@@ -118,9 +118,7 @@ def candidates(prompt: str, answer: str) -> dict[str, list[str]]:
         for t in asked.intersection(_TOKEN.findall(record)):
             holding[t].append(i)
     pointed = sorted({i for held in holding.values() if len(held) <= RARE_RECORDS for i in held})
-    near = [
-        s for i in pointed for s in _spans(pattern, records[i]) if not asked.intersection([s])
-    ]
+    near = [s for i in pointed for s in _spans(pattern, records[i]) if not asked.intersection([s])]
     return {
         "shape": _unique(spans),
         "once": [s for s in _unique(spans) if counts[s] == 1],

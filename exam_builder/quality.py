@@ -226,9 +226,7 @@ def quality_report(
     last: dict[str, tuple[BankFamily, int]] = {}  # per family, its last document's number
     for doc in documents:
         entry = doc.entry
-        tally = tallies.setdefault(
-            entry.family.name, _Tally(pool=dict.fromkeys(pool, 0))
-        )
+        tally = tallies.setdefault(entry.family.name, _Tally(pool=dict.fromkeys(pool, 0)))
         for q in doc.questions:
             prompt = visible_tail(q.prompt, CONTEXT_BYTES)
             context = prompt.encode("utf-8")

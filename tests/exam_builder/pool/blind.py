@@ -26,7 +26,7 @@ def _pick(prompt: Prompt, values: list[str]) -> str | None:
 def _record_values(prompt: Prompt) -> list[str]:
     """The other tokens of the records (lines, sentences) holding a rare token of the question."""
     records = [r for r in _CUT.split(prompt.context) if r.strip()]
-    asked = set(_TOKEN.findall(prompt.question))
+    asked = list(dict.fromkeys(_TOKEN.findall(prompt.question)))  # in order: determinism
     out: list[str] = []
     for token in asked:
         holding = [r for r in records if token in _TOKEN.findall(r)]
