@@ -22,8 +22,9 @@ A plug-in is a Python file `plugins/<name>.py` defining `FAMILY = Family(...)` (
 `exam_builder.families.base`); its family can then be listed like a built-in one.
 
 The bank hash is the SHA-256 of every file of the bank (except `__pycache__/`, `*.pyc`,
-`.git/` and the top-level `solvers/` pool), in the byte order of their relative POSIX paths, each fed as: the path in UTF-8, a NUL
-byte, the content length as 8 big-endian bytes, the content. It pins the exact bank an exam came
+`.git/` and the top-level `solvers/` pool), in the byte order of their relative POSIX paths,
+each fed as: the path in UTF-8, a NUL byte, the content length as 8 big-endian bytes, the
+content. It pins the exact bank an exam came
 from without revealing it.
 
 Every error a bank author can cause is a `BankError` whose message is one line naming the file

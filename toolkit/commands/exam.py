@@ -47,8 +47,8 @@ def quality_table(manifest: Manifest) -> Table:
     table = Table(
         title="Quality report (percent exact)", title_justify="left", caption_justify="left"
     )
-    columns = ("family", "questions", "reference", "baseline", "copy", "public engine", "generic")
-    columns += ("chance", "pool")
+    columns: tuple[str, ...] = ("family", "questions", "reference", "baseline", "copy")
+    columns += ("public engine", "generic", "chance", "pool")
     for name in (*columns, "longest prompt"):
         family = name == "family"  # never wrapped: the narrow terminal squeezes the numbers
         table.add_column(name, justify="left" if family else "right", no_wrap=family)

@@ -32,7 +32,7 @@ class MentorsParams(Params):
 def generate(rng, params, lexicon):
     people = lexicon.names(params.people)
     years = rng.sample(range(5000, 6000), len(people))  # no gap is a prefix of a year
-    born = dict(zip(people, years))
+    born = dict(zip(people, years, strict=True))
     teacher = {x: rng.choice([y for y in people if y != x]) for x in people}
     facts = [rng.choice(BORN).format(x=x, y=born[x]) for x in people]
     for s in people:
