@@ -23,6 +23,18 @@ strategy (`STRATEGIES`):
   points to (those sharing a rare token with the question's line), less the question's own
   tokens: "the other fields of the record the question points to".
 
+Computed answers are not safe from guessing either: a guesser can combine the prompt's numbers
+without knowing which to combine. For an answer that is a number or a clock time:
+
+- `arith`: every `a + b`, `a - b` and `a * b` of two numbers of the prompt (the last
+  `MAX_NUMBERS` distinct ones), of the answer's shape;
+- `arith-record`: the same with `a` from the records the question points to (a clock time there
+  plus any number, or plus all of those records' numbers, for a time);
+- `signs`: the first number of the records naming the question's key (its rarest name-like
+  token) plus each of their other numbers with a sign drawn at random (a running count whose
+  direction the guesser cannot read): right with the share of sign choices that give the
+  answer.
+
 One more strategy reads no prompt at all:
 
 - `prior`: the best constant guess of the family, from its answers' distribution (a family
@@ -43,7 +55,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-STRATEGIES = ("shape", "once", "fields", "record", "prior")
+STRATEGIES = ("shape", "once", "fields", "record", "arith", "arith-record", "signs", "prior")
 """The blind strategies, in the order the gate reports them."""
 
 CHANCE_LIMIT = 2.0
@@ -51,6 +63,11 @@ CHANCE_LIMIT = 2.0
 
 PRIOR_SAMPLE = 2000
 """Answers of a family generated to measure the `prior` strategy."""
+
+MAX_NUMBERS = 24
+"""The `arith` strategies combine at most this many distinct numbers of the prompt."""
+MAX_SIGNS = 12
+"""`signs` draws at most this many signs (2^12 sums)."""
 
 RARE_RECORDS = 3
 """A question's token points to the records holding it when it occurs in at most this many."""
@@ -61,6 +78,8 @@ _ALNUM = "A-Za-z0-9"
 _TOKEN = re.compile(r"[A-Za-z0-9]{2,}")
 _RECORD_CUT = re.compile(r"\n|(?<=[.!?])\s+")
 _FIELD_CUT = re.compile(r": |\s\|\s|, |; | = | -> |\t")
+_WORD = re.compile(r"[A-Za-z0-9]+(?:[-:@.][A-Za-z0-9]+)*")
+_CLOCK = re.compile(r"(\d\d?):(\d\d)")
 
 
 def shape_of(answer: str) -> str:
@@ -96,6 +115,76 @@ def _unique(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
+def _numbers(text: str) -> list[int]:
+    """The plain numbers of `text` (not the parts of a time, a date or a code), in order."""
+    return [int(w) for w in _WORD.findall(text) if w.isdigit() and len(w) <= 12]
+
+
+def _clocks(text: str) -> list[int]:
+    """The clock times of `text`, in minutes after midnight."""
+    return [
+        60 * int(h) + int(m)
+        for w in _WORD.findall(text)
+        if (t := _CLOCK.fullmatch(w))
+        for h, m in [t.groups()]
+    ]
+
+
+def _combined(left: list[int], right: list[int], whole: re.Pattern[str]) -> list[str]:
+    """`a + b`, `a - b`, `b - a` and `a * b` for `a` in `left`, `b` in `right` (distinct
+    positions when both are the same list), as text of the answer's shape."""
+    out = []
+    same = left is right
+    for i, a in enumerate(left):
+        for j, b in enumerate(right):
+            if same and i == j:
+                continue
+            out += [str(a + b), str(a - b), str(b - a), str(a * b)]
+    return [v for v in _unique(out) if whole.fullmatch(v)]
+
+
+def _clock_text(minutes: int) -> str:
+    return f"{minutes // 60 % 24:02d}:{minutes % 60:02d}"
+
+
+def signs_chance(numbers: list[int], answer: str) -> float:
+    """The share of sign choices s for which numbers[0] + sum(s_i * numbers[i]) == answer."""
+    if not numbers or not re.fullmatch(r"-?\d+", answer):
+        return 0.0
+    rest = numbers[1 : MAX_SIGNS + 1]
+    sums: Counter[int] = Counter([numbers[0]])
+    for n in rest:
+        nxt: Counter[int] = Counter()
+        for total, ways in sums.items():
+            nxt[total + n] += ways
+            nxt[total - n] += ways
+        sums = nxt
+    return sums[int(answer)] / (1 << len(rest))
+
+
+def _pointed(prompt: str) -> tuple[list[str], set[str], list[int], list[int]]:
+    """The prompt's records (lines, sentences; the question line left out), the question's
+    tokens, and the records it points to: those holding a token of the question that at most
+    `RARE_RECORDS` records hold, or its rarest name-like token (the key); and the key's
+    records alone."""
+    body, _, question = prompt.rpartition("\n")
+    records = [r for r in _RECORD_CUT.split(body) if r.strip()]
+    asked = set(_TOKEN.findall(question))
+    holding: dict[str, list[int]] = {t: [] for t in asked}
+    for i, record in enumerate(records):
+        for t in asked.intersection(_TOKEN.findall(record)):
+            holding[t].append(i)
+    rare = {i for held in holding.values() if len(held) <= RARE_RECORDS for i in held}
+    # The question's key: its rarest name-like token (a capital or a digit), however often the
+    # prompt names it (a running count names its person in every hand-over).
+    names = [t for t, held in holding.items() if held and not t.islower()]
+    keyed: list[int] = []
+    if names:
+        keyed = holding[min(names, key=lambda t: (len(holding[t]), t))]
+        rare.update(keyed)
+    return records, asked, sorted(rare), keyed
+
+
 def candidates(prompt: str, answer: str) -> dict[str, list[str]]:
     """The candidate set of every strategy for one question (see the module docstring)."""
     pattern = shape_regex(answer)
@@ -103,8 +192,7 @@ def candidates(prompt: str, answer: str) -> dict[str, list[str]]:
     counts: dict[str, int] = {}
     for s in spans:
         counts[s] = counts.get(s, 0) + 1
-    body, _, question = prompt.rpartition("\n")
-    records = [r for r in _RECORD_CUT.split(body) if r.strip()]
+    records, asked, pointed, _ = _pointed(prompt)
     whole = re.compile(_shape_body(answer))
     fields = [
         f
@@ -112,18 +200,27 @@ def candidates(prompt: str, answer: str) -> dict[str, list[str]]:
         for f in _FIELD_CUT.split(record.strip().rstrip(".!?"))
         if whole.fullmatch(f)
     ]
-    asked = set(_TOKEN.findall(question))
-    holding: dict[str, list[int]] = {t: [] for t in asked}
-    for i, record in enumerate(records):
-        for t in asked.intersection(_TOKEN.findall(record)):
-            holding[t].append(i)
-    pointed = sorted({i for held in holding.values() if len(held) <= RARE_RECORDS for i in held})
     near = [s for i in pointed for s in _spans(pattern, records[i]) if not asked.intersection([s])]
+    arith: list[str] = []
+    arith_record: list[str] = []
+    if re.fullmatch(r"-?\d+", answer):
+        numbers = _unique(str(n) for n in _numbers(prompt))[-MAX_NUMBERS:]
+        values = [int(n) for n in numbers]
+        arith = _combined(values, values, whole)
+        mine = _unique(str(n) for i in pointed for n in _numbers(records[i]))[:MAX_NUMBERS]
+        arith_record = _combined([int(n) for n in mine], values, whole)
+    elif _CLOCK.fullmatch(answer):
+        minutes = _numbers(prompt)[-MAX_NUMBERS:]
+        total = sum(n for i in pointed for n in _numbers(records[i]))
+        starts = [t for i in pointed for t in _clocks(records[i])]
+        arith_record = _unique(_clock_text(t + m) for t in starts for m in [*minutes, total])
     return {
         "shape": _unique(spans),
         "once": [s for s in _unique(spans) if counts[s] == 1],
         "fields": _unique(fields),
         "record": _unique(near),
+        "arith": arith,
+        "arith-record": arith_record,
     }
 
 
@@ -147,4 +244,6 @@ def question_chance(prompt: str, answer: str) -> dict[str, float]:
     for strategy, found in candidates(prompt, answer).items():
         right = sum(c.startswith(answer) for c in found)
         out[strategy] = right / len(found) if found else 0.0
+    records, _, _, keyed = _pointed(prompt)
+    out["signs"] = signs_chance([n for i in keyed for n in _numbers(records[i])], answer)
     return out

@@ -339,9 +339,11 @@ def quality_problems(report: QualityReport) -> list[str]:
         problems.append(
             f"a blind guesser scores on families {', '.join(lucky)} (chance limit {limit}% "
             "each): it picks among the prompt's values of the answer's shape (strategies "
-            "shape, once, fields, record) or always writes the family's most common answer "
-            "(prior); give each family many more same-shape distractors, or answers that are "
-            "computed (so appear nowhere in the prompt) from a wide range, then rebuild (see "
+            "shape, once, fields, record), among sums, differences and products of its "
+            "numbers (arith, arith-record), adds a count's numbers with random signs (signs), "
+            "or always writes the family's most common answer (prior); give each family many "
+            "more same-shape distractors, or answers that are computed from facts the question "
+            "does not point to, among many numbers, from a wide range, then rebuild (see "
             "exam_builder.chance and the maintainers' exam page)"
         )
     leaks = [

@@ -21,6 +21,7 @@ from exam_builder.chance import (
     candidates,
     question_chance,
     shape_of,
+    signs_chance,
 )
 
 STRUCTURED = Path(__file__).parent / "banks" / "structured"
@@ -103,10 +104,25 @@ def test_shapes_and_candidates() -> None:
     assert found["record"] == ["name", "home", "velk"]
     assert set(found["fields"]) == {"name", "home", "tool", "zimbar", "velk", "quand"}
     assert question_chance(prompt, "velk")["record"] == pytest.approx(1 / 3)
-    assert question_chance(prompt, "Velkor") == dict.fromkeys(found, 0.0)  # not in the prompt
+    assert set(question_chance(prompt, "Velkor").values()) == {0.0}  # not in the prompt
     # The grader accepts a guess that starts with the answer: so does the floor.
     assert question_chance("Codes: 4821 and 5532.\nQ: ", "48")["shape"] == 0.5
     assert best_constant(["7", "7", "12", "1", "3"]) == ("12", 0.4)  # "12" also starts with "1"
+
+
+def test_computed_answers_are_guessed_by_combining_the_prompt_numbers() -> None:
+    prompt = "Orvak holds 120. Dessa holds 45. Mira holds 300.\nOrvak and Dessa together: "
+    chance = question_chance(prompt, "165")
+    assert chance["shape"] == 0.0  # 165 is nowhere in the prompt...
+    assert chance["arith-record"] > 0.05 and chance["arith"] > 0.0  # ...but 120 + 45 is
+    assert question_chance("Codes 4 and 7.\nQ: ", "11:00")["arith-record"] == 0.0
+    clock = question_chance("Vel leaves 08:15, then 45 min.\nThe Vel arrives at ", "09:00")
+    assert clock["arith-record"] > 0.0
+    # A running count: the first number, then each with a random sign.
+    assert signs_chance([10, 3, 4], "17") == signs_chance([10, 3, 4], "3") == 0.25
+    assert signs_chance([10, 3, 4], "12") == 0.0 and signs_chance([], "1") == 0.0
+    count = "Ulo opened with 200. Ulo paid Kem 30. Kem paid Ulo 12.\nUlo now holds: "
+    assert question_chance(count, "182")["signs"] == 0.25
 
 
 def test_a_copying_family_is_refused_naming_it_and_its_strategy(

@@ -39,7 +39,7 @@ def _private(bank: Path, tmp_path: Path) -> Path:
 def test_the_pool_loads_blind_guessers_and_the_structure_reader() -> None:
     pool = load_pool([POOL])
     assert {"blind-record", "blind-once", "reader-two-hop", "reader-count"} <= set(pool)
-    assert len(pool) == 9
+    assert len(pool) == 11
 
 
 @pytest.mark.parametrize("bank", [*BANKS, DEMO, VALIDATION], ids=lambda p: p.name)
@@ -60,7 +60,7 @@ def test_the_structured_bank_passes_with_the_pool_and_the_readable_one_is_refuse
     manifest = build_exam(
         STRUCTURED, tmp_path / "ok", english_text=None, allow_in_repo=True, pool=[POOL]
     )
-    assert manifest.quality.pool_solvers == 9
+    assert manifest.quality.pool_solvers == 11
     assert all(fq.pool is not None and fq.pool <= 5.0 for fq in manifest.quality.families.values())
     with pytest.raises(BuildError) as refused:
         build_exam(READABLE, tmp_path / "no", english_text=None, allow_in_repo=True, pool=[POOL])
@@ -77,7 +77,7 @@ def test_the_manifest_keeps_no_pool_names(tmp_path: Path) -> None:
     text = (tmp_path / "exam" / "manifest.json").read_text()
     for name in load_pool([POOL]):
         assert name not in text
-    assert json.loads(text)["quality"]["pool_solvers"] == 9
+    assert json.loads(text)["quality"]["pool_solvers"] == 11
 
 
 def test_a_pool_beside_the_bank_is_run_and_left_out_of_its_hash(tmp_path: Path) -> None:
@@ -155,5 +155,5 @@ def test_check_prints_chance_and_pool_and_refuses(tmp_path: Path) -> None:
     )
     assert result.exit_code == 1, result.output
     assert "chance" in result.output and "pool" in result.output
-    assert "the best of 9 private pool solvers" in result.output
+    assert "the best of 11 private pool solvers" in result.output
     assert "reader-count answers ledger (100.0%)" in result.output

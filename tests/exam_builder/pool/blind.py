@@ -44,6 +44,35 @@ def _numbers(prompt: Prompt) -> list[str]:
     return re.findall(r"-?\b\d+\b", prompt.context)
 
 
+def _gap(prompt: Prompt) -> str | None:
+    """The difference of two numbers of the prompt, both picked by the prompt's hash."""
+    numbers = list(dict.fromkeys(int(n) for n in _numbers(prompt)))
+    if len(numbers) < 2:
+        return None
+    seed = int.from_bytes(hashlib.sha256(prompt.context.encode()).digest()[8:16], "big")
+    a = numbers[seed % len(numbers)]
+    b = numbers[(seed // len(numbers)) % (len(numbers) - 1)]
+    b = b if b != a else numbers[-1]
+    return str(abs(a - b))
+
+
+def _signs(prompt: Prompt) -> str | None:
+    """A running count read blind: the first number of the sentences naming the question's
+    name, plus each later one with a sign drawn from the prompt's hash."""
+    names = [n for n in re.findall(r"\b[A-Z][a-z]+\b", prompt.question) if n in prompt.context]
+    if not names:
+        return None
+    sentences = [s for s in _CUT.split(prompt.context) if names[-1] in s]
+    numbers = [int(n) for s in sentences for n in re.findall(r"\b\d+\b", s)]
+    if not numbers:
+        return None
+    bits = int.from_bytes(hashlib.sha256(prompt.context.encode()).digest()[16:24], "big")
+    total = numbers[0]
+    for i, n in enumerate(numbers[1:]):
+        total += n if bits >> i & 1 else -n
+    return str(total)
+
+
 SOLVERS = [
     Solver(
         "blind-record",
@@ -52,4 +81,6 @@ SOLVERS = [
     ),
     Solver("blind-once", "a capitalised word seen once", lambda p: _pick(p, _capitalised_once(p))),
     Solver("blind-number", "a number of the prompt", lambda p: _pick(p, _numbers(p))),
+    Solver("blind-gap", "the difference of two numbers of the prompt", _gap),
+    Solver("blind-signs", "a running count with random signs", _signs),
 ]

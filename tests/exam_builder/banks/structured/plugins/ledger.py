@@ -33,7 +33,7 @@ _MOVE_RE = [
 
 class LedgerParams(Params):
     people: int = Field(default=3, ge=2, le=5, description="People in a document.")
-    moves: int = Field(default=6, ge=1, le=12, description="Hand-overs in a document.")
+    moves: int = Field(default=12, ge=1, le=12, description="Hand-overs in a document.")
 
 
 def generate(rng, params, lexicon):

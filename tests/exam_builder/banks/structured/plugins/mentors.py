@@ -1,10 +1,13 @@
-"""Mentors: two hops, and an answer no sentence states. Who taught whom, when each was born,
-and who crossed whom, shuffled together; a question names a person and asks how many years
-separate that person's birth from their teacher's, so the answer is computed from two facts
-found through a relation. The relation is never marked by one fixed verb or direction (the
-teacher comes first in some sentences, second in others), and every person is named beside
-several others (rivals, correspondents), so neither a walk along one verb nor a pick among the
-people named with the asked one finds the teacher; no number of the prompt is an answer."""
+"""Mentors: two hops, and an answer no sentence states. Who taught whom, when each was born, and
+who crossed whom, shuffled together; a question names a person and asks how many years separate
+the births of that person's teacher and of the teacher's own teacher, so the answer is computed
+from two facts found through two hops of a relation, and neither fact is in a sentence that
+names the person asked about. Each person has a second year (retirement), so that a difference
+of two random years of the prompt is rarely the answer. The relation is never marked by one
+fixed verb or direction (the teacher comes first in some sentences, second in others), and
+every person is named beside several others (rivals, correspondents), so neither a walk along
+one verb nor a pick among the people named with the asked one finds the teacher; no number of
+the prompt is an answer."""
 
 import re
 
@@ -22,72 +25,75 @@ TAUGHT = [
 ]
 OTHER = ["{a} quarrelled with {b}.", "{a} wrote often to {b}.", "{a} and {b} shared a bench."]
 BORN = ["{x} was born in {y}.", "{x} (b. {y})."]
+RETIRED = ["{x} retired in {y}.", "{x} stopped teaching in {y}."]  # years that are not births
 
 
 class MentorsParams(Params):
-    people: int = Field(default=6, ge=4, le=8, description="People in a document.")
-    others: int = Field(default=6, ge=0, le=12, description="Distracting relations.")
+    people: int = Field(default=7, ge=4, le=8, description="People in a document.")
+    others: int = Field(default=3, ge=0, le=12, description="Distracting relations.")
 
 
 def generate(rng, params, lexicon):
     people = lexicon.names(params.people)
-    years = rng.sample(range(5000, 6000), len(people))  # no gap is a prefix of a year
+    years = sorted(rng.sample(range(4000, 7000), len(people)))  # people[i] born years[i]
     born = dict(zip(people, years, strict=True))
-    teacher = {x: rng.choice([y for y in people if y != x]) for x in people}
+    # Everyone but the eldest was taught by someone older: no cycles, the eldest untaught.
+    teacher = {x: rng.choice(people[:i]) for i, x in enumerate(people) if i}
     facts = [rng.choice(BORN).format(x=x, y=born[x]) for x in people]
-    for s in people:
+    facts += [rng.choice(RETIRED).format(x=x, y=born[x] + rng.randint(50, 80)) for x in people]
+    for s, t in teacher.items():
         template, _ = rng.choice(TAUGHT)
-        facts.append(template.format(s=s, t=teacher[s]))
+        facts.append(template.format(s=s, t=t))
     for _ in range(params.others):
         a, b = rng.sample(people, 2)
         facts.append(rng.choice(OTHER).format(a=a, b=b))
     rng.shuffle(facts)
     doc = Document()
     doc.say(" ".join(facts) + "\n")
-    for x in rng.sample(people, min(params.questions, len(people))):
-        doc.say(f"Years between the births of {x} and of {x}'s teacher: ")
-        doc.ask(str(abs(born[x] - born[teacher[x]])))
+    askable = [x for x in people if teacher.get(x) in teacher]  # a teacher with a teacher
+    for x in rng.sample(askable, min(params.questions, len(askable))):
+        doc.say(f"Years from the birth of {x}'s teacher's teacher to that of {x}'s teacher: ")
+        doc.ask(str(born[teacher[x]] - born[teacher[teacher[x]]]))
         doc.say("\n")
     return doc
 
 
 def solve(prompt, params):
     asked = re.fullmatch(
-        r"Years between the births of (\w+) and of \1's teacher: ", last_line(prompt)
+        r"Years from the birth of (\w+)'s teacher's teacher to that of \1's teacher: ",
+        last_line(prompt),
     )
     if not asked:
         raise SolveError("not a mentors question")
-    x = asked[1]
-    teacher = None
-    for template, teacher_first in TAUGHT:
-        if teacher_first:
-            pattern = (
-                re.escape(template).replace(r"\{t\}", r"(\w+)").replace(r"\{s\}", re.escape(x))
-            )
-        else:
-            pattern = (
-                re.escape(template).replace(r"\{s\}", re.escape(x)).replace(r"\{t\}", r"(\w+)")
-            )
-        found = re.search(rf"(?<!\w){pattern}", prompt)
+    first = teacher_of(prompt, asked[1])
+    second = teacher_of(prompt, first)
+    return str(year_of(prompt, first) - year_of(prompt, second))
+
+
+def _fill(template, **slots):
+    """A template as a regex: each {slot} either a literal name or a captured word."""
+    out = re.escape(template)
+    for slot, value in slots.items():
+        out = out.replace(re.escape("{" + slot + "}"), value)
+    return rf"(?<!\w){out}"
+
+
+def teacher_of(prompt, x):
+    for template, _ in TAUGHT:
+        found = re.search(_fill(template, s=re.escape(x), t=r"(\w+)"), prompt)
         if found:
-            teacher = found[1]
-            break
-    if teacher is None:
-        raise SolveError(f"no teacher of {x}")
+            return found[1]
+    raise SolveError(f"no teacher of {x}")
 
-    def year(who):
-        for template in BORN:
-            pattern = (
-                re.escape(template).replace(r"\{x\}", re.escape(who)).replace(r"\{y\}", r"(\d+)")
-            )
-            found = re.search(rf"(?<!\w){pattern}", prompt)
-            if found:
-                return int(found[1])
-        raise SolveError(f"no birth year of {who}")
 
-    return str(abs(year(x) - year(teacher)))
+def year_of(prompt, who):
+    for template in BORN:
+        found = re.search(_fill(template, x=re.escape(who), y=r"(\d+)"), prompt)
+        if found:
+            return int(found[1])
+    raise SolveError(f"no birth year of {who}")
 
 
 FAMILY = Family(
-    "mentors", MentorsParams, generate, solve, "two hops: years between a person and their teacher"
+    "mentors", MentorsParams, generate, solve, "two hops: years between two teachers' births"
 )
