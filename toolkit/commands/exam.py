@@ -86,10 +86,14 @@ def quality_table(manifest: Manifest) -> Table:
             if report.public_bank or report.chance_limit is None
             else f"must be <= {report.chance_limit:g}"
         )
-        + f"; the exam's floor is the 'all' row); pool: the best of {report.pool_solvers} "
-        "private pool solvers ("
-        + ("public bank: not gated" if report.public_bank else f"must be <= {GENERIC_LIMIT:g}")
-        + ")."
+        + "; the exam's floor is the 'all' row); pool: "
+        + (
+            "no private pool was run (the bank's solvers/ folder, or --pool DIR)."
+            if not report.pool_solvers
+            else f"the best of {report.pool_solvers} private pool solvers ("
+            + ("public bank: not gated" if report.public_bank else f"must be <= {GENERIC_LIMIT:g}")
+            + ")."
+        )
     )
     return table
 
