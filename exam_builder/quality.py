@@ -21,8 +21,9 @@ last `CONTEXT_BYTES` bytes):
   best of them per question (`generic_any`, an oracle that knows which one to trust) is
   reported, not gated.
 - chance: the blind guesser's floor (`exam_builder.chance`): the expected score of the best
-  blind strategy, picking among the prompt's values of the answer's shape. For a bank that
-  is not public it must be at most the bank's `chance_limit` (default and highest
+  blind strategy (a pick among the prompt's values of the answer's shape, or among sums and
+  differences of its numbers, or the family's most common answer). For a bank that is not
+  public it must be at most the bank's `chance_limit` (default and highest
   `CHANCE_LIMIT`, 2%) per family.
 - pool: the private solver pool (`exam_builder.pool`): solvers kept beside a hidden bank, in
   its `solvers/` folder or a folder passed to the build, never in this repository. Each must
@@ -161,8 +162,9 @@ class _Tally:
         self.generic_any += other.generic_any
         for name, hits in other.generic.items():
             self.generic[name] += hits
-        # A guesser may pick its strategy per family: the exam's floor adds each family's best.
-        best = max(other.chance.values(), default=0.0)  # sums: prior counted per question
+        # A guesser may pick its strategy per family: the exam's floor adds each family's best
+        # (each strategy's value is a sum of per-question chances, `prior` included).
+        best = max(other.chance.values(), default=0.0)
         self.chance = {s: self.chance.get(s, 0.0) + best for s in STRATEGIES}
         for name, hits in other.pool.items():
             self.pool[name] = self.pool.get(name, 0) + hits
