@@ -13,4 +13,6 @@ Public API (the `toolkit` CLI is a thin layer over it; this package never import
 Maintainers' guide: site/docs/maintainers/exams.md.
 """
 
-BUILDER_VERSION = "1.0.0"
+BUILDER_VERSION = "1.1.0"
+"""1.1.0 (issue 28): the chance floor and the private solver pool join the gate, and the manifest
+reports them; the exam bytes of every bank are unchanged, so no pinned hash moved."""

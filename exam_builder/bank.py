@@ -4,6 +4,7 @@ A bank is a directory holding `bank.toml` and, optionally, `plugins/*.py`:
 
     id = "demo"                      # names the bank in the manifest
     public = true                    # only for public banks (see exam_builder.quality)
+    chance_limit = 1.0               # optional: a stricter chance floor (at most 2, the default)
     seed = "a long secret string"    # everything random derives from it
     syllables = ["ka", "vo", ...]    # invented words are made of these
 
@@ -13,12 +14,17 @@ A bank is a directory holding `bank.toml` and, optionally, `plugins/*.py`:
     [families.params]                # optional: the family's knobs (see its module)
     rows = 6
 
+A bank may also hold `solvers/*.py`: its private solver pool (see `exam_builder.pool`), which
+the quality gate runs and which the bank hash leaves out (growing the pool never changes the
+bank an exam came from).
+
 A plug-in is a Python file `plugins/<name>.py` defining `FAMILY = Family(...)` (see
 `exam_builder.families.base`); its family can then be listed like a built-in one.
 
-The bank hash is the SHA-256 of every file of the bank (except `__pycache__/`, `*.pyc` and
-`.git/`), in the byte order of their relative POSIX paths, each fed as: the path in UTF-8, a NUL
-byte, the content length as 8 big-endian bytes, the content. It pins the exact bank an exam came
+The bank hash is the SHA-256 of every file of the bank (except `__pycache__/`, `*.pyc`,
+`.git/` and the top-level `solvers/` pool), in the byte order of their relative POSIX paths,
+each fed as: the path in UTF-8, a NUL byte, the content length as 8 big-endian bytes, the
+content. It pins the exact bank an exam came
 from without revealing it.
 
 Every error a bank author can cause is a `BankError` whose message is one line naming the file
@@ -38,10 +44,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from exam_builder.chance import CHANCE_LIMIT
 from exam_builder.families import BUILTIN, AnyFamily, Family, Params
 
 BANK_FILE = "bank.toml"
 PLUGIN_DIR = "plugins"
+POOL_DIR = "solvers"
 _SKIP_DIRS = {"__pycache__", ".git"}
 
 
@@ -68,6 +76,12 @@ class BankFile(BaseModel):
     public: bool = Field(
         default=False,
         description="A public bank (demo, validation): the public-engine gate does not apply.",
+    )
+    chance_limit: float = Field(
+        default=CHANCE_LIMIT,
+        gt=0,
+        le=CHANCE_LIMIT,
+        description="Highest chance floor (percent) of a family; a bank may only lower it.",
     )
     seed: str = Field(min_length=1, description="The secret every question derives from.")
     syllables: list[str] = Field(min_length=12, description="Material of invented words.")
@@ -106,6 +120,7 @@ class Bank:
     families: list[BankFamily]
     hash: str
     public: bool = False
+    chance_limit: float = CHANCE_LIMIT
 
     def where(self, entry: BankFamily) -> str:
         """`file: field (family)` prefix for an error about one family entry."""
@@ -135,6 +150,8 @@ def bank_hash(bank_dir: Path) -> str:
     files = []
     for path in bank_dir.rglob("*"):
         rel = path.relative_to(bank_dir)
+        if rel.parts[0] == POOL_DIR:
+            continue  # the private solver pool checks the exam; it is not part of the bank
         if path.is_file() and not _SKIP_DIRS.intersection(rel.parts) and path.suffix != ".pyc":
             files.append((rel.as_posix().encode("utf-8"), path))
     digest = hashlib.sha256()
@@ -216,4 +233,5 @@ def load_bank(bank_dir: Path) -> Bank:
         families=families,
         hash=bank_hash(bank_dir),
         public=spec.public,
+        chance_limit=spec.chance_limit,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from exam_builder.document import MASK
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, serialize, sha256_bytes
 from exam_builder.generate import generate_documents, generate_questions
 from exam_builder.manifest import Manifest
+from exam_builder.pool import load_pool, pool_dirs
 from exam_builder.quality import quality_problems, quality_report
 
 __all__ = [
@@ -91,15 +92,18 @@ def prepare_exam(
     *,
     english_text: bytes | None,
     progress: Callable[[str, int, int], None] | None = None,
+    pool: Iterable[Path] = (),
 ) -> PreparedExam:
     """Load the bank, generate the questions and score them; write nothing.
 
     `english_text` trains the context-free baseline of the quality report (the toolkit passes
     its default corpus); None skips that column. `progress(stage, done, total)`, if given, is
-    called as questions are generated (stage "generate") and scored ("quality"). Raises
-    `BankError` for a bad bank.
+    called as questions are generated (stage "generate") and scored ("quality"). `pool`:
+    folders of private solvers run besides the bank's own `solvers/` (`exam_builder.pool`).
+    Raises `BankError` for a bad bank or pool.
     """
     bank = load_bank(bank_dir)
+    solvers = load_pool(pool_dirs(bank_dir, pool))
     total = sum(f.count for f in bank.families)
     done = {"generate": 0, "quality": 0}
 
@@ -115,7 +119,7 @@ def prepare_exam(
 
     documents = generate_documents(bank, tick("generate"))
     questions = [q for d in documents for q in d.questions]
-    report = quality_report(bank, documents, english_text, tick("quality"))
+    report = quality_report(bank, documents, english_text, tick("quality"), solvers)
     exam_bytes = serialize(questions)
     counts: dict[str, int] = {}
     for q in questions:
@@ -140,14 +144,15 @@ def build_exam(
     english_text: bytes | None,
     allow_in_repo: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    pool: Iterable[Path] = (),
 ) -> Manifest:
     """Build the exam of `bank_dir` into `out_dir` and return its manifest.
 
-    See `prepare_exam` for `english_text` and `progress`. Raises `BankError` for a bad bank
+    See `prepare_exam` for `english_text`, `progress` and `pool`. Raises `BankError` for a bad bank
     and `BuildError` for a refused destination or a failed quality gate.
     """
     check_destination(out_dir, allow_in_repo=allow_in_repo)
-    prepared = prepare_exam(bank_dir, english_text=english_text, progress=progress)
+    prepared = prepare_exam(bank_dir, english_text=english_text, progress=progress, pool=pool)
     if prepared.problems:
         raise BuildError(f"{bank_dir}: exam refused: " + "; ".join(prepared.problems))
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -96,6 +96,18 @@ def _generate_documents(bank: Bank, progress: Progress | None) -> list[Generated
     return out
 
 
+def sample_answers(bank: Bank, entry: BankFamily, first: int, n: int) -> list[str]:
+    """`n` answers of `entry`'s family from documents numbered `first` on (documents the exam
+    does not hold when `first` is past its last): a sample of the family's answers."""
+    out: list[str] = []
+    number = first
+    with _gc_paused():
+        while len(out) < n:
+            out += _document(bank, entry, number).answers[: n - len(out)]
+            number += 1
+    return out
+
+
 def generate_questions(bank: Bank | Path) -> list[Question]:
     """The exam's questions, in file order (pure: the same bank gives the same list).
 

@@ -20,6 +20,15 @@ last `CONTEXT_BYTES` bytes):
   per family: rewording does not stop them, only structures the public engine lacks do. The
   best of them per question (`generic_any`, an oracle that knows which one to trust) is
   reported, not gated.
+- chance: the blind guesser's floor (`exam_builder.chance`): the expected score of the best
+  blind strategy (a pick among the prompt's values of the answer's shape, or among sums and
+  differences of its numbers, or the family's most common answer). For a bank that is not
+  public it must be at most the bank's `chance_limit` (default and highest
+  `CHANCE_LIMIT`, 2%) per family.
+- pool: the private solver pool (`exam_builder.pool`): solvers kept beside a hidden bank, in
+  its `solvers/` folder or a folder passed to the build, never in this repository. Each must
+  be at most `GENERIC_LIMIT` percent per family; the manifest keeps only the best score per
+  family and the pool's size, never the solvers' names.
 
 A solver that is not told the answer's length writes a finite guess: it is right when the
 guess's first `len(answer)` bytes are the answer (`exam_builder.solvers.graded`), as the
@@ -31,14 +40,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from exam_builder.bank import Bank, BankError
+from exam_builder.bank import Bank, BankError, BankFamily
 from exam_builder.baselines import copy_continue, trained_ngram
+from exam_builder.chance import PRIOR_SAMPLE, STRATEGIES, best_constant, question_chance
 from exam_builder.document import visible_tail
 from exam_builder.families import BUILTIN, AnyFamily, Params
-from exam_builder.generate import GeneratedDocument, Progress
-from exam_builder.solvers import GENERIC, graded, run
+from exam_builder.generate import GeneratedDocument, Progress, sample_answers
+from exam_builder.solvers import GENERIC, Solver, graded, run
 from exam_builder.solvers.text import Prompt
 
 CONTEXT_BYTES = 1024
@@ -73,6 +83,17 @@ class FamilyQuality(_Model):
     generic_any: float | None = Field(
         default=None, description="Questions some generic solver answers, percent (not gated)."
     )
+    chance: float | None = Field(
+        default=None,
+        description="Blind guesser's floor: the best blind strategy's expected score, percent.",
+    )
+    chance_strategy: str | None = Field(
+        default=None, description="The blind strategy that gives `chance` (chance.STRATEGIES)."
+    )
+    pool: float | None = Field(
+        default=None,
+        description="Best private-pool solver's score, percent (None: no pool was run).",
+    )
     max_prompt_bytes: int = Field(description="Longest prompt in bytes (the grader sends 1,024).")
 
 
@@ -95,8 +116,26 @@ class QualityReport(_Model):
     generic_solvers: dict[str, str] = Field(
         default_factory=dict, description="The generic solvers run: name -> structure exploited."
     )
+    chance_limit: float | None = Field(
+        default=None, description="Highest chance floor a family may have (the bank's), percent."
+    )
+    pool_solvers: int = Field(
+        default=0, description="Private-pool solvers run (their names are not published)."
+    )
     families: dict[str, FamilyQuality] = Field(description="Per family, in exam order.")
     total: FamilyQuality = Field(description="Over the whole exam.")
+
+    _pool_detail: dict[str, dict[str, float]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def pool_detail(self) -> dict[str, dict[str, float]]:
+        """Family -> private-pool solver -> percent; empty in a report read from a manifest."""
+        return self._pool_detail
+
+    @property
+    def chance_floor(self) -> float | None:
+        """The exam's chance floor (percent): the total's, each family by its best strategy."""
+        return self.total.chance
 
 
 @dataclass
@@ -110,6 +149,8 @@ class _Tally:
     public_engine: int = 0
     generic_any: int = 0
     generic: dict[str, int] = field(default_factory=lambda: dict.fromkeys(GENERIC, 0))
+    chance: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STRATEGIES, 0.0))
+    pool: dict[str, int] = field(default_factory=dict)
     max_prompt_bytes: int = 0
 
     def add(self, other: _Tally) -> None:
@@ -121,11 +162,19 @@ class _Tally:
         self.generic_any += other.generic_any
         for name, hits in other.generic.items():
             self.generic[name] += hits
+        # A guesser may pick its strategy per family: the exam's floor adds each family's best
+        # (each strategy's value is a sum of per-question chances, `prior` included).
+        best = max(other.chance.values(), default=0.0)
+        self.chance = {s: self.chance.get(s, 0.0) + best for s in STRATEGIES}
+        for name, hits in other.pool.items():
+            self.pool[name] = self.pool.get(name, 0) + hits
         self.max_prompt_bytes = max(self.max_prompt_bytes, other.max_prompt_bytes)
 
-    def quality(self, with_baseline: bool) -> FamilyQuality:
-        def pct(hits: int) -> float:
+    def quality(self, with_baseline: bool, with_pool: bool, total: bool = False) -> FamilyQuality:
+        def pct(hits: float) -> float:
             return round(100.0 * hits / self.questions, 2) if self.questions else 0.0
+
+        strategy = max(STRATEGIES, key=lambda s: self.chance[s])
 
         return FamilyQuality.model_validate(
             {
@@ -136,6 +185,9 @@ class _Tally:
                 "public_engine": pct(self.public_engine),
                 "generic": {name: pct(hits) for name, hits in self.generic.items()},
                 "generic_any": pct(self.generic_any),
+                "chance": pct(self.chance[strategy]),
+                "chance_strategy": None if total else strategy,
+                "pool": max(map(pct, self.pool.values()), default=0.0) if with_pool else None,
                 "max_prompt_bytes": self.max_prompt_bytes,
             }
         )
@@ -164,13 +216,19 @@ def quality_report(
     documents: list[GeneratedDocument],
     english_text: bytes | None,
     progress: Progress | None = None,
+    pool: dict[str, Solver] | None = None,
 ) -> QualityReport:
-    """Score the three solvers on every question (`BankError` if a plug-in solver crashes)."""
+    """Score every solver on every question (`BankError` if a plug-in solver crashes).
+
+    `pool`: the private solver pool (`exam_builder.pool.load_pool`), by name; None or empty
+    runs none."""
+    pool = pool or {}
     ngram = trained_ngram(english_text, NGRAM_ORDER) if english_text is not None else None
     tallies: dict[str, _Tally] = {}
+    last: dict[str, tuple[BankFamily, int]] = {}  # per family, its last document's number
     for doc in documents:
         entry = doc.entry
-        tally = tallies.setdefault(entry.family.name, _Tally())
+        tally = tallies.setdefault(entry.family.name, _Tally(pool=dict.fromkeys(pool, 0)))
         for q in doc.questions:
             prompt = visible_tail(q.prompt, CONTEXT_BYTES)
             context = prompt.encode("utf-8")
@@ -195,10 +253,23 @@ def quality_report(
             for name in hits:
                 tally.generic[name] += 1
             tally.generic_any += bool(hits)
+            for strategy, p in question_chance(prompt, q.answer).items():
+                tally.chance[strategy] += p
+            for name, solver in pool.items():
+                try:
+                    guess = run(solver, parsed)
+                except Exception as exc:  # a bug of the pool: stop, naming the solver
+                    msg = f"pool solver {name} raised {type(exc).__name__} on {q.id}: {exc}"
+                    raise BankError(msg) from exc
+                tally.pool[name] += graded(guess, q.answer)
             tally.max_prompt_bytes = max(tally.max_prompt_bytes, len(q.prompt.encode("utf-8")))
+        last[entry.family.name] = (entry, doc.number)
         if progress is not None:
             progress(len(doc.questions))
 
+    for name, (entry, number) in last.items():
+        _, rate = best_constant(sample_answers(bank, entry, number + 1, PRIOR_SAMPLE))
+        tallies[name].chance["prior"] = rate * tallies[name].questions
     total = _Tally()
     for tally in tallies.values():
         total.add(tally)
@@ -209,14 +280,40 @@ def quality_report(
             training_bytes=ngram.training_bytes,
             training_sha256=ngram.training_sha256,
         )
-    return QualityReport(
+    report = QualityReport(
         context_bytes=CONTEXT_BYTES,
         public_bank=bank.public,
         baseline=info,
         generic_solvers={name: solver.structure for name, solver in GENERIC.items()},
-        families={name: t.quality(ngram is not None) for name, t in tallies.items()},
-        total=total.quality(ngram is not None),
+        chance_limit=bank.chance_limit,
+        pool_solvers=len(pool),
+        families={name: t.quality(ngram is not None, bool(pool)) for name, t in tallies.items()},
+        total=total.quality(ngram is not None, bool(pool), total=True),
     )
+    report._pool_detail = {
+        family: {name: round(100.0 * hits / t.questions, 2) for name, hits in t.pool.items()}
+        for family, t in tallies.items()
+        if t.questions
+    }
+    return report
+
+
+def pool_problems(report: QualityReport) -> list[str]:
+    """Why the private pool refuses the exam, naming its solvers: only a report just made by
+    `quality_report` knows them (the manifest keeps the best score per family, no names)."""
+    cracked = [
+        f"{solver} answers {family} ({pct}%)"
+        for family, by_solver in report.pool_detail.items()
+        for solver, pct in by_solver.items()
+        if pct > GENERIC_LIMIT
+    ]
+    if not cracked or report.public_bank:
+        return []
+    return [
+        f"the private solver pool cracks families: {', '.join(cracked)} (limit "
+        f"{GENERIC_LIMIT}% per solver and family): give them structures these solvers do not "
+        "read (see the maintainers' exam page), or leave the family out"
+    ]
 
 
 def quality_problems(report: QualityReport) -> list[str]:
@@ -234,6 +331,23 @@ def quality_problems(report: QualityReport) -> list[str]:
                 f"family {name}: the context-free English baseline answers {fq.baseline}% "
                 f"(limit {BASELINE_LIMIT}%): its answers are guessable without the prompt"
             )
+    limit = report.chance_limit
+    lucky = [
+        f"{name} ({fq.chance}% by '{fq.chance_strategy}')"
+        for name, fq in report.families.items()
+        if fq.chance is not None and limit is not None and fq.chance > limit
+    ]
+    if lucky and not report.public_bank:
+        problems.append(
+            f"a blind guesser scores on families {', '.join(lucky)} (chance limit {limit}% "
+            "each): it picks among the prompt's values of the answer's shape (strategies "
+            "shape, once, fields, record), among sums, differences and products of its "
+            "numbers (arith, arith-record), adds a count's numbers with random signs (signs), "
+            "or always writes the family's most common answer (prior); give each family many "
+            "more same-shape distractors, or answers that are computed from facts the question "
+            "does not point to, among many numbers, from a wide range, then rebuild (see "
+            "exam_builder.chance and the maintainers' exam page)"
+        )
     leaks = [
         f"{name} ({fq.public_engine}%)"
         for name, fq in report.families.items()
@@ -263,4 +377,4 @@ def quality_problems(report: QualityReport) -> list[str]:
             "hops, distractors, answers composed of two facts, no fixed format), or leave the "
             "family out"
         )
-    return problems
+    return problems + pool_problems(report)

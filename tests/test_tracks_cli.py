@@ -8,6 +8,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from exam_builder.manifest import load_manifest
 from toolkit.cli import cli
 from toolkit.commands.tracks import markdown_tables
 from toolkit.run.inputs import DEMO_BANK, built_exam
@@ -45,7 +46,28 @@ def test_new_track_for_a_new_exam(tmp_path: Path) -> None:
     track = get_track(results, "demo2-cpu")
     assert track.title == "Demo 2" and track.budget_s == 120 and track.protocol_revision == 1
     assert len(track.exam_sha256) == 10
+    floor = load_manifest(exam.parent).quality.chance_floor
+    assert floor is not None and track.chance_floor == floor > 0  # published with the track
     assert track.per_call_limit_s <= 120 and track.reserved_s <= 30
     assert sorted(load_tracks(results)) == ["demo-cpu", "demo2-cpu", "v1-h100-1h"]
     again = CliRunner().invoke(cli, [*argv, "--results", str(results)])
     assert again.exit_code == 1 and "exists already" in again.output
+
+
+def test_a_new_track_takes_no_floor_from_a_missing_or_stale_manifest(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(REPO / "results" / "tracks.json", results)
+    exam = tmp_path / "exam"
+    exam.mkdir()
+    shutil.copy(built_exam(DEMO_BANK, "demo"), exam / "exam.jsonl")
+    argv = ["tracks", "new", "t1", "--from", "demo-cpu", "--exam", str(exam), "--title", "T"]
+    done = CliRunner().invoke(cli, [*argv, "--results", str(results)])
+    assert done.exit_code == 0 and "chance floor not measured" in done.output, done.output
+    assert get_track(results, "t1").chance_floor is None
+    manifest = json.loads((built_exam(DEMO_BANK, "demo").parent / "manifest.json").read_text())
+    manifest["exam_sha256"] = "0" * 64  # describes another exam
+    (exam / "manifest.json").write_text(json.dumps(manifest))
+    argv[2] = "t2"
+    done = CliRunner().invoke(cli, [*argv, "--results", str(results)])
+    assert done.exit_code == 0 and get_track(results, "t2").chance_floor is None, done.output

@@ -101,6 +101,14 @@ class Track(_Model):
     exam_questions: int = Field(
         gt=0, description="Questions in the exam: every run's score.total must equal it."
     )
+    chance_floor: float | None = Field(
+        default=None,
+        ge=0,
+        le=100,
+        description="The exam's chance floor, percent: what a blind guesser scores by picking "
+        "among each prompt's values of the answer's shape (its manifest's quality.total.chance); "
+        "a score near it measures nothing. None: not measured (exams built before it).",
+    )
     budget_s: float = Field(gt=0, description="Wall-clock budget of a run.")
     per_call_limit_s: float = Field(gt=0, description="Longest single `runner` call.")
     reserved_s: float = Field(ge=0, description="Final window where new compute is refused.")

@@ -28,3 +28,12 @@ def test_demo_and_validation_hashes_match_the_demo_track() -> None:
         assert track.matches_exam(_hash(DEMO)), track.id
         assert track.public_set_sha256 is not None
         assert _hash(VALIDATION).startswith(track.public_set_sha256), track.id
+
+
+def test_the_demo_track_publishes_the_demo_exam_chance_floor() -> None:
+    """The chance floor is published with the track: it must be the one the gate measures."""
+    from exam_builder.build import prepare_exam
+
+    floor = prepare_exam(DEMO, english_text=None).manifest.quality.chance_floor
+    for track in (t for t in load_tracks(REPO / "results").values() if t.demo):
+        assert track.chance_floor == floor, (track.id, floor)

@@ -217,6 +217,10 @@ def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
     for name in ("audit.jsonl", "history.jsonl", "transcript.txt", "agent.log"):
         assert (artifacts / name).is_file(), name
     assert "[scripted] done: promoted c001" in (artifacts / "transcript.txt").read_text()
+    # The promoted bundle's code, published with the run for a reviewer (issue 28).
+    code = (artifacts / "promoted-code.txt").read_text()
+    assert result.artifacts["promoted_code"] == f"{result.run_id}/promoted-code.txt"
+    assert "Candidate c001" in code and "inference.py" in code and "def generate" in code
     assert json.loads(path.read_text())["config"]["budget"]["overridden"] == 1
     # What the site reads: the result and its artifacts pass the site's own loader.
     for name in ("tracks.json", "protocol_fixes.json"):

@@ -47,7 +47,8 @@ def quality_table(manifest: Manifest) -> Table:
     table = Table(
         title="Quality report (percent exact)", title_justify="left", caption_justify="left"
     )
-    columns = ("family", "questions", "reference", "baseline", "copy", "public engine", "generic")
+    columns: tuple[str, ...] = ("family", "questions", "reference", "baseline", "copy")
+    columns += ("public engine", "generic", "chance", "pool")
     for name in (*columns, "longest prompt"):
         family = name == "family"  # never wrapped: the narrow terminal squeezes the numbers
         table.add_column(name, justify="left" if family else "right", no_wrap=family)
@@ -61,6 +62,8 @@ def quality_table(manifest: Manifest) -> Table:
             _pct(fq.copy_),
             _pct(fq.public_engine),
             _pct(fq.generic_any),
+            _pct(fq.chance),
+            _pct(fq.pool),
             f"{fq.max_prompt_bytes} B",
         )
 
@@ -75,7 +78,22 @@ def quality_table(manifest: Manifest) -> Table:
         + " (must be <= 5); copy: longest earlier match continued; public engine: the "
         "built-in solvers with default parameters ("
         + ("public bank: not gated" if report.public_bank else "must be <= 5")
-        + "); generic: some generic solver (the best per question; table below)."
+        + "); generic: some generic solver (the best per question; table below); chance: "
+        "the blind guesser's floor, its best strategy picking among the prompt's values of the "
+        "answer's shape ("
+        + (
+            "public bank: not gated"
+            if report.public_bank or report.chance_limit is None
+            else f"must be <= {report.chance_limit:g}"
+        )
+        + "; the exam's floor is the 'all' row); pool: "
+        + (
+            "no private pool was run (the bank's solvers/ folder, or --pool DIR)."
+            if not report.pool_solvers
+            else f"the best of {report.pool_solvers} private pool solvers ("
+            + ("public bank: not gated" if report.public_bank else f"must be <= {GENERIC_LIMIT:g}")
+            + ")."
+        )
     )
     return table
 
@@ -153,7 +171,8 @@ def _summary(console: Console, manifest: Manifest) -> None:
         console.print(generic)
     console.print(
         f"bank {manifest.bank_id} (sha256 {manifest.bank_sha256[:SHORT_HASH]}), "
-        f"builder {manifest.builder_version}, {manifest.questions} questions"
+        f"builder {manifest.builder_version}, {manifest.questions} questions, "
+        f"chance floor {_pct(manifest.quality.chance_floor)}%"
     )
 
 
@@ -182,6 +201,14 @@ def _summary(console: Console, manifest: Manifest) -> None:
     help="Allow writing inside a git working tree (public sets and tests only).",
 )
 @click.option(
+    "--pool",
+    "pools",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A folder of private pool solvers (*.py) run by the gate, besides the bank's own "
+    "solvers/ folder; may be given several times.",
+)
+@click.option(
     "--train-data",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="English text that trains the context-free baseline (default: the default corpus).",
@@ -192,6 +219,7 @@ def build_exam_command(
     check: bool,
     allow_in_repo: bool,
     train_data: Path | None,
+    pools: tuple[Path, ...],
 ) -> None:
     """Build an exam (exam.jsonl + manifest.json) from a bank and print its hash and quality.
 
@@ -200,7 +228,10 @@ def build_exam_command(
     --allow-in-repo, refuses to overwrite an existing exam, and refuses an exam whose
     reference solver is below 100% or whose English baseline is above 5% on any family;
     for a bank that is not public, also one where the public engine's solvers or any
-    generic model-free solver answer more than 5% of a family (it prints that table).
+    generic model-free solver answer more than 5% of a family (it prints that table), where
+    a blind guesser's chance floor is above the bank's chance_limit (2% at most), or where a
+    solver of the private pool (the bank's solvers/ folder and each --pool) answers more
+    than 5% of a family.
     With --check it only reports, which is handy while editing a bank.
 
     \b
@@ -216,7 +247,9 @@ def build_exam_command(
     try:
         if check or out_dir is None:
             with _progress_bars(console) as progress:
-                prepared = prepare_exam(bank_dir, english_text=english, progress=progress)
+                prepared = prepare_exam(
+                    bank_dir, english_text=english, progress=progress, pool=pools
+                )
             _summary(console, prepared.manifest)
             if prepared.problems:
                 raise click.ClickException("exam refused: " + "; ".join(prepared.problems))
@@ -230,6 +263,7 @@ def build_exam_command(
                     english_text=english,
                     allow_in_repo=allow_in_repo,
                     progress=progress,
+                    pool=pools,
                 )
             _summary(console, manifest)
             console.print(f"wrote {out_dir / EXAM_FILE} and {MANIFEST_FILE}")

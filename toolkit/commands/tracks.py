@@ -11,7 +11,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from rich.table import Table
 
-from exam_builder.exam_file import ExamFileError, load_exam, sha256_file
+from exam_builder.exam_file import MANIFEST_FILE, ExamFileError, load_exam, sha256_file
+from exam_builder.manifest import ManifestError, load_manifest
 from toolkit.commands.console import make_console
 from toolkit.commands.options import find_registry, registry_option, results_dir_option
 from toolkit.results import write_json_atomic
@@ -155,12 +156,14 @@ def new_command(
     except ExamFileError as exc:
         raise click.ClickException(str(exc)) from None
     digest = sha256_file(exam / "exam.jsonl" if exam.is_dir() else exam)
+    chance = _chance_floor(exam.parent if exam.is_file() else exam, digest)
     data: dict[str, Any] = tracks[base_id].model_dump(mode="json")
     data.update(
         id=track_id,
         title=title,
         exam_sha256=digest[:publish_prefix] if publish_prefix else digest,
         exam_questions=len(questions),
+        chance_floor=chance,
         protocol_revision=1,
     )
     if description is not None:
@@ -182,7 +185,22 @@ def new_command(
     write_json_atomic(folder / TRACKS_FILE, text + "\n")
     console = make_console()
     console.print(f"added track '{track_id}' to {folder / TRACKS_FILE}")
+    floor = "not measured (no manifest beside the exam)" if chance is None else f"{chance}%"
     console.print(f"exam {digest[:12]}... ({len(questions)} questions); revision 1")
+    console.print(f"chance floor {floor}")
+
+
+def _chance_floor(folder: Path, digest: str) -> float | None:
+    """The exam's chance floor from the manifest beside it (None when there is none, or when
+    it describes another exam: a stale manifest must not lend its number)."""
+    path = folder / MANIFEST_FILE
+    if not path.is_file():
+        return None
+    try:
+        manifest = load_manifest(path)
+    except ManifestError as exc:
+        raise click.ClickException(str(exc)) from None
+    return manifest.quality.chance_floor if manifest.exam_sha256 == digest else None
 
 
 def _default(field: FieldInfo) -> str:

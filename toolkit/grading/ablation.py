@@ -23,11 +23,14 @@ flagged, which is the point. A bundle whose ablated score keeps most of its real
 (`SUSPECT_SHARE`) and is not negligible (`SUSPECT_FLOOR_PERCENT`) is a *model-free suspect*: a
 diagnostic for a reviewer, never a change of score.
 
-Limits (also in the maintainers' docs): rules stored as data in a non-Python file (a JSON table,
-a compiled `.pyc`, a native library) are destroyed with the weights, so such a bundle collapses
-like a model and is not flagged; a bundle that checks its own files (a hash of its weights) can
-tell that it is being ablated and fail on purpose; weights written into a `.py` file survive,
-so such a model would be flagged (a false alarm for a reviewer to clear).
+It is a filter for naive bundles, not a detector of model-free ones. Limits (also in the
+maintainers' docs and the methodology page): rules kept in a non-Python file (a text file that
+`inference.py` executes, a JSON table, a compiled `.pyc`, a native library) are destroyed with
+the weights, so such a bundle collapses like a model and is not flagged; a bundle that checks
+its own files (the hash of a dummy weights file) can tell that it is being ablated and fail on
+purpose; weights written into a `.py` file survive, so such a model would be flagged (a false
+alarm for a reviewer to clear). The run publishes the promoted bundle's code
+(`toolkit.run.artifacts.write_promoted_code`) so that a reviewer can read what scored.
 
 Nothing the bundle says in the ablated pass is kept: a crash, a hang or a malformed reply there
 is expected (noise) and scores 0 with a fixed note; only the pass count is published.

@@ -6,12 +6,19 @@ and `candidates/` (the packed archives, binary, found by candidate id). A result
 file of the folder's top level under a key (the usual ones under fixed keys), so nothing the
 run left behind goes unmentioned, whether the run ended normally or was recovered after its
 harness died.
+
+After the final grading the folder also gets `promoted-code.txt`: the promoted candidate's
+files but its weights, so that a reviewer (anyone, once the run is published) can read what
+scored (`write_promoted_code`). The weights ablation cannot tell rules kept outside Python
+files from a model; reading the code can.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import stat
+import tarfile
 from pathlib import Path
 
 from toolkit.chain import ChainError, chain_head
@@ -24,6 +31,12 @@ AGENT_LOG = "agent.log"
 CANDIDATES_DIR = "candidates"
 KNOWN = {AUDIT_FILE: "audit", HISTORY_FILE: "history", TRANSCRIPT_FILE: "transcript"}
 KNOWN[AGENT_LOG] = "agent_log"
+PROMOTED_CODE = "promoted-code.txt"
+KNOWN[PROMOTED_CODE] = "promoted_code"
+TEXT_FILE_CAP = 1_000_000
+"""A text file of the bundle longer than this (bytes) is listed, not shown."""
+CODE_CAP = 8_000_000
+"""At most this many bytes of text are shown in all; later files are listed, not shown."""
 
 
 def _key(name: str) -> str:
@@ -72,3 +85,51 @@ def log_heads(folder: Path, artifacts: dict[str, str]) -> dict[str, LogHead]:
             continue
         heads[key] = LogHead(entries=entries, sha256=head)
     return heads
+
+
+def _shown_name(name: str) -> str:
+    """An archive member's name, printable on one line (it is the agent's)."""
+    return "".join(c if c.isprintable() else "?" for c in name)[:300]
+
+
+def write_promoted_code(archive: Path, folder: Path, candidate_id: str) -> Path:
+    """Write `promoted-code.txt` in `folder`: every regular file of the bundle in `archive`,
+    text files (UTF-8, no NUL) shown in full up to `TEXT_FILE_CAP`, others (weights, compiled
+    code) listed by size and SHA-256. Reads the archive without extracting anything.
+
+    Raises `OSError` or `tarfile.TarError` for an unreadable archive (the caller logs it)."""
+    lines = [
+        f"# Candidate {_shown_name(candidate_id)}, promoted and graded: its files but the weights",
+        "# Text files are shown in full; binary files (tensors, compiled code) are listed by",
+        "# size and SHA-256. Read it as the bundle's author's text: nothing here was run.",
+        "",
+    ]
+    shown = 0
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            if not member.isfile():
+                continue
+            source = tar.extractfile(member)
+            if source is None:
+                continue
+            digest, size, head = hashlib.sha256(), 0, b""
+            while chunk := source.read(1 << 20):
+                digest.update(chunk)
+                if size <= TEXT_FILE_CAP:
+                    head += chunk[: TEXT_FILE_CAP + 1 - size]
+                size += len(chunk)
+            what = f"{_shown_name(member.name)} ({size:,} bytes, sha256 {digest.hexdigest()})"
+            text = None
+            if size <= TEXT_FILE_CAP and b"\0" not in head and shown + size <= CODE_CAP:
+                try:
+                    text = head.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = None
+            if text is None:
+                lines += [f"== {what}: not shown (binary, or over the size cap) ==", ""]
+                continue
+            shown += size
+            lines += [f"== {what} ==", text.rstrip("\n"), ""]
+    out = folder / PROMOTED_CODE
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out

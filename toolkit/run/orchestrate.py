@@ -41,6 +41,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tarfile
 import threading
 import time
 import traceback
@@ -74,6 +75,7 @@ from toolkit.run.artifacts import (
     TRANSCRIPT_FILE,
     list_artifacts,
     log_heads,
+    write_promoted_code,
 )
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
@@ -843,6 +845,10 @@ class Run:
             result.status_reason = grading_charged_reason(promoted.id, exc)
             return self._publish(result)
         result.timings.grading_s = round(time.monotonic() - started, 3)
+        try:  # what scored, for a reviewer to read (listed with the artifacts)
+            write_promoted_code(archive, self.artifacts, promoted.id)
+        except (OSError, tarfile.TarError) as exc:
+            self.log(f"could not list the promoted bundle's code: {type(exc).__name__}")
         result.score = report.score
         result.families = {
             k: FamilyScore(passed=v.passed, total=v.total) for k, v in report.families.items()
