@@ -28,6 +28,10 @@ from exam_builder.exam_file import load_exam  # noqa: E402
 from toolkit.grading.phases import asked_length  # noqa: E402
 
 
+def gpt_of(model: object) -> torch.nn.Module:
+    return model.gpt  # type: ignore[attr-defined,no-any-return]
+
+
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -55,6 +59,7 @@ def main() -> None:
     prompts = [q.prompt.encode()[-1024:] for q in questions]
     length = asked_length(questions)
     batches = [prompts[i : i + args.batch] for i in range(0, len(prompts), args.batch)]
+    inference_attention = sys.modules[type(gpt_of(model)).__module__].inference_attention
     for label in ("first (new shapes)", "again (shapes seen)"):
         started = time.perf_counter()
         for batch in batches:
@@ -66,11 +71,22 @@ def main() -> None:
             f"batches x {length} bytes ({1000 * total / (len(batches) * length):.2f} ms per step)"
         )
     gpt = model.gpt
+    graphed = [model.generate(b, [length] * len(b)) for b in batches]
+    gpt.use_graphs = False
+    started = time.perf_counter()
+    eager = [model.generate(b, [length] * len(b)) for b in batches]
+    sync(args.device)
+    print(
+        f"generate, eager steps (no graphs): {time.perf_counter() - started:.3f}s; the same "
+        f"bytes as with graphs: {eager == graphed}"
+    )
+    gpt.use_graphs = None
     started = time.perf_counter()
     with torch.no_grad():
         for batch in batches:
             ids, positions, valid = gpt._pad_left([p or b"\n" for p in batch])
-            gpt(ids, positions, gpt._prefill_mask(valid), last_only=True)
+            with inference_attention(ids.device):
+                gpt(ids, positions, gpt._prefill_mask(valid), last_only=True)
     sync(args.device)
     print(f"prefill only: {time.perf_counter() - started:.3f}s for {len(batches)} batches")
 

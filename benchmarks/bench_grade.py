@@ -202,9 +202,11 @@ def main() -> None:
             report = grade_bundle(bundle, exam, params=params, device=args.device, hidden=False)
             assert report.ok, report.reason
             t = report.timings
+            other = t.total - t.pack - t.load - t.phase1 - t.phase2
             print(
                 f"grading {i + 1}: pack {t.pack:.2f}s | load {t.load:.2f}s | phase 1 "
-                f"{t.phase1:.2f}s | phase 2 {t.phase2:.2f}s | total {t.total:.2f}s",
+                f"{t.phase1:.2f}s | phase 2 {t.phase2:.2f}s | the rest (closing workers, "
+                f"cleaning up) {other:.2f}s | total {t.total:.2f}s",
                 flush=True,
             )
             reports.append(report)

@@ -72,13 +72,15 @@ PUBLIC=$WORK/public-val
 
 if [ "$MODE" = official ]; then
     step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    step check-cgroup2 120 env PY="$PY" bash scripts/check-cgroup2.sh
-    step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
+    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
+    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
+    step bench-grade 100 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
         --json "$OUT/bench-grade.json"
     RESULTS=$WORK/results
     rm -rf "$RESULTS" && mkdir -p "$RESULTS" && cp results/tracks.json "$RESULTS/"
     toolkit tracks new gpu-check-300 --from v1-h100-1h --exam "$EXAM" --budget 300 \
-        --title "GPU check: the official rules for 300 seconds" --results "$RESULTS" >/dev/null
+        --title "GPU check: the official rules for 300 seconds" --results "$RESULTS" \
+        --description "The official track's rules for 300 seconds on the demo exam: a check of a GPU server, not a benchmark track." >/dev/null
     step official-run 420 toolkit run --agent scripted --backend local --track gpu-check-300 \
         --seed 0 --exam "$EXAM" --train-data "$CORPUS" --results "$RESULTS" --device cuda
     result=$(ls "$RESULTS"/gpu-check-300/*.json 2>/dev/null | head -n 1)
@@ -97,7 +99,8 @@ print("floor", cfg.get("isolation_floor"), "| timings", r.get("timings"))
 print("candidates", [(c.get("id"), c.get("public_score")) for c in r.get("candidates", [])])
 PY
     fi
-    grep -h "MFU\|bytes/s\|val bpb\|trained" "$RESULTS"/gpu-check-300/*/agent.log 2>/dev/null | tail -n 12
+    grep -h "MFU\|bytes/s\|val bpb\|trained\|graded\|score" "$RESULTS"/gpu-check-300/*/*.log \
+        "$RESULTS"/gpu-check-300/*/*.txt 2>/dev/null | tail -n 30
 elif [ "$MODE" = speed ]; then
     step doctor 60 toolkit doctor --track v1-h100-1h --backend local
     step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh

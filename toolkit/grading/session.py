@@ -237,13 +237,10 @@ class WorkerSession:
         tail = self.stderr_tail()
         return WorkerFailure(exit_category(code), f"its last output: {tail}" if tail else "")
 
-    def close(self, deadline: float | None = None) -> None:
-        """Ask the worker to exit, then kill its whole tree whatever it did."""
-        try:
-            self.send({"op": "bye"}, deadline or time.monotonic() + 1)
-            self.process.wait(timeout=1)
-        except (WorkerFailure, OSError):
-            pass
+    def close(self) -> None:
+        """Kill the worker's whole tree. Not a polite "bye" first: nothing of the worker's is
+        worth an orderly exit, and tearing down a CUDA context takes a while that the next
+        phase would wait out (it starts only once every process of this one is gone)."""
         self.process.kill()
         self._drain.join(timeout=5)
 
