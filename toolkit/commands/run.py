@@ -44,7 +44,7 @@ from toolkit.run.inputs import InputError, check_public_set, prepare_data, publi
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
-from toolkit.run.roles import detect_device
+from toolkit.run.roles import default_gpu, detect_device
 from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
@@ -366,6 +366,7 @@ def run_command(
             state.remove_tree(data_dir)  # nothing of a failed start stays in $ARI_HOME
         raise click.UsageError(str(exc)) from exc
     warn_if_in_worktree(results_dir, the_track, console)
+    resolved_device = detect_device() if device == "auto" else device
     spec = RunSpec(
         track=the_track,
         model=model,
@@ -376,7 +377,9 @@ def run_command(
         data_dir=data_dir,
         results_dir=results_dir,
         backend=backend,
-        device=detect_device() if device == "auto" else device,
+        device=resolved_device,
+        # A run on a GPU pins its runner and grading to one (the host's first, unless named).
+        gpu=default_gpu(resolved_device),
         cpus=cpus,
         effort=effort,
         budget_s=budget_s,

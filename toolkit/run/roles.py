@@ -31,16 +31,35 @@ from toolkit.sandbox import Egress, Limits, Sandbox, create_sandbox
 DOCKER_RUNNER_MEMORY_SHARE = 0.8
 DOCKER_RUNNER_PIDS = 8192
 
+# The controller's caps: it runs the agent's scaffold and shell, never training.
+CONTROLLER_MEMORY_SHARE = 0.1
+CONTROLLER_MEMORY_MIN = 4 * 2**30
+CONTROLLER_PIDS = 4096
 
-def docker_runner_limits(cpus: float | None = None) -> Limits:
+
+def _ram_bytes() -> int:
     import os
 
-    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def runner_limits(cpus: float | None = None) -> Limits:
+    """The runner's caps on either backend: most of the memory, room for many data-loader
+    workers and their threads. A local runner gets them too: the official floor asks for a
+    memory and a process cap on each role's tree, whatever the backend."""
     return Limits(
-        memory_bytes=int(ram * DOCKER_RUNNER_MEMORY_SHARE),
+        memory_bytes=int(_ram_bytes() * DOCKER_RUNNER_MEMORY_SHARE),
         max_processes=DOCKER_RUNNER_PIDS,
         cpus=cpus,
     )
+
+
+def controller_limits() -> Limits:
+    """The controller's caps: a tenth of the memory (at least 4 GiB, at most half), and
+    processes enough for a scaffold's shell work."""
+    ram = _ram_bytes()
+    memory = min(ram // 2, max(CONTROLLER_MEMORY_MIN, int(ram * CONTROLLER_MEMORY_SHARE)))
+    return Limits(memory_bytes=memory, max_processes=CONTROLLER_PIDS)
 
 
 def host_gpu_ids() -> list[str]:
@@ -58,6 +77,17 @@ def detect_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def default_gpu(device: str) -> str | None:
+    """The GPU a run on `device` pins its runner and grading to when none is named: N of
+    "cuda:N", the host's first GPU for "cuda", none on a CPU (or a host without GPUs)."""
+    if not device.startswith("cuda"):
+        return None
+    if ":" in device:
+        return device.partition(":")[2]
+    found = host_gpu_ids()
+    return found[0] if found else None
 
 
 def docker_runner_gpus(pinned: str | None = None) -> list[str]:
@@ -186,6 +216,7 @@ def make_controller(
         root=workspace,
         network=network,
         hide=hidden,
+        limits=controller_limits(),
         env={"PATH": str(bin_dir), "HOME": str(workspace), **env},
         readonly=[*readonly, *(tools if backend == "local" else [])],
         egress=egress,
@@ -213,7 +244,7 @@ def make_runner(
         # Unbuffered Python, so that training logs stream back as they are printed.
         env={"PYTHONUNBUFFERED": "1", "HOME": str(workspace)},
         readonly=readonly,
-        limits=limits or (docker_runner_limits(cpus) if backend == "docker" else Limits(cpus=cpus)),
+        limits=limits or runner_limits(cpus),
         image=docker_image(backend, "runner"),
         # docker: the pinned GPU, else the host's first; local: the pinned GPU, else as is.
         gpus=docker_runner_gpus(gpu) if backend == "docker" else None if gpu is None else [gpu],
