@@ -67,14 +67,14 @@ say "host"
 
 EXAM=$WORK/demo-exam
 PUBLIC=$WORK/public-val
-[ -f "$EXAM/exam.jsonl" ] || toolkit build-exam --bank exam_builder/banks/public/demo --out "$EXAM" --allow-in-repo >/dev/null
-[ -f "$PUBLIC/exam.jsonl" ] || toolkit build-exam --bank exam_builder/banks/public/validation --out "$PUBLIC" --allow-in-repo >/dev/null
+[ -f "$EXAM/exam.jsonl" ] || toolkit build-exam --bank exam_builder/banks/public/demo --out "$EXAM" --allow-in-repo --train-data "$CORPUS" >/dev/null
+[ -f "$PUBLIC/exam.jsonl" ] || toolkit build-exam --bank exam_builder/banks/public/validation --out "$PUBLIC" --allow-in-repo --train-data "$CORPUS" >/dev/null
 
 if [ "$MODE" = official ]; then
-    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
-    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
-    step bench-grade 100 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
+    [ -n "${SKIP_PRE:-}" ] || step doctor 60 toolkit doctor --track v1-h100-1h --backend local
+    [ -n "${SKIP_PRE:-}" ] || step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
+    [ -n "${SKIP_PRE:-}" ] || step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
+    [ -n "${SKIP_PRE:-}" ] || step bench-grade 100 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
         --json "$OUT/bench-grade.json"
     RESULTS=$WORK/results
     rm -rf "$RESULTS" && mkdir -p "$RESULTS" && cp results/tracks.json "$RESULTS/"
@@ -102,9 +102,9 @@ PY
     grep -h "MFU\|bytes/s\|val bpb\|trained\|graded\|score" "$RESULTS"/gpu-check-300/*/*.log \
         "$RESULTS"/gpu-check-300/*/*.txt 2>/dev/null | tail -n 30
 elif [ "$MODE" = speed ]; then
-    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
-    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
+    [ -n "${SKIP_PRE:-}" ] || step doctor 60 toolkit doctor --track v1-h100-1h --backend local
+    [ -n "${SKIP_PRE:-}" ] || step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
+    [ -n "${SKIP_PRE:-}" ] || step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
     step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
         --json "$OUT/bench-grade.json"
     step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,wide}" \
