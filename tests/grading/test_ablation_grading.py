@@ -176,7 +176,9 @@ def test_a_published_run_carries_the_diagnostic(tmp_path: Path) -> None:
     stored = load_run(path)
     assert stored.model_free_suspect is True and stored.weights_ablation == result.weights_ablation
     log = (path.parent / result.artifacts["agent_log"]).read_text()
-    assert f"weights ablation: {NOTE_DONE}, suspect True" in log
+    # the published (coarse) count only: how the ablated pass went is not said
+    assert "weights ablation: 6/6 (published coarsely), suspect True" in log
+    assert NOTE_DONE not in log
     # the runs it scored while the agent worked were not ablated: only the final grading is
     assert all(c.public_score is not None for c in result.candidates)
 

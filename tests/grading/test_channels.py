@@ -12,7 +12,6 @@ run, not by the grading: `tests/run/test_channels_run.py`.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
@@ -185,7 +184,19 @@ def test_the_ablated_count_is_published_in_tenths_of_the_exam(
 
 def test_every_published_value_is_one_of_the_documented_ones() -> None:
     # bits per byte: 33 values, whatever the float (NaN, infinities, negatives included)
-    for raw in (-1.0, 0.0, 0.124, 0.126, 3.3333, 7.9, 8.0, 8.2, 849.901, float("inf"), float("nan")):
+    for raw in (
+        -1.0,
+        0.0,
+        0.124,
+        0.126,
+        3.3333,
+        7.9,
+        8.0,
+        8.2,
+        849.901,
+        float("inf"),
+        float("nan"),
+    ):
         assert coarse_bpb(raw) in bpb_values(), raw
     assert len(bpb_values()) == 33 and coarse_bpb(None) is None
     # grading time: three buckets, whatever the seconds
