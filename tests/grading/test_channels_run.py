@@ -78,6 +78,10 @@ def test_a_sleeping_bundle_publishes_no_grading_time_and_a_clipped_bpb(tmp_path:
     assert after >= 2 * SLEEP_S, after
     log = (folder.parent / result.artifacts["agent_log"]).read_text()
     assert len(_held_stamps(log)) == 1, log  # one stamp for every line of the grading on
+    # nor do the files' times (a web server shows them)
+    assert result.finished_at is not None
+    for path in [folder.parent / f"{result.run_id}.json", *folder.rglob("*")]:
+        assert path.stat().st_mtime <= result.finished_at.timestamp() + 0.01, path
     exact = secret_log.log_path().read_text()
     assert f"final grading of {result.run_id}: seconds (exact)" in exact
 
