@@ -120,9 +120,7 @@ def test_runs_verify_prints_no_secret_in_its_mismatch_lines(
     forged = _forge(results, result, tmp_path / "a", {"status": "valid", "status_reason": None})
     done = CliRunner().invoke(cli, ["runs", "verify", str(forged), "--exam", str(exam)])
     assert done.exit_code == 1, done.output
-    assert "the re-grade fails: generate(): the worker broke the grading protocol" in (
-        done.output
-    )
+    assert "the re-grade fails: generate(): the worker broke the grading protocol" in done.output
     secret = Secrets.of_exam(exam)
     assert secret.scan_text(done.output, "runs verify") == []
     # The phase-2 run, forged with a bits per byte: the re-grade's bpb_reason is printed.
