@@ -24,18 +24,21 @@ from toolkit.agents.relay_budget import RelayLimits
 BUDGET = 5000
 CAP = 300  # the most output one call may ask for (the track's max_output_tokens)
 HIDDEN = 600  # input tokens the provider bills that are not in the body
+USD_PER_TOKEN = 1e-6  # the cost the provider reports (the relay has no prices here)
 
 
 def _greedy(request: Request) -> Reply:
     """Bills far more input than bytes / 4, and every output token the call was allowed."""
     cap = request.body.get("max_tokens") or request.body.get("max_completion_tokens") or CAP
     assert isinstance(cap, int)
+    prompt = len(request.raw) + HIDDEN
     return Reply(
         text="hi",
-        prompt_tokens=len(request.raw) + HIDDEN,
+        prompt_tokens=prompt,
         cached_tokens=300,
         completion_tokens=cap,
         delay_s=0.2,
+        cost=(prompt + cap) * USD_PER_TOKEN,  # reported with the usage, as OpenRouter does
     )
 
 
@@ -54,11 +57,15 @@ def _call(relay: object, n: int) -> int:
     return send(relay, "openai-compatible", body)[0]  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("budget", ["tokens", "cost"])
 @pytest.mark.parametrize("at_once", [1, 8])
 def test_a_provider_billing_more_than_bytes_over_4_overruns_by_one_output_cap_at_most(
-    relays: RelayFactory, at_once: int
+    relays: RelayFactory, at_once: int, budget: str
 ) -> None:
-    limits = RelayLimits(max_output_tokens=CAP, max_tokens_total=BUDGET)
+    if budget == "tokens":
+        limits = RelayLimits(max_output_tokens=CAP, max_tokens_total=BUDGET)
+    else:  # the same budget in dollars, kept with the costs the provider reports
+        limits = RelayLimits(max_output_tokens=CAP, max_cost_usd=BUDGET * USD_PER_TOKEN)
     with FakeProvider(_greedy) as p:
         relay = relays(p, limits=limits)
         statuses: list[int] = []
@@ -77,10 +84,11 @@ def test_a_provider_billing_more_than_bytes_over_4_overruns_by_one_output_cap_at
             thread.start()
         for thread in threads:
             thread.join(timeout=120)
-        counted = relay.spend.tokens
+        counted, cost = relay.spend.tokens, relay.spend.cost_usd
         relay.close()
     billed = _billed(p)
     assert statuses.count(200) == len(p.requests) >= 2  # it did spend, then stopped
     assert 400 in statuses  # ... with the budget error
     assert counted == billed  # the relay counted what the provider billed
     assert billed <= BUDGET + CAP, f"{billed} tokens billed against a {BUDGET}-token budget"
+    assert cost is not None and cost <= (BUDGET + CAP) * USD_PER_TOKEN + 1e-9, cost
