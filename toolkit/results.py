@@ -116,7 +116,14 @@ class Timings(_Model):
     budget_s: float = Field(gt=0, description="The run's wall-clock budget in seconds.")
     used_s: float = Field(ge=0, description="Seconds from start until the agent stopped.")
     runner_s: float = Field(ge=0, description="Seconds spent inside `runner` compute calls.")
-    grading_s: float | None = Field(default=None, ge=0, description="Seconds of final grading.")
+    grading_s: float | None = Field(
+        default=None,
+        ge=0,
+        description="How long the final (hidden) grading took, as a bucket: 0 = under a "
+        "minute, 60 = one to ten minutes, 600 = ten minutes or more (a finer time is a channel "
+        "the graded bundle could steer; see site/docs/security/channels.md). Files written "
+        "before this rule hold exact seconds.",
+    )
 
 
 class Usage(_Model):
@@ -275,7 +282,11 @@ class RunResult(_Model):
     agent_version: str | None = Field(default=None, description="Scaffold version.")
     seed: int = Field(ge=0, description="Run seed.")
     started_at: datetime = Field(description="Start time (UTC).")
-    finished_at: datetime | None = Field(default=None, description="End time (UTC).")
+    finished_at: datetime | None = Field(
+        default=None,
+        description="End time (UTC): for a run whose promoted candidate was graded, when that "
+        "hidden grading started (its length is published only as `timings.grading_s`).",
+    )
     status: RunStatus = Field(
         description="valid: graded; failed: no promoted candidate, or it failed grading "
         "(scores 0); "
@@ -290,7 +301,10 @@ class RunResult(_Model):
     )
     score: Score = Field(description="Official score on the hidden exam.")
     bits_per_byte: float | None = Field(
-        default=None, ge=0, description="Bits-per-byte on the hidden answer spans (diagnostic)."
+        default=None,
+        ge=0,
+        description="Bits-per-byte on the hidden answer spans (diagnostic), clipped to [0, 8] "
+        "and rounded to a multiple of 0.25; null: phase 2 gave none.",
     )
     families: dict[str, FamilyScore] = Field(
         default_factory=dict, description="Pass counts per exam family."
@@ -321,7 +335,8 @@ class RunResult(_Model):
         default=None,
         description="Model-free diagnostic: the promoted bundle's phase-1 score with every "
         "non-Python file replaced by noise (a trained model collapses, hand-written rules do "
-        "not); null: not run (older files, or the grading failed).",
+        "not), its pass count rounded down to a tenth of the exam; null: not run (older "
+        "files, or the grading failed).",
     )
     model_free_suspect: bool | None = Field(
         default=None,

@@ -54,16 +54,19 @@ class SiteBuilder:
         self.results, self.out, self.config = results, out, config
         self.error: str | None = None
         self.builds = 0
-        self._seen: tuple[float, int] | None = None
+        self._seen: frozenset[tuple[str, int, int, int]] | None = None
         self._stop = threading.Event()
 
-    def _stamp(self) -> tuple[float, int]:
+    def _stamp(self) -> frozenset[tuple[str, int, int, int]]:
+        """Name, time, size and inode of every result file: a result written atomically gets a
+        new inode even where its time was set back (`orchestrate._clamp_mtimes`)."""
         files = [*self.results.glob("*.json"), *self.results.glob("*/*.json")]
-        mtimes = []
+        seen = set()
         for f in files:
             with contextlib.suppress(OSError):
-                mtimes.append(f.stat().st_mtime)
-        return (max(mtimes, default=0.0), len(mtimes))
+                st = f.stat()
+                seen.add((str(f), st.st_mtime_ns, st.st_size, st.st_ino))
+        return frozenset(seen)
 
     def build(self) -> None:
         if self.config is None:

@@ -68,7 +68,9 @@ def test_a_run_that_crosses_its_token_budget_gets_the_budget_error_and_stays_val
     relays: RelayFactory, tmp_path: Path
 ) -> None:
     notes: list[str] = []
-    limits = RelayLimits(max_output_tokens=100, max_tokens_total=2 * PER_CALL + 500)
+    # The third call's input (1,000 tokens, as the provider billed the first) still fits under
+    # the budget: it crosses it by its output only (at most its cap).
+    limits = RelayLimits(max_output_tokens=100, max_tokens_total=3 * PER_CALL - 20)
     with FakeProvider(lambda r: Reply(text="hi")) as p:
         relay = relays(p, limits=limits, note=notes.append, stall_limit_s=0.1)
         for _ in range(3):  # 1040, 2080, then 3120: the third call crosses the budget
@@ -101,11 +103,11 @@ def test_a_run_that_crosses_its_token_budget_gets_the_budget_error_and_stays_val
 
 @pytest.mark.parametrize("kind", ["anthropic", "google", "openai"])
 def test_the_budget_error_is_in_the_providers_own_format(relays: RelayFactory, kind: str) -> None:
-    limits = RelayLimits(max_output_tokens=100, max_tokens_total=10)
+    limits = RelayLimits(max_output_tokens=100, max_tokens_total=500)  # one body's bytes fit
     api = kind if kind != "openai" else "openai-responses"
     with FakeProvider(lambda r: Reply(text="hi")) as p:
         relay = relays(p, api, limits=limits)
-        assert send(relay, api, body_for(api))[0] == 200  # a lone call may use what is left
+        assert send(relay, api, body_for(api))[0] == 200  # its input fits; its output may cross
         status, answer = send(relay, api, body_for(api))
     assert status == 400 and "the run's token budget is spent" in message(answer)
     error = answer["error"]
@@ -121,18 +123,22 @@ def test_the_budget_error_is_in_the_providers_own_format(relays: RelayFactory, k
 
 def test_a_cost_budget_is_kept_with_the_providers_file_prices(relays: RelayFactory) -> None:
     prices = {"input": 1000.0, "output": 1000.0}  # USD per million: $1.04 a call
-    limits = RelayLimits(max_output_tokens=100, max_cost_usd=2.0)
+    # the second call's input ($1.00 as the first was billed) fits: it crosses by its output
+    limits = RelayLimits(max_output_tokens=100, max_cost_usd=2.06)
     with FakeProvider(lambda r: Reply(text="hi")) as p:
         relay = relays(p, limits=limits, prices=prices)
         statuses = [send(relay, "openai-compatible", body_for("chat"))[0] for _ in range(4)]
         usage = _usage_of(relay, _provider_entry(p.base_url, prices))
     assert statuses == [200, 200, 400, 400] and len(p.requests) == 2
     assert usage.cost_usd == pytest.approx(2.08) and usage.cost_source == "providers-file"
-    assert usage.budget_spent is True and usage.max_cost_usd == 2.0
+    assert usage.budget_spent is True and usage.max_cost_usd == 2.06
 
 
 def test_a_cost_budget_is_kept_with_the_cost_the_provider_reports(relays: RelayFactory) -> None:
-    limits = RelayLimits(max_output_tokens=100, max_cost_usd=0.05)
+    # Each call is reserved at the dearest rate reported so far ($0.02 for 1,040 tokens): the
+    # third call's input still fits under $0.06, the fourth's does not, even before the third
+    # is counted.
+    limits = RelayLimits(max_output_tokens=100, max_cost_usd=0.06)
     with FakeProvider(lambda r: Reply(text="hi", cost=0.02)) as p:
         relay = relays(p, limits=limits)
         statuses = [send(relay, "openai-compatible", body_for("chat"))[0] for _ in range(4)]
@@ -143,14 +149,15 @@ def test_a_cost_budget_is_kept_with_the_cost_the_provider_reports(relays: RelayF
 
 @pytest.mark.parametrize(
     ("cap", "padding"),
-    [(2000, ""), (100, "x" * 20_000)],  # held: the output caps; then the inputs (bytes / 4)
+    [(2000, ""), (100, "x" * 2000)],  # held: the output caps; then the inputs (one per byte)
 )
 def test_calls_sent_at_once_cannot_run_far_past_the_budget(
     relays: RelayFactory, cap: int, padding: str
 ) -> None:
-    """Ten calls at once, near the end of the budget: each admitted call holds its output cap
-    and its input until it is answered, so only as many go as the budget could still cover."""
-    limits = RelayLimits(max_output_tokens=cap, max_tokens_total=3500 if padding == "" else 8000)
+    """Ten calls at once, near the end of the budget: the first goes alone (the provider's
+    overhead is unknown until it answers), then each admitted call holds its output cap and its
+    input until it is answered, so only as many go as the budget could still cover."""
+    limits = RelayLimits(max_output_tokens=cap, max_tokens_total=3500 if padding == "" else 5000)
     with FakeProvider(lambda r: Reply(text="hi", delay_s=2.0)) as p:
         relay = relays(p, limits=limits)
         statuses: list[int] = []
@@ -180,7 +187,7 @@ def test_an_answer_without_usage_still_counts() -> None:
     assert spend.admit(100) == (None, spend.spent)
     hung_up = Spend(RelayLimits(max_tokens_total=10**6))
     held, _ = hung_up.admit(500, 4000)
-    assert held is not None and held.tokens == 1500
+    assert held is not None and held.tokens == 4500  # its input: one token per byte
     hung_up.settle(held, None, None, answered=True, bytes_moved=4400, cut_short=True)
     assert hung_up.tokens == 1100 + 500  # the provider may have written its whole output
     failed = Spend(RelayLimits(max_tokens_total=1000))

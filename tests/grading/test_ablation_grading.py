@@ -32,6 +32,7 @@ from toolkit.cli import cli
 from toolkit.data import prepare_train_data
 from toolkit.grading import grade_bundle
 from toolkit.grading.ablation import NOTE_DONE, NOTE_FAILED
+from toolkit.grading.publish import coarse_ablation
 from toolkit.results import load_run
 from toolkit.run.orchestrate import execute_run
 
@@ -66,7 +67,8 @@ def test_a_rule_bundle_keeps_its_score_and_is_flagged(demo_exam: Path, tmp_path:
     assert report.ok and report.reason is None, report.reason
     assert report.score.passed >= 10  # records, lists, numeric: by rule
     assert report.ablation is not None and report.ablation.note == NOTE_DONE
-    assert report.weights_ablation == report.score
+    # kept whole, published in tenths of the exam (a hidden grading: toolkit/grading/publish.py)
+    assert report.weights_ablation == coarse_ablation(report.score)
     assert report.model_free_suspect is True
     counts = report.ablation.counts
     assert (counts.python_kept, counts.tensor_files, counts.random_files) == (1, 1, 0)
@@ -176,7 +178,9 @@ def test_a_published_run_carries_the_diagnostic(tmp_path: Path) -> None:
     stored = load_run(path)
     assert stored.model_free_suspect is True and stored.weights_ablation == result.weights_ablation
     log = (path.parent / result.artifacts["agent_log"]).read_text()
-    assert f"weights ablation: {NOTE_DONE}, suspect True" in log
+    # the published (coarse) count only: how the ablated pass went is not said
+    assert "weights ablation: 6/6 (published coarsely), suspect True" in log
+    assert NOTE_DONE not in log
     # the runs it scored while the agent worked were not ablated: only the final grading is
     assert all(c.public_score is not None for c in result.candidates)
 

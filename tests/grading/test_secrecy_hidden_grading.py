@@ -31,26 +31,27 @@ from tests.leakscan import Secrets
 from toolkit.cli import cli
 from toolkit.grading import grade_bundle, secret_log
 from toolkit.grading.grade import GradingError, _run_phase
+from toolkit.grading.publish import BPB_STEP, coarse_bpb
 from toolkit.run.inputs import DEMO_BANK, built_exam
 from toolkit.sandbox import SandboxError
 from toolkit.tracks import GradingParams
 
-# What the hidden report says for each mode: a category in the harness's words.
+# What the hidden report says for each mode: a fixed phrase of `publish.py`, without batch
+# numbers or exit statuses (the bundle chooses those).
+_PROTOCOL = "the worker broke the grading protocol"
 CATEGORY = {
-    "extra_key": "generate() on batch 1: the worker's reply is malformed",
-    "raise_generate": "generate() on batch 1: the bundle raised an error",
-    "stderr_exit": "generate() on batch 1: crashed: the worker exited with status 3",
-    "type_name": "outputs of the wrong length or type (first: ",
-    "huge_reply": "generate() on batch 1: the worker sent a reply larger than",
-    "not_json": "generate() on batch 1: the worker sent a frame that is not a JSON object",
+    "extra_key": f"generate(): {_PROTOCOL}",
+    "raise_generate": "generate(): the bundle raised an error",
+    "stderr_exit": "generate(): crashed: the worker died",
+    "type_name": "some outputs were of the wrong length or type",
+    "huge_reply": f"generate(): {_PROTOCOL}",
+    "not_json": f"generate(): {_PROTOCOL}",
     "load_fail": "load(): the bundle raised an error",
-    "load_stderr_exit": "load(): crashed: the worker exited with status 3",
-    "raise_logprobs": "not available: next_byte_logprobs() on batch 1: the bundle raised an error",
-    "extra_key_logprobs": "not available: next_byte_logprobs() on batch 1: the worker's reply is "
-    "malformed",
-    "logprobs_stderr_exit": "not available: next_byte_logprobs() on batch 1: crashed: the worker "
-    "exited with status 3",
-    "bad_logprobs": "not available: next_byte_logprobs() on batch 1: not log-probabilities",
+    "load_stderr_exit": "load(): crashed: the worker died",
+    "raise_logprobs": "not available: next_byte_logprobs(): the bundle raised an error",
+    "extra_key_logprobs": f"not available: next_byte_logprobs(): {_PROTOCOL}",
+    "logprobs_stderr_exit": "not available: next_byte_logprobs(): crashed: the worker died",
+    "bad_logprobs": f"not available: next_byte_logprobs(): {_PROTOCOL}",
 }
 
 
@@ -119,7 +120,7 @@ def test_control_a_public_grading_shows_the_bundle_its_own_words(
     assert leaks, _report_text(report)
 
 
-def test_a_hidden_grading_publishes_bits_per_byte_to_3_decimals(
+def test_a_hidden_grading_publishes_bits_per_byte_coarsely(
     make_bundle: MakeBundle, exam: Path, params: GradingParams
 ) -> None:
     source = """
@@ -141,8 +142,8 @@ def test_a_hidden_grading_publishes_bits_per_byte_to_3_decimals(
     hidden = grade_bundle(bundle, exam, params=params)
     public = grade_bundle(bundle, exam, params=params, hidden=False)
     assert hidden.bits_per_byte is not None and public.bits_per_byte is not None
-    assert hidden.bits_per_byte == round(public.bits_per_byte, 3)
-    assert public.bits_per_byte != round(public.bits_per_byte, 3)
+    assert hidden.bits_per_byte == coarse_bpb(public.bits_per_byte)
+    assert hidden.bits_per_byte % BPB_STEP == 0 and public.bits_per_byte % BPB_STEP != 0
 
 
 def test_a_harness_failure_in_a_hidden_grading_is_not_chained_to_the_bundle(

@@ -78,8 +78,8 @@ def test_a_hostile_promoted_bundle_leaks_nothing_into_the_results_folder(
     result = extra_key_run[0]
     assert result.status == "failed"
     assert result.status_reason == (
-        "the promoted candidate c001 failed grading: generate() on batch 1: "
-        "the worker's reply is malformed"
+        "the promoted candidate c001 failed grading: generate(): "
+        "the worker broke the grading protocol"
     )
     result2 = phase2_run[0]
     assert result2.status == "valid" and result2.bits_per_byte is None
@@ -120,9 +120,7 @@ def test_runs_verify_prints_no_secret_in_its_mismatch_lines(
     forged = _forge(results, result, tmp_path / "a", {"status": "valid", "status_reason": None})
     done = CliRunner().invoke(cli, ["runs", "verify", str(forged), "--exam", str(exam)])
     assert done.exit_code == 1, done.output
-    assert "the re-grade fails: generate() on batch 1: the worker's reply is malformed" in (
-        done.output
-    )
+    assert "the re-grade fails: generate(): the worker broke the grading protocol" in done.output
     secret = Secrets.of_exam(exam)
     assert secret.scan_text(done.output, "runs verify") == []
     # The phase-2 run, forged with a bits per byte: the re-grade's bpb_reason is printed.

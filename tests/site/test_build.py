@@ -283,3 +283,26 @@ def test_the_pages_explain_what_they_show(built_site: Path) -> None:
     assert "built-in <em>scripted</em> agent, which uses no model" in limits
     home = _text(built_site / "index.html")
     assert 'Last updated <time datetime="2026-11-22">' in home and 'class="ari-glance"' in home
+
+
+def test_the_security_pages_join_the_nav(tmp_path: Path) -> None:
+    """site/docs/security/ (the channels page) is a section of the nav, like maintainers/."""
+    (tmp_path / "results").mkdir()
+    done = build(tmp_path / "results", tmp_path / "public")
+    assert done.returncode == 0, done.stderr
+    home = _text(tmp_path / "public" / "index.html")
+    assert "Security" in home and "security/channels.html" in home
+    assert "bits at most" in _text(tmp_path / "public" / "security" / "channels.html")
+
+
+def test_a_runs_grading_time_is_shown_as_its_bucket(tmp_path: Path) -> None:
+    """A row page shows how long the hidden grading took only as a bucket, even for a file
+    that holds exact seconds (written before the bucket rule)."""
+    results = tmp_path / "results"
+    write_registry(results, [track_dict()])
+    timings = {"budget_s": 3600, "used_s": 3500, "runner_s": 3000, "grading_s": 123.456}
+    write_run(results, run_dict("r0", model="gpt-x", timings=timings))
+    done = build(results, tmp_path / "public")
+    assert done.returncode == 0, done.stderr
+    page = _text(tmp_path / "public" / "rows" / "v1-test" / "gpt-x.html")
+    assert "grading 1–10 min" in page and "123" not in page

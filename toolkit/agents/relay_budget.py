@@ -5,9 +5,16 @@ output, reasoning, cache reads and writes) and `max_cost_usd` dollars on model c
 limits come from the track, and a campaign or `toolkit run` may set others (`RelayLimits`).
 
 The relay asks `Spend.admit` before it passes a call on and tells `Spend.settle` what the
-provider said the call used. A call is let through while what was counted so far, plus what
-the calls still in flight may use (each its input, about one token per 4 bytes of its body,
-and its output cap), stays under the limit; so calls sent at once cannot run far past it.
+provider said the call used. Each admitted call holds a reservation of what it may cost: its
+output cap, and for its input one token per byte of the body the provider gets (no tokenizer
+makes more tokens than UTF-8 bytes) plus the most the provider has billed beyond a body's
+bytes so far (a hidden system prompt, tool definitions it expands; `overhead`). A call is let
+through only while what was counted so far, plus every reservation in flight, plus its own
+input, stays under the limit. Until one call has been answered the overhead is unknown, so
+calls wait and go one at a time (`FIRST_CALL_WAIT_S`). Hence, as long as the provider bills no
+call more input than its body's bytes plus the overhead it showed before, the run's spend ends
+at most one call's output cap past the limit, however many calls are sent at once (and the
+relay takes at most `relay.MAX_CONNECTIONS` at once).
 Once a call is turned away the budget is spent for good: every later call gets the same error
 from the relay, in the provider's own format ("the run's token budget is spent"), and none
 reaches the provider. That is the run's own doing, never a provider failure: the run stays
@@ -23,6 +30,7 @@ cap when the caller hung up before the answer ended).
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 
 from toolkit.agents.provider_api import Tokens
@@ -30,6 +38,12 @@ from toolkit.tracks import Track
 
 DEFAULT_MAX_OUTPUT_TOKENS = 32_000
 BYTES_PER_TOKEN = 4
+"""What an answer without usage is counted at: one token per this many bytes moved."""
+PROMPT_TOKENS_PER_BYTE = 1
+"""What a call's input is reserved at, per byte of its body: a ceiling for any tokenizer."""
+FIRST_CALL_WAIT_S = 600.0
+"""How long a call waits for the first one in flight to be answered (and show the provider's
+overhead) before it goes anyway."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +99,8 @@ class Reservation:
     cost_usd: float
     prompt: int = 0
     """The part of `tokens` held for the call's input."""
+    body_bytes: int = 0
+    """The body's size: what the provider billed beyond it is its overhead."""
     settled: bool = False
 
 
@@ -99,16 +115,20 @@ class Spend:
         self.unpriced_calls = 0  # answered calls whose cost could not be known
         self.refused = 0
         self.spent: str | None = None  # why the budget is spent, once it is
+        self.overhead: int | None = None
+        """The most input the provider billed a call beyond its body's bytes; None: no call
+        was answered yet."""
         self._held_tokens = 0
         self._held_cost = 0.0
-        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._lock = threading.Condition()
 
-    def _over(self, in_flight: bool) -> str | None:
+    def _over(self, in_flight: bool, prompt: int = 0, prompt_cost: float = 0.0) -> str | None:
         """Why the budget is spent by what was counted (and, `in_flight`, what the calls in
-        flight may still add); None while it is not."""
+        flight may still add, and a new call's input); None while it is not."""
         limits = self.limits
-        held_tokens = self._held_tokens if in_flight else 0
-        held_cost = self._held_cost if in_flight else 0.0
+        held_tokens = self._held_tokens + prompt if in_flight else 0
+        held_cost = self._held_cost + prompt_cost if in_flight else 0.0
         promised = " and promised to calls in flight" if in_flight else ""
         used = self.tokens + held_tokens
         if limits.max_tokens_total is not None and used >= limits.max_tokens_total:
@@ -124,23 +144,33 @@ class Spend:
             )
         return None
 
-    def admit(self, output_cap: int, body_bytes: int = 0) -> tuple[Reservation | None, str | None]:
+    def admit(
+        self, output_cap: int, body_bytes: int = 0, wait_s: float = FIRST_CALL_WAIT_S
+    ) -> tuple[Reservation | None, str | None]:
         """(the call's reservation, None) when it may go; (None, why) once the budget is spent.
-        A call holds its output cap and its input (about one token per 4 bytes of its body)
-        until it is settled; its own reservation is not weighed against it: a lone call may
-        use what is left."""
+        A call holds its output cap and its input (one token per byte of its body, plus the
+        provider's overhead) until it is settled; its input is weighed against what is left,
+        its output cap is not (so the spend ends at most one output cap past the limit).
+        While no call was answered yet, a call waits (up to `wait_s`) for the one in flight."""
         with self._lock:
+            deadline = time.monotonic() + wait_s
+            while self.overhead is None and self._in_flight and self.spent is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._lock.wait(left)
+            prompt = body_bytes * PROMPT_TOKENS_PER_BYTE + (self.overhead or 0)
+            prompt_cost = prompt * self.prices.get("input", 0.0) / 1e6
             if self.spent is None:
-                self.spent = self._over(in_flight=True)
+                self.spent = self._over(in_flight=True, prompt=prompt, prompt_cost=prompt_cost)
             if self.spent is not None:
                 self.refused += 1
                 return None, self.spent
-            prompt = body_bytes // BYTES_PER_TOKEN
-            cost = output_cap * self.prices.get("output", 0.0)
-            cost += prompt * self.prices.get("input", 0.0)
-            held = Reservation(output_cap + prompt, cost / 1e6, prompt)
+            cost = output_cap * self.prices.get("output", 0.0) / 1e6 + prompt_cost
+            held = Reservation(output_cap + prompt, cost, prompt, body_bytes)
             self._held_tokens += held.tokens
             self._held_cost += held.cost_usd
+            self._in_flight += 1
             return held, None
 
     def settle(
@@ -162,12 +192,17 @@ class Spend:
             held.settled = True
             self._held_tokens -= held.tokens
             self._held_cost -= held.cost_usd
+            self._in_flight -= 1
             if tokens is not None:
                 self.tokens += total(tokens)
+                billed = tokens.input + tokens.cache_read + tokens.cache_write
+                self.overhead = max(self.overhead or 0, billed - held.body_bytes)
             elif answered:
                 self.tokens += bytes_moved // BYTES_PER_TOKEN
                 if cut_short:
                     self.tokens += held.tokens - held.prompt
+                self.overhead = self.overhead or 0  # nothing learned; calls need not wait
+            self._lock.notify_all()
             cost: float | None = None
             if self.prices and tokens is not None:
                 cost = price(self.prices, tokens)

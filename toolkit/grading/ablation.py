@@ -33,7 +33,9 @@ alarm for a reviewer to clear). The run publishes the promoted bundle's code
 (`toolkit.run.artifacts.write_promoted_code`) so that a reviewer can read what scored.
 
 Nothing the bundle says in the ablated pass is kept: a crash, a hang or a malformed reply there
-is expected (noise) and scores 0 with a fixed note; only the pass count is published.
+is expected (noise) and scores 0 with a fixed note; only the pass count is published, and in a
+hidden grading only rounded down to a tenth of the exam, the flag computed from that
+(`publish.coarse_ablation`: the ablated pass sees the hidden prompts too).
 """
 
 from __future__ import annotations

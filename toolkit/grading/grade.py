@@ -8,10 +8,13 @@ breaks: an infrastructure failure, not the bundle's).
 
 A grading is hidden unless the caller says it is public (`hidden=False`: public scoring on the
 public validation set during a run, whose feedback goes to the agent that wrote the bundle). In
-a hidden grading nothing the bundle's code said reaches the report: reasons and problems are
-failure categories in the harness's words (`session.Category`), bits per byte is rounded to 3
-decimals, what the bundle said goes to the operator log (`secret_log`), and an exception of the
-harness's own comes out as a `GradingError` whose text is fixed, chained to nothing.
+a hidden grading nothing the bundle's code said reaches the report, and no number it could
+steer is reported finely (`publish.py`): reasons are fixed phrases without exit statuses or
+batch numbers, bits per byte is clipped and coarse, the ablated score is rounded down to a
+tenth of the exam; the exact values and what the bundle said go to the operator log
+(`secret_log`), and an exception of the harness's own comes out as a `GradingError` whose text
+is fixed, chained to nothing. The report's `timings` stay exact: they are the operator's, and a
+run publishes only `publish.coarse_seconds` of its grading.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 from exam_builder.exam_file import Question, load_exam, sha256_file
 from toolkit.grading import ablation as weights_ablation
-from toolkit.grading import secret_log
+from toolkit.grading import publish, secret_log
 from toolkit.grading.pack import BundleError, PackedBundle, extract_bundle, pack_bundle
 from toolkit.grading.phases import Outcome, PhaseWorker, Progress, run_phase1, run_phase2
 from toolkit.grading.report import GradeReport
@@ -39,8 +42,6 @@ from toolkit.results import FamilyScore, Score
 from toolkit.tracks import GradingParams
 
 SIZE_LIMIT_BYTES = 16_000_000
-BPB_DECIMALS = 3
-"""Decimals of bits per byte a hidden grading publishes (more would carry bits of the exam)."""
 
 
 class GradingError(RuntimeError):
@@ -334,6 +335,17 @@ def grade_bundle(
     report = _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device, hidden)
     report.notes = notes
     if ablated is not None:
+        if hidden and ablated.score is not None:  # published coarsely; the flag from that
+            exact, coarse = ablated.score, publish.coarse_ablation(ablated.score)
+            ablated = ablated.model_copy(
+                update={
+                    "score": coarse,
+                    "model_free_suspect": weights_ablation.is_suspect(report.score, coarse),
+                }
+            )
+            secret_log.record(
+                "weights ablation (exact)", f"{exact.passed}/{exact.total}", exam=exam_sha
+            )
         report.ablation = ablated
         report.weights_ablation, report.model_free_suspect = (
             ablated.score,
@@ -351,11 +363,13 @@ def failure_name(exc: BaseException) -> str:
 
 
 def _record_secrets(out: Outcome, exam_sha: str, bundle_sha: str | None) -> None:
-    """What the bundle said in a hidden grading, to the operator log (its categories are in
-    the report)."""
-    failures = [f for f in (out.failure, out.bpb_failure) if f is not None and f.detail]
-    for failure in failures:
+    """What a hidden grading publishes only coarsely or not at all, to the operator log: each
+    failure's full category (batch, exit status) and what the bundle said, the exact bits per
+    byte."""
+    for failure in (f for f in (out.failure, out.bpb_failure) if f is not None):
         secret_log.record(str(failure.category), failure.detail, exam=exam_sha, bundle=bundle_sha)
+    if out.bpb is not None:
+        secret_log.record("bits per byte (exact)", repr(out.bpb), exam=exam_sha, bundle=bundle_sha)
     if out.problems:
         detail = "; ".join(f"{p.question}: {p.detail}" for p in out.problems)
         secret_log.record("problems", detail, exam=exam_sha, bundle=bundle_sha)
@@ -514,6 +528,11 @@ class _ProgressBar:
         self.bar.update(self.tasks[name], completed=done, total=total)
 
 
+def _reason(failure: WorkerFailure, hidden: bool) -> str:
+    """A failure as the report says it: a fixed phrase (hidden), or with the bundle's words."""
+    return publish.hidden_reason(failure.category) if hidden else failure.text(public=True)
+
+
 def _report(
     out: Outcome,
     questions: list[Question],
@@ -531,16 +550,16 @@ def _report(
         fam.total += 1
         fam.passed += q.id in out.passed
     passed = len(out.passed)
-    reason = out.failure.text(public=public) if out.failure is not None else None
-    if reason is None and out.problems:
+    reason = _reason(out.failure, hidden) if out.failure is not None else None
+    if reason is None and out.problems and public:
         first = out.problems[0].text(public=public)
         reason = f"{out.problem_count} outputs of the wrong length or type (first: {first})"
+    elif reason is None and out.problems:  # how many, and which, are the bundle's choice
+        reason = publish.WRONG_OUTPUTS
     bpb_reason = out.bpb_reason
     if out.bpb_failure is not None:
-        bpb_reason = f"not available: {out.bpb_failure.text(public=public)}"
-    bpb = out.bpb
-    if bpb is not None and hidden:
-        bpb = round(bpb, BPB_DECIMALS)
+        bpb_reason = f"not available: {_reason(out.bpb_failure, hidden)}"
+    bpb = publish.coarse_bpb(out.bpb) if hidden else out.bpb
     return GradeReport(
         ok=out.ok,
         reason=reason,

@@ -1,10 +1,12 @@
 """The grade report: what `grade_bundle` returns and `toolkit grade --json` writes.
 
 A bad bundle is a *result*, not an error: `ok` is False (or a question failed) and `reason` says
-what went wrong in one line. In a hidden grading (the default) `reason`, `bpb_reason` and
-`problems` are failure categories in the harness's words, never the bundle's text, and
-`bits_per_byte` is rounded to 3 decimals (`grade.py`). Every field is described, so the JSON is
-self-documenting.
+what went wrong in one line. In a hidden grading (the default) `reason` and `bpb_reason` are
+fixed phrases (`publish.HIDDEN_REASONS`: no exit status, signal or batch number), `problems`
+name a category per question, never the bundle's text, `bits_per_byte` is clipped to [0, 8] in
+steps of 0.25 and the ablated score is rounded down to a tenth of the exam (`publish.py`); the
+`timings` stay exact (the operator's; a run publishes a coarse bucket of them). Every field is
+described, so the JSON is self-documenting.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class GradeReport(BaseModel):
     bits_per_byte: float | None = Field(
         default=None,
         description="Bits per byte on the answer spans (None: not measured; a hidden grading: "
-        "3 decimals).",
+        "clipped to [0, 8], a multiple of 0.25).",
     )
     bpb_reason: str | None = Field(
         default=None, description="Why bits per byte is missing (a hidden grading: a category)."
@@ -76,7 +78,8 @@ class GradeReport(BaseModel):
     weights_ablation: Score | None = Field(
         default=None,
         description="Phase 1 score with every non-Python file of the bundle replaced by noise "
-        "(the model-free diagnostic, toolkit/grading/ablation.py); None: not run.",
+        "(the model-free diagnostic, toolkit/grading/ablation.py; a hidden grading: the count "
+        "rounded down to a tenth of the exam); None: not run.",
     )
     model_free_suspect: bool | None = Field(
         default=None,

@@ -28,7 +28,11 @@ Order of events (DESIGN §5):
 6. the adapter's last word on the provider (`final_problem`: checked once the controller is
    gone), then its host-side helpers are closed (`close`); the last promoted candidate is
    graded on the exam from the stored archive; no promotion => `failed` with 0; a harness,
-   sandbox or provider failure => `invalid` with its reason;
+   sandbox or provider failure => `invalid` with its reason; from the moment the hidden
+   grading starts, nothing published tells how long it took but a coarse bucket
+   (`grading.publish`): `agent.log` stamps every later line with that moment, the result's
+   `finished_at` is that moment, `timings.grading_s` is the bucket (the exact time goes to
+   the operator log);
 7. the result is written atomically, with the final head of the audit log and of the history
    (so that a log rewritten afterwards is caught), and the marker removed.
 """
@@ -58,6 +62,7 @@ from toolkit.clock import Clock
 from toolkit.data import load_prepared
 from toolkit.grading import secret_log
 from toolkit.grading.grade import GradingError, failure_name, fit_to_host
+from toolkit.grading.publish import coarse_seconds
 from toolkit.results import (
     EffectiveConfig,
     FamilyScore,
@@ -188,11 +193,17 @@ class AgentLog:
         self._clock = clock
         self._echo = echo
         self._lock = threading.Lock()
+        self._held: float | None = None
+
+    def hold(self) -> None:
+        """Stamp this line and every later one with the time now: from a hidden grading's
+        start on, a stamp would tell how long the bundle took (a channel it can steer)."""
+        self._held = self._clock()
 
     def __call__(self, message: str, shown: str | None = None) -> None:
         """Write `message`; echo it to the operator, or `shown` instead ("": nothing), for a
         line whose text the command prints anyway (the result's reason: printed once)."""
-        stamp = f"[{self._clock():8.1f}s]"
+        stamp = f"[{self._clock() if self._held is None else self._held:8.1f}s]"
         line = f"{stamp} {bounded(message, LOG_LINE_CHARS)}"
         with self._lock, self.path.open("a", encoding="utf-8") as f:
             f.write(line + "\n")
@@ -260,6 +271,7 @@ class Run:
         self.isolation: list[str] = []
         self.runner_s = 0.0
         self.used_s: float | None = None
+        self.grading_from: datetime | None = None  # the hidden grading's start: `finished_at`
         meta = spec.data_dir / "meta.json"
         self.train_data = load_prepared(spec.data_dir).record() if meta.is_file() else None
 
@@ -765,7 +777,7 @@ class Run:
         if self.history is not None:
             result.candidates = self.history.candidates()
             result.promoted = result.promoted or self.history.promoted()
-        result.finished_at = datetime.now(UTC)
+        result.finished_at = self.grading_from or datetime.now(UTC)
         result.started_at = self.started_at
         used = self.used_s if self.used_s is not None else self.clock.elapsed()
         result.timings.used_s = round(min(used, self.clock.budget_s), 3)
@@ -818,6 +830,8 @@ class Run:
                 f"the stored archive of {promoted.id} is missing or changed"
             )
         self.step = f"the final grading of {promoted.id}"
+        self.log.hold()  # no published time tells how long the hidden grading took
+        self.grading_from = datetime.now(UTC)
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
         started = time.monotonic()
         try:
@@ -840,11 +854,11 @@ class Run:
                 self.log(f"the reference bundle failed too: {problem}")
                 return self._finish_invalid(f"grading failed (infrastructure): {kind}")
             self.log("the reference bundle graded fine: the failure is the bundle's")
-            result.timings.grading_s = round(time.monotonic() - started, 3)
+            result.timings.grading_s = self._grading_time(started)
             result.status = "failed"
             result.status_reason = grading_charged_reason(promoted.id, exc)
             return self._publish(result)
-        result.timings.grading_s = round(time.monotonic() - started, 3)
+        result.timings.grading_s = self._grading_time(started)
         try:  # what scored, for a reviewer to read (listed with the artifacts)
             write_promoted_code(archive, self.artifacts, promoted.id)
         except (OSError, tarfile.TarError) as exc:
@@ -859,9 +873,11 @@ class Run:
             result.status_reason = None
             result.weights_ablation = report.weights_ablation
             result.model_free_suspect = report.model_free_suspect
-            if report.ablation is not None:  # fixed text and counts only, never the bundle's
+            ablated = report.weights_ablation
+            if ablated is not None:  # the published (coarse) score only: not how it went
                 self.log(
-                    f"weights ablation: {report.ablation.note}, suspect {report.model_free_suspect}"
+                    f"weights ablation: {ablated.passed}/{ablated.total} (published coarsely), "
+                    f"suspect {report.model_free_suspect}"
                 )
         else:
             result.status = "failed"
@@ -871,6 +887,12 @@ class Run:
             result.score = Score(percent=0.0, passed=0, total=report.score.total)
             result.families = {}
         return self._publish(result)
+
+    def _grading_time(self, started: float) -> float:
+        """The final grading's duration as published (a coarse bucket); exact: operator log."""
+        took = time.monotonic() - started
+        secret_log.record(f"final grading of {self.run_id}: seconds (exact)", f"{took:.3f}")
+        return coarse_seconds(took)
 
 
 def grading_charged_reason(candidate: str, exc: Exception) -> str:

@@ -29,15 +29,17 @@ from pathlib import Path
 from exam_builder.exam_file import sha256_file
 from toolkit.chain import ChainError, chain_head, read_chain
 from toolkit.grading import grade_bundle
+from toolkit.grading.publish import BPB_STEP
 from toolkit.grading.report import GradeReport
 from toolkit.results import RunResult
 from toolkit.run.artifacts import CANDIDATES_DIR
 from toolkit.run.history import check_against
 from toolkit.tracks import GradingParams
 
-BPB_TOLERANCE = 1e-3
-"""Largest difference in bits per byte between the result and the re-grade (float rounding;
-both are published to 3 decimals, so one step of the last decimal)."""
+BPB_TOLERANCE = BPB_STEP
+"""Largest difference in bits per byte between the result and the re-grade: both are published
+in steps of `publish.BPB_STEP`, and float rounding can put a value on either side of a step's
+edge, so one step."""
 
 
 def run_folder(result_file: Path, result: RunResult) -> Path:
