@@ -123,6 +123,8 @@ class _Events:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, fail_spare: bool = False) -> None:
         self.timed: list[tuple[str, str, float]] = []
         start, go, close = grade._start_worker, PhaseWorker.go, PhaseWorker.close
+        give = PhaseWorker.give
+        self.carried: dict[str, bool] = {}  # phase -> whether its go carried the bundle
 
         def started(name: str, archive: Path | None, job: Any, wait: bool = False) -> PhaseWorker:
             self._note("start-waiting" if wait else "start", name)
@@ -134,7 +136,12 @@ class _Events:
 
         def went(worker: PhaseWorker, archive: Path, timeout_s: float) -> None:
             self._note("go", worker.phase_name)  # type: ignore[attr-defined]
+            self.carried[worker.phase_name] = worker.needs_archive  # type: ignore[attr-defined]
             go(worker, archive, timeout_s)
+
+        def gave(worker: PhaseWorker, archive: Path, timeout_s: float) -> None:
+            self._note("give", worker.phase_name)  # type: ignore[attr-defined]
+            give(worker, archive, timeout_s)
 
         def closed(worker: PhaseWorker) -> None:
             close(worker)
@@ -142,6 +149,7 @@ class _Events:
 
         monkeypatch.setattr(grade, "_start_worker", started)
         monkeypatch.setattr(PhaseWorker, "go", went)
+        monkeypatch.setattr(PhaseWorker, "give", gave)
         monkeypatch.setattr(PhaseWorker, "close", closed)
 
     def _note(self, what: str, name: str) -> None:
@@ -166,14 +174,18 @@ def test_phase2_worker_is_started_during_phase1_and_let_go_after_it(
         hidden=False,
     )
     assert report.ok and report.bits_per_byte is not None, report.reason
-    # The two starts run in threads: either may be noted first.
+    # The two starts run in threads: either may be noted first; so does phase 2's bundle, sent
+    # ahead (from its thread) to be unpacked while phase 1 runs.
     assert sorted(events.seen[:2]) == [("start-waiting", "phase1"), ("start-waiting", "phase2")]
-    assert events.seen[2:] == [
+    ahead = events.seen.index(("give", "phase2"))
+    assert ahead < events.seen.index(("go", "phase2"))
+    assert [e for e in events.seen[2:] if e != ("give", "phase2")] == [
         ("go", "phase1"),
         ("closed", "phase1"),
         ("go", "phase2"),
         ("closed", "phase2"),
     ]
+    assert events.carried == {"phase1": True, "phase2": False}
 
 
 def test_a_spare_that_cannot_start_leaves_phase2_to_start_its_own(

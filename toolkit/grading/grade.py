@@ -178,6 +178,8 @@ class _Spare:
 
     def __init__(self, name: str, job: _Job) -> None:
         self.worker: PhaseWorker | None = None
+        self._archive: Path | None = None
+        self._given = threading.Event()
         self.thread = threading.Thread(target=self._start, args=(name, job), daemon=True)
         self.thread.start()
 
@@ -186,14 +188,35 @@ class _Spare:
             self.worker = _start_worker(name, None, job, wait=True)
         except BaseException:
             shutil.rmtree(job.work / name, ignore_errors=True)  # the phase starts afresh
+            return
+        self._given.wait()
+        if self._archive is None:
+            return  # the bundle goes with the go
+        try:  # in this thread: the worker reads it only once its warm-up is over
+            self.worker.give(self._archive, job.params.load_timeout_s)
+        except BaseException:
+            self.worker.close()
+            self.worker = None
+            shutil.rmtree(job.work / name, ignore_errors=True)  # the phase starts afresh
+
+    def give(self, archive: Path) -> None:
+        """Send the bundle ahead of the go (unpacking it runs none of the bundle's code)."""
+        self._archive = archive
+        self._given.set()
 
     def take(self) -> PhaseWorker | None:
         """The started worker (the caller closes it), or None."""
+        self._given.set()
         self.thread.join()
         worker, self.worker = self.worker, None
         return worker
 
     def discard(self) -> None:
+        """Close the worker unused (a send of the bundle still in progress ends with it)."""
+        self._given.set()
+        started = self.worker
+        if started is not None:
+            started.session.process.kill()  # unblocks a send to a worker still warming up
         worker = self.take()
         if worker is not None:
             worker.close()
@@ -445,6 +468,8 @@ def _phases(
         if packed.packed_bytes > job.size_limit_bytes:
             limits = (packed.packed_bytes, job.size_limit_bytes)
             raise WorkerFailure(Category(Kind.TOO_LARGE, limits))
+        if "phase2" in spares and "generate" in job.phases:
+            spares["phase2"].give(packed.path)  # unpacked while phase 1 runs
         if "generate" in job.phases:
 
             def generate(phase: PhaseWorker) -> None:

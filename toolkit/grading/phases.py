@@ -189,6 +189,13 @@ class PhaseWorker:
             self.sandbox.cleanup()
             raise
 
+    def give(self, archive: Path, timeout_s: float) -> None:
+        """Send the bundle (`archive`, our own packing of it) to a worker started without it,
+        ahead of its go: it unpacks it while it waits, and loads nothing until `go`."""
+        message = {"op": "bundle", "archive": base64.b64encode(archive.read_bytes()).decode()}
+        self.session.send(message, time.monotonic() + timeout_s)
+        self.needs_archive = False
+
     def go(self, archive: Path, timeout_s: float) -> None:
         """Let a worker started with `wait` import and load the bundle (`archive`, our own
         packing of it, goes along when the worker started without it). The worker reads it once

@@ -9,7 +9,9 @@ grading begins, before the bundle is even packed, lets phase 1's load once the b
 ready, and phase 2's only once phase 1's worker is gone. A `load` that carries `archive` (the
 host's own gzip tar of the bundle, base64) brings the bundle with it: the worker unpacks it into
 BUNDLE_DIR first (regular files and folders only), so its sandbox could start before the bundle
-existed. Standalone on purpose (standard library, plus numpy for log-probabilities): the same
+existed; `{"op": "bundle", "archive": ...}` before the go sends it ahead, to be unpacked while
+the worker waits (phase 2's, while phase 1 runs: unpacking runs none of the bundle's code).
+Standalone on purpose (standard library, plus numpy for log-probabilities): the same
 file runs in a local sandbox or in a container.
 
 Why the pipe cannot be corrupted by the bundle's prints: before the bundle is imported, the
@@ -186,14 +188,23 @@ def main() -> None:
     sys.stdout = sys.stderr
     _warm_up(device)
     archive: bytes | None = None
+    early: BaseException | None = None  # what went wrong unpacking a bundle sent ahead
     if wait:
         request = channel.receive()
+        if request.get("op") == "bundle":  # the bundle ahead of the go: unpack it meanwhile
+            try:
+                _unpack(base64.b64decode(request["archive"]), bundle_dir)
+            except BaseException as exc:
+                early = exc
+            request = channel.receive()
         if request.get("op") != "load":
             return  # the host let this worker go unused
         if "archive" in request:
             archive = base64.b64decode(request["archive"])
     started = time.monotonic()
     try:
+        if early is not None:
+            raise early
         if archive is not None:
             _unpack(archive, bundle_dir)
             del archive
