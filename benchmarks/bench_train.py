@@ -1,6 +1,6 @@
 """How fast does the starter train, and which preset learns most in a budget?
 
-For each preset asked (`--presets default,wide,...`), runs `starter/train.py` exactly as an agent
+For each preset asked (`--presets default,narrow,...`), runs `starter/train.py` exactly as an agent
 would (a subprocess, from a workspace-like folder on prepared training text) for `--budget-s`
 seconds, reads its `train_summary.json`, packs the bundle it exported as the grader does, and
 prints one row per preset: shape and size, steps, bytes (= tokens) per second, model FLOP

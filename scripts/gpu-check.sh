@@ -6,7 +6,7 @@
 #                                       run of a 300-second copy of the official track on the
 #                                       demo exam (about 7.5 min)
 #   scripts/gpu-check.sh speed OUT      doctor and the cgroup checks, grading speed, and the preset
-#                                       table: PRESETS (default "default,wide") trained 60 s each
+#                                       table: PRESETS (default "default,narrow") trained 60 s each
 #                                       (about 5 min)
 #
 # Environment: PY (default python3: the interpreter with CUDA torch), CORPUS (a training text;
@@ -107,7 +107,7 @@ elif [ "$MODE" = speed ]; then
     [ -n "${SKIP_PRE:-}" ] || step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
     step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
         --json "$OUT/bench-grade.json"
-    step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,wide}" \
+    step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,narrow}" \
         --device cuda --budget-s 60 --corpus "$CORPUS" --json "$OUT/bench-train.json"
 else
     echo "unknown mode $MODE (official or speed)" >&2

@@ -68,9 +68,9 @@ def decode_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor) -> Tensor:
 class ModelConfig:
     vocab_size: int = 256  # bytes
     block_size: int = 1024  # longest context trained on (the grader sends at most 1,024 bytes)
-    n_layer: int = 8
-    n_head: int = 6
-    d_model: int = 384
+    n_layer: int = 5
+    n_head: int = 8
+    d_model: int = 512
     mlp_ratio: int = 4
     rope_base: float = 10000.0
 
