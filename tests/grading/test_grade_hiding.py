@@ -225,7 +225,7 @@ def test_in_a_run_a_malformed_reply_is_a_failed_run_not_an_invalid_one(tmp_path:
         run_spec(submit_and_promote(source), built_exam(DEMO_BANK, "demo"), tmp_path)
     )
     assert result.status == "failed", result.status_reason
-    assert "malformed" in (result.status_reason or "")
+    assert "broke the grading protocol" in (result.status_reason or "")
 
 
 def test_cover_hides_a_folder_around_what_the_worker_needs(tmp_path: Path) -> None:
