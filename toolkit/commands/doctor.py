@@ -78,7 +78,7 @@ def doctor_command(
       toolkit doctor --track v1-h100-1h --provider openai --model gpt-5
     """
     try:
-        track = get_track(find_registry(results_dir, registry), track_id)
+        track = get_track(find_registry(results_dir, registry, track_id), track_id)
     except RegistryError as exc:
         raise click.UsageError(str(exc)) from exc
     checks = Doctor(track, backend).fast()

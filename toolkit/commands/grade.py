@@ -23,6 +23,7 @@ from toolkit.commands.options import (
     cpus_option,
     device_option,
     find_registry,
+    refuse_device,
     registry_option,
     results_dir_option,
 )
@@ -241,6 +242,7 @@ def grade_command(
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
+    refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
     console = make_console()
     if backend == "docker":
         use_docker_images(images_file)  # no engine or a wrong image: one line, before work
@@ -251,7 +253,7 @@ def grade_command(
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
     if not exam_file.is_file():
         raise click.UsageError(f"{exam}: no exam.jsonl there (pass --exam with a built exam)")
-    registry_file = find_registry(results_dir, registry)
+    registry_file = find_registry(results_dir, registry, track_id)
     track, why = choose_track(registry_file, track_id, exam_file)
     console.print(f"grading settings: {why}")
     console.print(f"device {device} (backend {backend})")

@@ -29,8 +29,10 @@ from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
     cpus_option,
+    device_option,
     find_registry,
     keys_option,
+    refuse_device,
     registry_option,
     results_dir_option,
 )
@@ -44,7 +46,6 @@ from toolkit.run.inputs import InputError, check_public_set, prepare_data, publi
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
-from toolkit.run.roles import detect_device
 from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
@@ -213,13 +214,7 @@ def _model_for(agent: str, model: str | None) -> str:
     "Results folder: holds tracks.json; the run goes to <results>/<track>/<run_id>.json"
 )
 @registry_option()
-@click.option(
-    "--device",
-    type=click.Choice(["auto", "cpu", "cuda"]),
-    default="auto",
-    show_default=True,
-    help="Device for grading (training picks its own inside the runner).",
-)
+@device_option("Device for grading (training picks its own inside the runner).")
 @cpus_option("the runner and of each grading (a share of a box that runs several runs)")
 @click.option(
     "--max-tokens-total",
@@ -273,12 +268,13 @@ def run_command(
           --effort high --track demo-cpu --seed 0 --results /tmp/ari-results
     """
     console = make_console(stderr=True)
+    refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
     model = _model_for(agent, model)
     try:
         local_key()  # the result will be signed: a key that cannot sign stops the run now
     except SigningError as exc:
         raise click.UsageError(str(exc)) from exc
-    registry_dir = find_registry(results_dir, registry)
+    registry_dir = find_registry(results_dir, registry, track)
     try:
         the_track = get_track(registry_dir, track)
     except RegistryError as exc:
@@ -376,7 +372,8 @@ def run_command(
         data_dir=data_dir,
         results_dir=results_dir,
         backend=backend,
-        device=detect_device() if device == "auto" else device,
+        device=device.partition(":")[0],
+        gpu=device.partition(":")[2] or None,  # cuda:N pins the runner and grading to GPU N
         cpus=cpus,
         effort=effort,
         budget_s=budget_s,
