@@ -322,7 +322,7 @@ class Doctor:
                 not bad,
                 required=bad,
                 fix=(
-                    "install PyPI's torch wheel (the CUDA build on Linux): see README 'GPU install'"
+                    "install PyPI's torch wheel (the CUDA build on Linux): see site/docs/operators/gpu.md, 'A GPU box'"
                     if bad
                     else ""
                 ),

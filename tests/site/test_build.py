@@ -231,6 +231,8 @@ def test_maintainer_pages_join_the_nav(tmp_path: Path) -> None:
     shutil.copytree(REPO / "site", tmp_path / "site", ignore=shutil.ignore_patterns("__pycache__"))
     maint = tmp_path / "site" / "docs" / "maintainers"
     shutil.rmtree(maint, ignore_errors=True)
+    for other in ("operators", "security"):  # they link to the maintainers' real pages
+        shutil.rmtree(tmp_path / "site" / "docs" / other, ignore_errors=True)
     maint.mkdir(parents=True)
     (maint / "index.md").write_text("# For exam maintainers\n", encoding="utf-8")
     (maint / "building.md").write_text("# Building an exam\n", encoding="utf-8")
@@ -283,3 +285,30 @@ def test_the_pages_explain_what_they_show(built_site: Path) -> None:
     assert "built-in <em>scripted</em> agent, which uses no model" in limits
     home = _text(built_site / "index.html")
     assert 'Last updated <time datetime="2026-11-22">' in home and 'class="ari-glance"' in home
+
+
+def test_the_docs_section_holds_operators_maintainers_and_security(tmp_path: Path) -> None:
+    """The README's material lives in the published docs (issue 29 item 6): a Docs section
+    with the operators', maintainers' and security pages, each reachable from the home page,
+    and the README itself short, linking there (every page it links to exists)."""
+    done = build(REPO / "results", tmp_path / "public")
+    assert done.returncode == 0, done.stdout + done.stderr
+    home = _text(tmp_path / "public" / "index.html")
+    for page in (
+        "operators/index.html",
+        "operators/gpu.html",
+        "security/index.html",
+        "maintainers/layout.html",
+    ):
+        assert page in home, page
+        assert (tmp_path / "public" / page).is_file(), page
+    assert home.index("operators/index.html") < home.index("security/index.html")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 300
+    gpu = readme[readme.index("## GPU servers") :]
+    gpu = gpu[: gpu.index("\n## ", 1)]
+    assert len(gpu.splitlines()) <= 20 and "site/docs/operators/gpu.md" in gpu
+    import re
+
+    for target in re.findall(r"\]\((site/docs/[^)#]+)", readme):
+        assert (REPO / target).is_file(), target
