@@ -312,3 +312,17 @@ def test_the_docs_section_holds_operators_maintainers_and_security(tmp_path: Pat
 
     for target in re.findall(r"\]\((site/docs/[^)#]+)", readme):
         assert (REPO / target).is_file(), target
+
+
+def test_a_demo_only_folder_says_its_track_heading_once(tmp_path: Path) -> None:
+    """Issue 29 item 5: a results folder whose only runs are on the demo track (what `make
+    demo` builds) showed the demo track's heading twice on the home page."""
+    results = tmp_path / "results"
+    write_registry(results, [track_dict("demo-test", demo=True, title="Demo heading once")])
+    write_run(results, run_dict("d0", track="demo-test", model="scripted-baseline"))
+    done = build(results, tmp_path / "public")
+    assert done.returncode == 0, done.stdout + done.stderr
+    home = _text(tmp_path / "public" / "index.html")
+    headings = re.findall(r"<h2[^>]*>(.*?)</h2>", home, re.S)
+    assert sum("Demo heading once" in h for h in headings) == 1, headings
+    assert "scripted-baseline" in home  # the board is still there
