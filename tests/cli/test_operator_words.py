@@ -122,3 +122,39 @@ def test_an_unreadable_state_folder_is_not_no_runs(monkeypatch: pytest.MonkeyPat
     assert "no runs on this host" not in done.output
     assert "/proc/nope" in done.output and "set ARI_HOME" in done.output
     assert len(done.output.strip().splitlines()) == 1
+
+
+def test_run_without_results_where_there_is_none_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`toolkit run` from a folder without --results used to make ./results there silently."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ARI_RESULTS_DIR", raising=False)
+    done = CliRunner().invoke(cli, ["run", "--seed", "0", "--device", "cpu"])
+    assert done.exit_code == 2, done.output
+    assert len(done.output.strip().splitlines()) == 1
+    assert "--results DIR" in done.output and "/tmp/ari-results" in done.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_training_text_we_cannot_read_leaves_nothing_behind(tmp_path: Path) -> None:
+    """`--train-data /bin/ls` said "unsupported training text ''" and left a results folder."""
+    results = tmp_path / "res"
+    done = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--seed",
+            "0",
+            "--device",
+            "cpu",
+            "--train-data",
+            "/bin/ls",
+            "--results",
+            str(results),
+        ],
+    )
+    assert done.exit_code == 2, done.output
+    assert "(no file extension)" in done.output and "''" not in done.output
+    assert "use .txt" in done.output and len(done.output.strip().splitlines()) == 1
+    assert not results.exists()

@@ -37,7 +37,7 @@ from toolkit.commands.options import (
     registry_option,
     results_dir_option,
 )
-from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
+from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, check_source, load_prepared
 from toolkit.paths import state_dir
 from toolkit.registry import carry_track
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
@@ -162,6 +162,18 @@ def cost_cap_note(entry: object, track_cap: float | None) -> str | None:
         f"the track's cost cap (${track_cap:g}) cannot hold for provider '{entry.name}' (no "
         f"prices): only the token cap does; add [{entry.name}.cost] to your providers file"
     )
+
+
+def _refuse_stray_results(results_dir: Path) -> None:
+    """`--results` left out (and no ARI_RESULTS_DIR) where ./results does not exist: a run
+    would silently make a results folder in whatever folder the operator stands in."""
+    source = click.get_current_context().get_parameter_source("results_dir")
+    if source == click.core.ParameterSource.DEFAULT and not results_dir.is_dir():
+        raise Refused(
+            f"no results folder here ({Path.cwd() / results_dir} does not exist): pass "
+            "--results DIR (a scratch folder for a try-out: --results /tmp/ari-results), or "
+            "run from the checkout"
+        )
 
 
 def _model_for(agent: str, model: str | None) -> str:
@@ -298,6 +310,7 @@ def run_command(
     """
     console = make_console(stderr=True)
     refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
+    _refuse_stray_results(results_dir)
     model = _model_for(agent, model)
     try:
         local_key()  # the result will be signed: a key that cannot sign stops the run now
@@ -343,6 +356,11 @@ def run_command(
     provider_problem = the_agent.preflight()
     if provider_problem is not None:
         raise click.ClickException(provider_problem)
+    if train_data is not None:  # a text we cannot read: refused before anything is written
+        try:
+            check_source(train_data)
+        except DataError as exc:
+            raise Refused(str(exc)) from None
     try:  # the results folder carries its track: the leaderboard and the site can read it
         carry_track(results_dir, registry_dir, the_track)
     except RegistryError as exc:
