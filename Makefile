@@ -15,7 +15,7 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch is pinned (2.13.0); the GPU install: site/docs/operators/gpu.md.
+	# torch is pinned (2.13.0); installing its CUDA build: site/docs/operators/gpu.md.
 	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	@touch $(STAMP)
 
