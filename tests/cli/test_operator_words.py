@@ -158,3 +158,39 @@ def test_training_text_we_cannot_read_leaves_nothing_behind(tmp_path: Path) -> N
     assert "(no file extension)" in done.output and "''" not in done.output
     assert "use .txt" in done.output and len(done.output.strip().splitlines()) == 1
     assert not results.exists()
+
+
+def test_runs_list_records_a_run_whose_harness_died(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `kill -9` of the harness, `runs list` showed "interrupted" with a blank clock
+    until `runs recover`; the next command records it (as the docs say)."""
+    import subprocess
+
+    from toolkit.run import recovery
+
+    monkeypatch.setenv("ARI_HOME", str(tmp_path / "home"))
+    results = tmp_path / "results"
+    run_id = "20261125T120000-model-a-s3-dead"
+    artifacts = results / "v1-test" / run_id
+    artifacts.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    skeleton = RunResult.model_validate(
+        run_dict(run_id, seed=3, status="invalid", status_reason="running", passed=0)
+    )
+    recovery.write_marker(
+        recovery.runs_root() / run_id / "harness",
+        recovery.Marker(
+            pid=dead.pid,
+            pid_start="gone",
+            results_dir=str(results),
+            artifacts=str(artifacts),
+            skeleton=skeleton,
+        ),
+    )
+    done = CliRunner().invoke(cli, ["runs", "list", "--all", "--json"])
+    assert done.exit_code == 0, done.output
+    record = next(json.loads(line) for line in done.output.splitlines() if line.startswith("{"))
+    assert record["state"] == "invalid", done.output
+    assert (results / "v1-test" / f"{run_id}.json").is_file()
