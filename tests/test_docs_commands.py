@@ -1,8 +1,8 @@
 """Every `toolkit ...` command the documentation shows exists, with the options it shows.
 
-Read from the README, the documentation pages (site/docs/*/) and every command's own `-h` text (its examples):
-a renamed command or option, or an example written against a command that was never built,
-fails here instead of failing a reader.
+Read from the README, the documentation pages (site/docs/*/) and every command's own `-h` text
+(its examples): a renamed command or option, or an example written against a command that was
+never built, fails here instead of failing a reader.
 """
 
 from __future__ import annotations

@@ -204,7 +204,8 @@ def test_the_row_page_fits_a_1280px_laptop(browser: Browser, server: str) -> Non
         "(() => { const t = document.querySelector('table.ari-runs');"
         " const w = t.closest('.ari-table-wrap');"
         " const ids = [...t.querySelectorAll('td.ari-run-id code')];"
-        " return {fits: w.scrollWidth <= w.clientWidth + 1, page: document.documentElement.scrollWidth,"
+        " return {fits: w.scrollWidth <= w.clientWidth + 1,"
+        " page: document.documentElement.scrollWidth,"
         " lines: ids.map(c => c.getClientRects().length), n: ids.length,"
         " long: Math.max(...ids.map(c => c.textContent.length))}; })()"
     )
