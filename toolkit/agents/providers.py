@@ -195,3 +195,29 @@ def override(
         entry = {"kind": "openai-compatible"}
     entry.update({k: v for k, v in (("base_url", base_url), ("key_env", key_env)) if v})
     return _provider(file, name, entry)
+
+
+def cost_cap_check(entry: object, asked: float | None, what: str = "--max-cost-usd") -> str | None:
+    """Why a cost cap the operator asked for (`what` `asked`) cannot hold for this provider,
+    in one line with the fix; None when it can, or when none was asked (the track's own cap:
+    `cost_cap_note`). `entry` is the agent's provider entry (None: an agent that calls no
+    model). The relay counts dollars only with prices or a reported cost (`Provider.priced`):
+    without them the cap would be silently ignored, so it is refused before the clock."""
+    if not isinstance(entry, Provider) or entry.priced or asked is None:
+        return None
+    return (
+        f"{what} {asked:g}: provider '{entry.name}' has no prices, so the relay cannot count "
+        f"dollars and the cap would not hold; add [{entry.name}.cost] input and output (USD "
+        "per million tokens) to your providers file (--providers FILE), or cap tokens with "
+        "--max-tokens-total"
+    )
+
+
+def cost_cap_note(entry: object, track_cap: float | None) -> str | None:
+    """The warning when the track's own cost cap cannot hold for this provider (no prices)."""
+    if not isinstance(entry, Provider) or entry.priced or track_cap is None:
+        return None
+    return (
+        f"the track's cost cap (${track_cap:g}) cannot hold for provider '{entry.name}' (no "
+        f"prices): only the token cap does; add [{entry.name}.cost] to your providers file"
+    )

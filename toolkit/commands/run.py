@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from exam_builder.exam_file import ExamFileError
 from toolkit import state
 from toolkit.agents import AGENTS, AgentSetupError, get_agent
+from toolkit.agents.providers import cost_cap_check, cost_cap_note
 from toolkit.agents.relay_budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.campaign.claims import Claims, holder
@@ -133,34 +134,6 @@ def warn_if_in_worktree(results_dir: Path, track: Track, console: Console) -> No
         f"[bold yellow]note:[/bold yellow] this {kind}run is written into the git working tree "
         f"{tree}, at {where}: commit it only to publish it; for a try-out pass a scratch folder "
         "(--results /tmp/ari-results)"
-    )
-
-
-def cost_cap_check(entry: object, asked: float | None, track_cap: float | None) -> str | None:
-    """A cost cap the relay cannot enforce (no prices for the provider): with --max-cost-usd,
-    the refusal (one line, with the fix); with only the track's cap, None (`cost_cap_note`
-    warns). `entry` is the agent's provider entry (None: an agent that calls no model)."""
-    from toolkit.agents.providers import Provider
-
-    if not isinstance(entry, Provider) or entry.priced or asked is None:
-        return None
-    return (
-        f"--max-cost-usd {asked:g}: provider '{entry.name}' has no prices, so the relay cannot "
-        f"count dollars and the cap would not hold; add [{entry.name}.cost] input and output "
-        "(USD per million tokens) to your providers file (--providers FILE), or cap tokens "
-        "with --max-tokens-total"
-    )
-
-
-def cost_cap_note(entry: object, track_cap: float | None) -> str | None:
-    """The warning when the track's cost cap cannot hold for this provider (no prices)."""
-    from toolkit.agents.providers import Provider
-
-    if not isinstance(entry, Provider) or entry.priced or track_cap is None:
-        return None
-    return (
-        f"the track's cost cap (${track_cap:g}) cannot hold for provider '{entry.name}' (no "
-        f"prices): only the token cap does; add [{entry.name}.cost] to your providers file"
     )
 
 
@@ -344,18 +317,18 @@ def run_command(
     except (AgentSetupError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
     entry = getattr(the_agent, "provider_entry", None)
-    unenforceable = cost_cap_check(entry, max_cost_usd, the_track.max_cost_usd)
+    unenforceable = cost_cap_check(entry, max_cost_usd)
     if unenforceable:
         raise Refused(unenforceable)
-    note = None if max_cost_usd else cost_cap_note(entry, the_track.max_cost_usd)
-    if note:
-        console.print(f"[bold yellow]note:[/bold yellow] {note}")
     preflight(the_track, backend)  # before any work: a track this host cannot run is refused
     # Then the provider: one tiny call with the run's key, endpoint and model, before anything
     # is prepared or written and before the clock (a bad key costs seconds, not the budget).
     provider_problem = the_agent.preflight()
     if provider_problem is not None:
         raise click.ClickException(provider_problem)
+    note = None if max_cost_usd else cost_cap_note(entry, the_track.max_cost_usd)
+    if note:  # said once the run is sure to start (a refusal above stays one line)
+        console.print(f"note: {note}", markup=False, highlight=False)
     if train_data is not None:  # a text we cannot read: refused before anything is written
         try:
             check_source(train_data)
