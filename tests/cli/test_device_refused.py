@@ -68,3 +68,12 @@ def test_grade_on_a_gpu_this_host_cannot_use_is_refused(tmp_path: Path) -> None:
 def test_cpu_and_auto_are_never_refused() -> None:
     assert device_problem("cpu") is None
     assert device_problem("cpu", "docker") is None
+
+
+def test_runs_verify_on_a_gpu_this_host_cannot_use_is_refused(tmp_path: Path) -> None:
+    result = tmp_path / "r.json"
+    result.write_text("{}")
+    done = CliRunner().invoke(
+        cli, ["runs", "verify", str(result), "--exam", str(result), "--device", "cuda:0"]
+    )
+    assert done.exit_code == 2 and "--device cuda:0" in done.output, done.output

@@ -620,6 +620,8 @@ def verify_command(
     Example:
       toolkit runs verify results/v1-h100-1h/RUN_ID.json --exam ~/secure/exams/v1/exam.jsonl
     """
+    if device is not None:
+        refuse_device(device, backend)  # a GPU this host cannot use: refused before the re-grade
     try:
         result = load_run(result_file)
         verdict = _Keyrings(keys_file).check(result_file)
