@@ -21,7 +21,8 @@ import click
 from rich.table import Table
 
 from toolkit.commands.console import make_console
-from toolkit.commands.run import print_result, runs_group
+from toolkit.commands.run import print_result
+from toolkit.commands.runs import runs_group
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, load_run
 from toolkit.run import journal, recovery
