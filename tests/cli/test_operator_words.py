@@ -194,3 +194,20 @@ def test_runs_list_records_a_run_whose_harness_died(
     record = next(json.loads(line) for line in done.output.splitlines() if line.startswith("{"))
     assert record["state"] == "invalid", done.output
     assert (results / "v1-test" / f"{run_id}.json").is_file()
+
+
+def test_the_leaderboard_of_a_folder_without_the_track_is_not_unknown_track(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "results"
+    results.mkdir()
+    every = json.loads((REPO / "results" / "tracks.json").read_text())
+    (results / "tracks.json").write_text(json.dumps([t for t in every if t["id"] == "demo-cpu"]))
+    done = CliRunner().invoke(
+        cli, ["leaderboard", "--track", "v1-h100-1h", "--results", str(results)]
+    )
+    assert done.exit_code == 2, done.output
+    assert "unknown track" not in done.output
+    assert "no runs of track 'v1-h100-1h'" in done.output
+    bad = CliRunner().invoke(cli, ["leaderboard", "--track", "nope", "--results", str(results)])
+    assert bad.exit_code == 2 and "unknown track 'nope'" in bad.output
