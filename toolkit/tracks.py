@@ -208,7 +208,7 @@ def _duration(seconds: float) -> str:
 def describe(track: Track, base: str | None = None) -> str:
     """One paragraph about a track written from its numbers, so that it cannot disagree with
     them (`tracks new` without --description: a copy must not keep its base's words)."""
-    where = track.hardware + ("" if track.gpu_model else " (no GPU)")
+    where = track.hardware
     kind = "hidden" if not track.demo else "demo"
     origin = f"A copy of track '{base}' with its own numbers: " if base else ""
     return (
