@@ -272,6 +272,8 @@ def test_the_reserved_window_the_call_in_flight_grading_and_the_score(
         shots = Path(os.environ.get("ARI_SCREENSHOT_DIR") or tmp_path)
         shots.mkdir(parents=True, exist_ok=True)
         (shots / "live-timeline.png").write_bytes(png)
+        whole = browser.call("Page.captureScreenshot", format="png")
+        (shots / "live-page.png").write_bytes(base64.b64decode(whole["data"]))
         width, _, rows = _png_pixels(png)
         pink = _columns_of(rows, (0xFF, 0xDD, 0xDD))  # the reserved window
         call = _columns_of(rows, (0x88, 0xBB, 0xDD))  # the call in flight
