@@ -15,7 +15,7 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	# torch is pinned to the CPU build (2.13.0); see README for the GPU install.
+	# torch is pinned (2.13.0); installing its CUDA build: site/docs/operators/gpu.md.
 	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	@touch $(STAMP)
 

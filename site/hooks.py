@@ -32,8 +32,8 @@ from toolkit.tracks import RegistryError
 
 TEMPLATES = Path(__file__).parent / "overrides" / "ari"
 MAINTAINERS = "maintainers/"
-SECTIONS = {MAINTAINERS: "Maintainers", "security/": "Security"}
-"""Folders of hand-written pages under site/docs/, each a section of the nav (index first)."""
+# The Docs section of the nav: every hand-written page under these folders, index first.
+DOCS = (("Operators", "operators/"), ("Maintainers", MAINTAINERS), ("Security", "security/"))
 
 # HTML that templates set aside with `{% filter stash %}`, by page, put back after markdown.
 # Markdown has nothing to do inside a table or an SVG, and parsing thousands of tags through
@@ -166,16 +166,20 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     plan = plan_site(results)
     _render(plan, files, config)
     nav: list[Any] = _escape_titles(plan.nav)
-    for folder, title in SECTIONS.items():
+    docs: list[Any] = []
+    for title, folder in DOCS:
         pages = sorted(
             f.src_uri
             for f in files.documentation_pages()
             if f.src_uri.startswith(folder) and not f.generated_by
         )
+        index = f"{folder}index.md"
         if pages:
-            index = f"{folder}index.md"
-            ordered = [index] if index in pages else []
-            nav.append({title: ordered + [p for p in pages if p != index]})
+            docs.append(
+                {title: ([index] if index in pages else []) + [p for p in pages if p != index]}
+            )
+    if docs:
+        nav.append({"Docs": docs})
     config.nav = nav
     return files
 

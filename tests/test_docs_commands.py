@@ -1,8 +1,8 @@
 """Every `toolkit ...` command the documentation shows exists, with the options it shows.
 
-Read from the README, the maintainers' pages and every command's own `-h` text (its examples):
-a renamed command or option, or an example written against a command that was never built,
-fails here instead of failing a reader.
+Read from the README, the documentation pages (site/docs/*/) and every command's own `-h` text
+(its examples): a renamed command or option, or an example written against a command that was
+never built, fails here instead of failing a reader.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pytest
 from toolkit.cli import CONTEXT, cli
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = [REPO / "README.md", *sorted((REPO / "site" / "docs" / "maintainers").glob("*.md"))]
+DOCS = [REPO / "README.md", *sorted((REPO / "site" / "docs").glob("*/*.md"))]
 FENCE = re.compile(r"^ *```[^\n]*\n(.*?)^ *```", re.S | re.M)
 SPAN = re.compile(r"`([^`\n]+)`")
 

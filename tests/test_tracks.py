@@ -53,7 +53,9 @@ def test_errors_name_file_and_field(tmp_path: Path) -> None:
         load_tracks(write(tmp_path, [track(budget_s=-1)]))
     with pytest.raises(RegistryError, match=r"field '1.id': duplicate"):
         load_tracks(write(tmp_path, [track(), track()]))
-    with pytest.raises(RegistryError, match=r"unknown track 'nope' \(known: t1\)"):
+    with pytest.raises(
+        RegistryError, match=r"unknown track 'nope' in .*tracks.json \(known there: t1\)"
+    ):
         get_track(write(tmp_path, [track()]), "nope")
 
 

@@ -49,6 +49,10 @@ def test_new_track_for_a_new_exam(tmp_path: Path) -> None:
     floor = load_manifest(exam.parent).quality.chance_floor
     assert floor is not None and track.chance_floor == floor > 0  # published with the track
     assert track.per_call_limit_s <= 120 and track.reserved_s <= 30
+    # Its description is its own, written from its numbers: not the base's "300 seconds".
+    base = get_track(REPO / "results", "demo-cpu")
+    assert track.description != base.description and "2 minutes of wall-clock" in track.description
+    assert "300 seconds" not in track.description
     assert sorted(load_tracks(results)) == ["demo-cpu", "demo2-cpu", "v1-h100-1h"]
     again = CliRunner().invoke(cli, [*argv, "--results", str(results)])
     assert again.exit_code == 1 and "exists already" in again.output
@@ -71,3 +75,37 @@ def test_a_new_track_takes_no_floor_from_a_missing_or_stale_manifest(tmp_path: P
     argv[2] = "t2"
     done = CliRunner().invoke(cli, [*argv, "--results", str(results)])
     assert done.exit_code == 0 and get_track(results, "t2").chance_floor is None, done.output
+
+
+def test_rebudgeted_official_track_does_not_claim_an_hour(tmp_path: Path) -> None:
+    """`--from v1-h100-1h --budget 300` used to keep "one hour of wall-clock time"."""
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(REPO / "results" / "tracks.json", results)
+    exam = built_exam(DEMO_BANK, "demo")
+    argv = ["tracks", "new", "v1-300s", "--from", "v1-h100-1h", "--exam", str(exam)]
+    done = CliRunner().invoke(
+        cli, [*argv, "--title", "5 min", "--budget", "300", "--results", str(results)]
+    )
+    assert done.exit_code == 0, done.output
+    text = get_track(results, "v1-300s").description
+    assert "hour" not in text and text.startswith("A copy of track 'v1-h100-1h'")
+    assert "5 minutes of wall-clock time on 1x NVIDIA H100 80GB" in text
+    own = CliRunner().invoke(
+        cli,
+        [
+            *argv[:2],
+            "v1-own",
+            *argv[3:],
+            "--title",
+            "x",
+            "--budget",
+            "300",
+            "--description",
+            "Mine.",
+            "--results",
+            str(results),
+        ],
+    )
+    assert own.exit_code == 0, own.output
+    assert get_track(results, "v1-own").description == "Mine."

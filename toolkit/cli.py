@@ -36,7 +36,8 @@ from toolkit.commands.grade import grade_command  # noqa: E402
 
 cli.add_command(grade_command)
 from toolkit.commands import runs_live  # noqa: E402, F401  (adds runs list/show/tail/kill)
-from toolkit.commands.run import run_command, runs_group  # noqa: E402
+from toolkit.commands.run import run_command  # noqa: E402
+from toolkit.commands.runs import runs_group  # noqa: E402
 
 cli.add_command(run_command)
 cli.add_command(runs_group)

@@ -189,10 +189,17 @@ def _source_files(source: Path) -> list[Path]:
         return files
     if source.suffix.lower() not in _READERS:
         raise DataError(
-            f"{source}: unsupported training text '{source.suffix}'; use .txt, .jsonl (field "
-            "'text'), .parquet (column 'text'), or a folder of those"
+            f"{source}: unsupported training text "
+            f"({repr(source.suffix) if source.suffix else 'no file extension'}); use .txt, "
+            ".jsonl (field 'text'), .parquet (column 'text'), or a folder of those"
         )
     return [source]
+
+
+def check_source(source: Path) -> None:
+    """DataError when `source` cannot be training text (missing, no readable files, a type we
+    do not read): cheap, so a command can refuse it before it writes anything."""
+    _source_files(source)
 
 
 def _documents(files: list[Path]) -> Iterator[Iterator[bytes]]:

@@ -275,6 +275,8 @@ class Doctor:
         lacks = mine.lacks(floor, gpu=self.wants_gpu)
         need = ", ".join(floor) or "none (a demo track degrades and records what it lacked)"
         here = "all of it" if not lacks else "lacks " + ", ".join(lacks)
+        if lacks and not mine.available:  # one reason for all of it: said once, not per word
+            here = f"none of it: {mine.why_not}"
         fix = ""
         cgroup_words = {"memory-per-tree", "processes-per-tree"}
         if lacks and self.backend == "local" and set(lacks) <= cgroup_words:
@@ -283,6 +285,8 @@ class Doctor:
             fix = (
                 f"use --backend {other.backend}, which has all of it here"
                 if not other.lacks(floor, gpu=self.wants_gpu)
+                else f"make the {self.backend} backend work here (above), or use another --backend"
+                if not mine.available
                 else "; ".join(f"{r}: {FLOOR_WORDS.get(r.split(' (')[0], r)}" for r in lacks)
             )
         return [
@@ -350,7 +354,8 @@ class Doctor:
                 not bad,
                 required=bad,
                 fix=(
-                    "install PyPI's torch wheel (the CUDA build on Linux): see README 'GPU install'"
+                    "install PyPI's torch wheel (the CUDA build on Linux): see "
+                    "site/docs/operators/gpu.md, 'A GPU box'"
                     if bad
                     else ""
                 ),

@@ -412,11 +412,30 @@ def load_run(path: Path) -> RunResult:
         raise ResultsError(_describe(path, exc)) from exc
 
 
+def _umask() -> int:
+    """This process's umask, read without changing it (another thread may be creating files)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    old = os.umask(0o022)  # no /proc: the classic read-by-setting
+    os.umask(old)
+    return old
+
+
 def write_json_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one, never a part."""
+    """Write `text` to `path` so that readers see the old file or the new one, never a part.
+
+    The file gets the mode an ordinary `open()` would give it (0644 under umask 022), not the
+    0600 of a temporary file: results, tracks.json and protocol_fixes.json are public records
+    that a publisher, CI or web server running as another user must read (their signatures,
+    not their mode, protect them)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -204,6 +204,30 @@ class Track(_Model):
         return None
 
 
+def _duration(seconds: float) -> str:
+    """120 -> '2 minutes', 3600 -> '1 hour', 90 -> '90 seconds' (whole units only)."""
+    for unit, size in (("hour", 3600), ("minute", 60)):
+        if seconds >= size and seconds % size == 0:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n != 1 else ''}"
+    return f"{seconds:g} seconds"
+
+
+def describe(track: Track, base: str | None = None) -> str:
+    """One paragraph about a track written from its numbers, so that it cannot disagree with
+    them (`tracks new` without --description: a copy must not keep its base's words)."""
+    where = track.hardware
+    kind = "hidden" if not track.demo else "demo"
+    origin = f"A copy of track '{base}' with its own numbers: " if base else ""
+    return (
+        f"{origin}{_duration(track.budget_s)} of wall-clock time on {where}, at most "
+        f"{_duration(track.per_call_limit_s)} per runner call, the last "
+        f"{_duration(track.reserved_s)} reserved for submission, bundles of at most "
+        f"{track.size_limit_bytes:,} bytes packed, graded on a {track.exam_questions}-question "
+        f"{kind} exam with {track.grading.context_bytes:,} bytes of context."
+    )
+
+
 class ProtocolFix(_Model):
     """A change of protocol within a track, and what happened to the runs it affects."""
 
@@ -268,5 +292,8 @@ def get_track(results_dir: Path, track_id: str) -> Track:
     tracks = load_tracks(results_dir)
     if track_id not in tracks:
         known = ", ".join(sorted(tracks)) or "none"
-        raise RegistryError(f"unknown track '{track_id}' (known: {known}) in {results_dir}")
+        raise RegistryError(
+            f"unknown track '{track_id}' in {results_dir / TRACKS_FILE} (known there: {known}); "
+            "see `toolkit tracks list`, or pass --registry with the folder that registers it"
+        )
     return tracks[track_id]

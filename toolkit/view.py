@@ -6,9 +6,12 @@ Two parts, served on one local port:
   `ARI_RESULTS_DIR` set), rebuilt in the background whenever a result file or the registry
   changes, so finished runs appear on the board while you watch;
 - `/live/` : every run of this host (the journal of `toolkit runs list`), and per run a page
-  with the hour on one line: the runner calls on the clock, the submissions with their public
-  scores, the promotion, the reserved window and *now*, the time left, and the end of the
-  harness log; it refreshes itself every few seconds while the run goes on.
+  with the hour on one line: the runner calls on the clock (a call in flight drawn up to
+  *now*), the submissions with their public scores, the promotion, the reserved window and
+  *now*, the time left; then the final grading as *grading*, and the score when it lands;
+  below, the runner calls as they happen, the end of the agent's console and of the harness
+  log. It refreshes itself every few seconds while the run goes on. Every page of the served
+  leaderboard links to `/live/`.
 
 It is for the operator's own machine: it listens on 127.0.0.1 by default and everything it
 shows is escaped (agent and bundle text is hostile input, even here).
@@ -32,10 +35,17 @@ from urllib.parse import unquote, urlparse
 
 from toolkit.agents.relay import LOG_FILE as PROVIDER_LOG
 from toolkit.run import journal, recovery
-from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
+from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE, TRANSCRIPT_FILE
 from toolkit.run.history import HISTORY_FILE
+from toolkit.run.live import read_live
 
 REFRESH_S = 3
+# Added to every page of the served leaderboard: the way from the board to the runs going on.
+LIVE_LINK = (
+    b'<a class="ari-live-link" href="/live/" style="position:fixed;right:1em;bottom:1em;'
+    b"z-index:10;padding:.4em .8em;background:#3f51b5;color:#fff;border-radius:4px;"
+    b'text-decoration:none">runs on this host (live)</a>'
+)
 WATCH_S = 2.0
 LOG_TAIL_BYTES = 16 * 1024
 WIDTH = 1000  # px of the timeline
@@ -145,22 +155,54 @@ def _tail(path: Path, size: int = LOG_TAIL_BYTES) -> str:
 
 
 def _state(entry: journal.Entry) -> tuple[str, float]:
-    """(state, seconds on the clock) of a run."""
+    """(state, seconds on the clock) of a run: running, grading (its final grading is under
+    way), interrupted, or its result's status."""
     harness = Path(entry.harness)
     elapsed = (datetime.now(UTC) - entry.started_at).total_seconds()
     if (harness / recovery.MARKER).is_file():
         try:
             m = recovery.load_marker(harness)
             if recovery.is_alive(m.pid, m.pid_start):
-                return "running", min(elapsed, entry.budget_s)
+                grading = read_live(harness).get("grading") is True
+                return ("grading" if grading else "running"), min(elapsed, entry.budget_s)
         except (OSError, ValueError):
             pass
         return "interrupted", min(elapsed, entry.budget_s)
-    try:
-        result = json.loads(entry.result_path.read_text(encoding="utf-8"))
-        return str(result.get("status", "?")), float(result["timings"]["used_s"])
-    except (OSError, ValueError, KeyError, TypeError):
+    result = _result(entry)
+    if result is None:
         return "missing", 0.0
+    timings = result.get("timings")
+    try:
+        used = float(timings["used_s"]) if isinstance(timings, dict) else 0.0
+    except (KeyError, TypeError, ValueError):
+        used = 0.0
+    return str(result.get("status", "?")), used
+
+
+def _result(entry: journal.Entry) -> dict[str, object] | None:
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(entry.result_path.read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def _outcome(result: dict[str, object]) -> str:
+    """The score line of a finished run (status, score, bits per byte, reason), as HTML."""
+    status = str(result.get("status", "?"))
+    score = result.get("score")
+    percent = score.get("percent") if isinstance(score, dict) else None
+    shown = "no score (invalid)" if status == "invalid" or percent is None else f"{percent}%"
+    if isinstance(score, dict) and status != "invalid":
+        shown += f" ({score.get('passed')}/{score.get('total')})"
+    bpb = result.get("bits_per_byte")
+    bpb_text = f" · bits per byte {bpb}" if isinstance(bpb, int | float) else ""
+    reason = result.get("status_reason")
+    why = f"<br>{html.escape(str(reason)[:500])}" if reason else ""
+    return (
+        f'<p class="outcome">score <b class="{html.escape(status)}">{html.escape(shown)}</b>'
+        f"{html.escape(bpb_text)}{why}</p>"
+    )
 
 
 def spend(artifacts: Path) -> str:
@@ -184,8 +226,14 @@ def _x(seconds: float, budget: float) -> float:
     return round(WIDTH * max(0.0, min(seconds, budget)) / budget, 1)
 
 
-def timeline_svg(entry: journal.Entry, now_s: float, reserved_s: float) -> str:
-    """The hour on one line: runner calls, submissions, promotion, reserved window, now."""
+def timeline_svg(
+    entry: journal.Entry,
+    now_s: float,
+    reserved_s: float,
+    in_flight: list[tuple[float, str]] | None = None,
+) -> str:
+    """The hour on one line: runner calls (those `in_flight`, as (start, name), drawn up to
+    now), submissions, promotion, reserved window, now."""
     budget = max(entry.budget_s, 1.0)
     artifacts = Path(entry.artifacts)
     parts = [
@@ -212,6 +260,13 @@ def timeline_svg(entry: journal.Entry, now_s: float, reserved_s: float) -> str:
             f'<rect class="call" x="{x0}" y="24" width="{max(1.0, x1 - x0)}" height="22" '
             f'fill="#58a"><title>runner {html.escape(name)} ({start:.0f}-{end:.0f}s, exit '
             f"{html.escape(str(call.get('exit_code')))})</title></rect>"
+        )
+    for start, name in in_flight or []:
+        x0, x1 = _x(start, budget), _x(now_s, budget)
+        parts.append(
+            f'<rect class="call live" x="{x0}" y="24" width="{max(2.0, x1 - x0)}" height="22" '
+            f'fill="#8bd" stroke="#58a" stroke-dasharray="4 2"><title>runner '
+            f"{html.escape(name)} (since {start:.0f}s, running)</title></rect>"
         )
     scores: dict[str, object] = {}
     history = _read_jsonl(artifacts / HISTORY_FILE)
@@ -248,8 +303,10 @@ PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">{refresh}
 <title>{title}</title><style>
 body {{ font: 14px system-ui, sans-serif; margin: 1.5em; max-width: 1100px }}
 table {{ border-collapse: collapse }} td, th {{ padding: 2px 10px; text-align: left }}
-pre {{ background: #f6f6f6; padding: 8px; overflow-x: auto; max-height: 30em }}
-.running {{ color: #06c }} .valid {{ color: #080 }} .failed {{ color: #a60 }}
+pre {{ background: #f6f6f6; padding: 8px; max-height: 30em; overflow-y: auto;
+  white-space: pre-wrap; overflow-wrap: anywhere }}
+svg.timeline {{ max-width: 100% }}
+.running, .grading {{ color: #06c }} .valid {{ color: #080 }} .failed {{ color: #a60 }}
 .invalid, .interrupted {{ color: #c00 }}
 </style></head><body><p><a href="/">leaderboard</a> · <a href="/live/">runs on this host</a></p>
 {body}</body></html>"""
@@ -292,28 +349,99 @@ def live_run(run_id: str) -> bytes | None:
     reserved = _reserved(e)
     left = max(0.0, e.budget_s - clock)
     label = f"{e.model} ({e.effort})" if e.effort else e.model
+    artifacts = Path(e.artifacts)
+    live = read_live(Path(e.harness)) if state in ("running", "grading") else {}
+    in_flight = _in_flight(live) if state == "running" else []
+    result = None if state in ("running", "grading", "interrupted") else _result(e)
+    if result is not None:
+        clock_text = f"used <b>{clock:.0f} s</b> of {e.budget_s:.0f} s"
+    elif state == "grading":
+        clock_text = f"session over at <b>{clock:.0f} s</b>: grading the promoted bundle"
+    else:
+        clock_text = f"clock <b>{clock:.0f} s</b> of {e.budget_s:.0f} s · <b>{left:.0f} s left</b>"
     body = (
         f"<h1>{html.escape(e.run_id)}</h1>"
         f"<p>{html.escape(e.track)} · {html.escape(label)} · seed {e.seed} · "
         f"{html.escape(e.agent)}</p>"
-        f'<p>state <b class="{html.escape(state)}">{html.escape(state)}</b> · clock '
-        f"<b>{clock:.0f} s</b> of {e.budget_s:.0f} s · <b>{left:.0f} s left</b></p>"
-        f"<p>{html.escape(spend(Path(e.artifacts)))}</p>"
-        f"{timeline_svg(e, clock, reserved)}"
-        "<p>Bars: runner calls. Dots: submissions (hover for the public score). Triangle: "
-        "promotion. Red: now; pink: the reserved window.</p>"
-        f"<h2>Harness log (end)</h2><pre>{html.escape(_tail(Path(e.artifacts) / AGENT_LOG))}</pre>"
+        f'<p>state <b class="{html.escape(state)}">{html.escape(state)}</b> · {clock_text}</p>'
+        f"{_outcome(result) if result is not None else ''}"
+        f"<p>{html.escape(spend(artifacts))}</p>"
+        f"{timeline_svg(e, clock, reserved, in_flight)}"
+        "<p>Bars: runner calls (dashed: still running). Dots: submissions (hover for the "
+        "public score). Triangle: promotion. Red: now; pink: the reserved window "
+        f"({reserved:.0f} s, submit and promote only).</p>"
+        f"<h2>Runner calls</h2>{_calls_table(artifacts, in_flight, clock)}"
+        f"{_console(artifacts, live)}"
+        f"<h2>Harness log (end)</h2><pre>{html.escape(_tail(artifacts / AGENT_LOG))}</pre>"
     )
-    return _page(e.run_id, body, state == "running")
+    return _page(e.run_id, body, state in ("running", "grading"))
+
+
+def _in_flight(live: dict[str, object]) -> list[tuple[float, str]]:
+    """(start second, the call's words) of each call in flight, from live.json."""
+    out: list[tuple[float, str]] = []
+    calls = live.get("calls")
+    for call in calls if isinstance(calls, list) else []:
+        if not isinstance(call, dict) or not isinstance(call.get("start_s"), int | float):
+            continue
+        argv = call.get("argv")
+        words = [a for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
+        out.append((float(call["start_s"]), " ".join(words)[:200]))
+    return out
+
+
+CALLS_SHOWN = 15
+
+
+def _calls_table(artifacts: Path, in_flight: list[tuple[float, str]], now_s: float) -> str:
+    """The latest runner calls, newest first: those in flight, then the audited ones."""
+    rows = [
+        f"<tr><td>{start:.0f} s</td><td>{now_s - start:.0f} s so far</td>"
+        f'<td class="running">running</td><td><code>{html.escape(name)}</code></td></tr>'
+        for start, name in reversed(in_flight)
+    ]
+    for call in reversed(_read_jsonl(artifacts / AUDIT_FILE)[-CALLS_SHOWN:]):
+        start, end = call.get("start_s"), call.get("end_s")
+        if not isinstance(start, int | float) or not isinstance(end, int | float):
+            continue
+        argv = call.get("argv")
+        words = [a for a in argv if isinstance(a, str)] if isinstance(argv, list) else []
+        rows.append(
+            f"<tr><td>{start:.0f} s</td><td>{end - start:.0f} s</td>"
+            f"<td>exit {html.escape(str(call.get('exit_code')))}</td>"
+            f"<td><code>{html.escape(' '.join(words)[:200])}</code></td></tr>"
+        )
+    if not rows:
+        return "<p>No runner call yet.</p>"
+    return (
+        '<table class="calls"><tr><th>start</th><th>took</th><th>outcome</th><th>call</th></tr>'
+        f"{''.join(rows[:CALLS_SHOWN])}</table>"
+    )
+
+
+def _console(artifacts: Path, live: dict[str, object]) -> str:
+    """The end of each file that gets the agent's console (named in live.json while the run
+    goes on; the transcript afterwards), escaped: it is the agent's text."""
+    named = live.get("console")
+    names = [n for n in named if isinstance(n, str)] if isinstance(named, list) else []
+    names = [n for n in names if "/" not in n and n not in ("", ".", "..")] or [TRANSCRIPT_FILE]
+    parts = []
+    for name in names:
+        text = _tail(artifacts / name, LOG_TAIL_BYTES // 2)
+        if text:
+            parts.append(f"<h2>Agent console: {html.escape(name)} (end)</h2>")
+            parts.append(f'<pre class="console">{html.escape(text)}</pre>')
+    return "".join(parts)
 
 
 def _reserved(e: journal.Entry) -> float:
-    """The run's reserved window, from its crash marker or result (0 when unknown)."""
+    """The run's reserved window, from its crash marker or result: the effective config's
+    `budget.reserved_s` (0 when unknown)."""
     for path in (Path(e.harness) / recovery.MARKER, e.result_path):
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
             data = json.loads(path.read_text(encoding="utf-8"))
             data = data.get("skeleton", data)
-            return float(data["config"]["reserved_s"])
+            return float(data["config"]["budget"]["reserved_s"])
     return 0.0
 
 
@@ -339,7 +467,24 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             return self._send(page)
         if not (self.site_dir / "index.html").is_file() and path in ("/", "/index.html"):
             return self._send(_page("ARI Bench", self.server_note(), True))
+        page = self._site_page(path)
+        if page is not None:
+            return self._send(page)
         return super().do_GET()
+
+    def _site_page(self, path: str) -> bytes | None:
+        """A page of the built site with a link to the live view added (the published site
+        has none: /live/ exists only here); None for anything else (served as a file)."""
+        name = path.lstrip("/") or "index.html"
+        if name.endswith("/"):
+            name += "index.html"
+        if not name.endswith(".html"):
+            return None
+        file = (self.site_dir / name).resolve()
+        if not file.is_relative_to(self.site_dir.resolve()) or not file.is_file():
+            return None
+        text = file.read_bytes()
+        return text.replace(b"</body>", LIVE_LINK + b"</body>", 1)
 
     def server_note(self) -> str:
         error = getattr(self.server, "site_error", lambda: None)()

@@ -117,3 +117,13 @@ def test_a_track_that_pins_other_training_data_refuses_the_campaign(tmp_path: Pa
     assert out.returncode == 2, out.stdout + out.stderr
     assert "not the training data of track 'demo-cpu'" in out.stderr
     assert not list((tmp_path / "results").glob("demo-cpu/*.json"))  # nothing was run
+
+
+def test_every_problem_of_a_campaign_file_is_said(tmp_path: Path) -> None:
+    """A file without [[models]] used to report only that and hide its other mistakes."""
+    path = _write(tmp_path, 'track = "demo-cpu"\nagent = "scripted"\ncpus_per_run = 0\n')
+    with pytest.raises(CampaignError) as info:
+        load_campaign_file(path)
+    message = str(info.value)
+    assert "field 'models'" in message and "field 'cpus_per_run'" in message, message
+    assert "\n" not in message

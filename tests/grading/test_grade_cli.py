@@ -61,19 +61,24 @@ def test_keep_leaves_the_sandboxes_for_inspection(
     assert again.exit_code == 2 and "not empty" in again.output
 
 
-def test_a_failing_bundle_is_graded_with_exit_code_0(
+def test_a_failing_bundle_is_graded_and_exits_3(
     make_bundle: MakeBundle, make_exam: MakeExam
 ) -> None:
+    """A bundle that cannot load is graded (score 0, the reason first) but the command fails:
+    a script must not read it as a grading that went well (issue 29)."""
     bundle = make_bundle("raise SystemExit('nope')\n")
     exam = make_exam([*code_questions(1)])
     result = CliRunner().invoke(cli, ["grade", str(bundle), "--exam", str(exam)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 3, result.output
+    assert "exit status 3 (--graded-ok" in result.output
     assert "Score: 0.0%" in result.output
     assert "load(): the bundle raised an error" in result.output
     first = result.output.index("the bundle failed: load()")
     assert first < result.output.index("Score: 0.0%")  # the reason first, then the zeros
     strict = CliRunner().invoke(cli, ["grade", str(bundle), "--exam", str(exam), "--fail-on-error"])
     assert strict.exit_code == 3, strict.output
+    lenient = CliRunner().invoke(cli, ["grade", str(bundle), "--exam", str(exam), "--graded-ok"])
+    assert lenient.exit_code == 0, lenient.output
 
 
 def test_usage_errors_exit_2(make_bundle: MakeBundle, tmp_path: Path) -> None:
@@ -123,7 +128,7 @@ def _registry(tmp_path: Path, tracks: list[dict[str, object]]) -> Path:
 
 def _grade(bundle: Path, exam: Path, out: Path, *args: str) -> tuple[str, dict[str, object]]:
     result = CliRunner().invoke(
-        cli, ["grade", str(bundle), "--exam", str(exam), "--json", str(out), *args]
+        cli, ["grade", str(bundle), "--exam", str(exam), "--json", str(out), "--graded-ok", *args]
     )
     assert result.exit_code == 0, result.output
     return result.output, json.loads(out.read_text())

@@ -110,7 +110,18 @@ def test_malformed_reply_is_a_graded_result(
     out = tmp_path / "report.json"
     phases = ["--phase", "bpb"] if target == LOGPROBS else ["--phase", "generate"]
     result = CliRunner().invoke(
-        cli, ["grade", str(bundle), "--exam", str(exam), "--json", str(out), *phases, "--public"]
+        cli,
+        [
+            "grade",
+            str(bundle),
+            "--exam",
+            str(exam),
+            "--json",
+            str(out),
+            *phases,
+            "--public",
+            "--graded-ok",
+        ],
     )
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())

@@ -178,7 +178,8 @@ def test_toolkit_grade_of_a_hidden_exam_prints_no_secret(
 ) -> None:
     bundle = make_bundle(hostile_source(mode))
     out = tmp_path / "report.json"
-    done = CliRunner().invoke(cli, ["grade", str(bundle), "--exam", str(exam), "--json", str(out)])
+    args = ["grade", str(bundle), "--exam", str(exam), "--json", str(out), "--graded-ok"]
+    done = CliRunner().invoke(cli, args)
     assert done.exit_code == 0, done.output
     assert "hidden exam" in done.output
     secret = Secrets.of_exam(exam, canaries=[CANARY])
@@ -190,7 +191,8 @@ def test_toolkit_grade_of_a_hidden_exam_prints_no_secret(
     # --public: the operator asked to see the bundle's words.
     out2 = tmp_path / "public.json"
     shown = CliRunner().invoke(
-        cli, ["grade", str(bundle), "--exam", str(exam), "--json", str(out2), "--public"]
+        cli,
+        ["grade", str(bundle), "--exam", str(exam), "--json", str(out2), "--public", "--graded-ok"],
     )
     assert shown.exit_code == 0, shown.output
     assert secret.scan_bytes(out2.read_bytes(), "public.json") != []
@@ -202,7 +204,7 @@ def test_toolkit_grade_treats_the_demo_exam_as_public(
     exam = built_exam(DEMO_BANK, "demo")
     bundle = make_bundle(hostile_source("raise_generate"))
     done = CliRunner().invoke(
-        cli, ["grade", str(bundle), "--exam", str(exam), "--phase", "generate"]
+        cli, ["grade", str(bundle), "--exam", str(exam), "--phase", "generate", "--graded-ok"]
     )
     assert done.exit_code == 0, done.output
     assert "public exam (the exam of the demo track 'demo-cpu')" in done.output

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from toolkit.results import load_run
+from toolkit.run.live import read_live
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLKIT = str(Path(sys.executable).parent / "toolkit")
@@ -47,6 +48,19 @@ def test_list_show_tail_and_kill_a_running_run(tmp_path: Path) -> None:
         shown = _toolkit(env, "runs", "show", run_id[:20])
         assert shown.returncode == 0 and "state: running" in shown.stdout, shown
         time.sleep(3)  # some runner calls
+        # The harness says what the run does now, for `toolkit view` (toolkit.run.live): the
+        # scripted agent's training call is in flight within seconds of its start.
+        harness = tmp_path / "home" / "runs" / run_id / "harness"
+        seen: list[dict[str, object]] = []
+        until = time.monotonic() + 60
+        while not any(s.get("calls") for s in seen) and time.monotonic() < until:
+            seen.append(read_live(harness))
+            time.sleep(0.2)
+        live = seen[-1]
+        assert live.get("step") == "the agent's session" and live.get("grading") is False, seen
+        calls = live["calls"]
+        assert isinstance(calls, list) and calls and calls[0]["argv"][0], live
+        assert "transcript.txt" in live["console"]  # type: ignore[operator]
         tail = _toolkit(env, "runs", "tail", run_id)
         assert tail.returncode == 0 and "controller isolation" in tail.stdout, tail.stdout
         killed = _toolkit(env, "runs", "kill", run_id)

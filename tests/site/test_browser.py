@@ -192,3 +192,23 @@ def test_home_page_says_when_and_charts_the_leaders(browser: Browser, server: st
     )
     assert glance and glance[0][0] > 300 and glance[0][1] == 4  # the official track's 4 rows
     assert browser.errors() == []
+
+
+def test_the_row_page_fits_a_1280px_laptop(browser: Browser, server: str) -> None:
+    """Issue 29 item 5: at 1280 px the runs table's last column was cut and each run id wrapped
+    onto three lines. Now the table fits (no side TOC) and a run id is one line."""
+    browser.call("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+                 deviceScaleFactor=1, mobile=False)  # fmt: skip
+    _open(browser, f"{server}/rows/demo-test/scripted-baseline.html")
+    got = browser.evaluate(
+        "(() => { const t = document.querySelector('table.ari-runs');"
+        " const w = t.closest('.ari-table-wrap');"
+        " const ids = [...t.querySelectorAll('td.ari-run-id code')];"
+        " return {fits: w.scrollWidth <= w.clientWidth + 1,"
+        " page: document.documentElement.scrollWidth,"
+        " lines: ids.map(c => c.getClientRects().length), n: ids.length,"
+        " long: Math.max(...ids.map(c => c.textContent.length))}; })()"
+    )
+    assert got["n"] >= 1 and got["long"] >= 30, got  # real-length run ids
+    assert got["fits"], f"the runs table is cut at 1280 px: {got}"
+    assert got["page"] <= 1280 and set(got["lines"]) == {1}, got

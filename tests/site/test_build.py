@@ -231,6 +231,8 @@ def test_maintainer_pages_join_the_nav(tmp_path: Path) -> None:
     shutil.copytree(REPO / "site", tmp_path / "site", ignore=shutil.ignore_patterns("__pycache__"))
     maint = tmp_path / "site" / "docs" / "maintainers"
     shutil.rmtree(maint, ignore_errors=True)
+    for other in ("operators", "security"):  # they link to the maintainers' real pages
+        shutil.rmtree(tmp_path / "site" / "docs" / other, ignore_errors=True)
     maint.mkdir(parents=True)
     (maint / "index.md").write_text("# For exam maintainers\n", encoding="utf-8")
     (maint / "building.md").write_text("# Building an exam\n", encoding="utf-8")
@@ -306,3 +308,44 @@ def test_a_runs_grading_time_is_shown_as_its_bucket(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     page = _text(tmp_path / "public" / "rows" / "v1-test" / "gpt-x.html")
     assert "grading 1–10 min" in page and "123" not in page
+
+
+def test_the_docs_section_holds_operators_maintainers_and_security(tmp_path: Path) -> None:
+    """The README's material lives in the published docs (issue 29 item 6): a Docs section
+    with the operators', maintainers' and security pages, each reachable from the home page,
+    and the README itself short, linking there (every page it links to exists)."""
+    done = build(REPO / "results", tmp_path / "public")
+    assert done.returncode == 0, done.stdout + done.stderr
+    home = _text(tmp_path / "public" / "index.html")
+    for page in (
+        "operators/index.html",
+        "operators/gpu.html",
+        "security/index.html",
+        "maintainers/layout.html",
+    ):
+        assert page in home, page
+        assert (tmp_path / "public" / page).is_file(), page
+    assert home.index("operators/index.html") < home.index("security/index.html")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 300
+    gpu = readme[readme.index("## GPU servers") :]
+    gpu = gpu[: gpu.index("\n## ", 1)]
+    assert len(gpu.splitlines()) <= 20 and "site/docs/operators/gpu.md" in gpu
+    import re
+
+    for target in re.findall(r"\]\((site/docs/[^)#]+)", readme):
+        assert (REPO / target).is_file(), target
+
+
+def test_a_demo_only_folder_says_its_track_heading_once(tmp_path: Path) -> None:
+    """Issue 29 item 5: a results folder whose only runs are on the demo track (what `make
+    demo` builds) showed the demo track's heading twice on the home page."""
+    results = tmp_path / "results"
+    write_registry(results, [track_dict("demo-test", demo=True, title="Demo heading once")])
+    write_run(results, run_dict("d0", track="demo-test", model="scripted-baseline"))
+    done = build(results, tmp_path / "public")
+    assert done.returncode == 0, done.stdout + done.stderr
+    home = _text(tmp_path / "public" / "index.html")
+    headings = re.findall(r"<h2[^>]*>(.*?)</h2>", home, re.S)
+    assert sum("Demo heading once" in h for h in headings) == 1, headings
+    assert "scripted-baseline" in home  # the board is still there

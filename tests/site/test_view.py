@@ -143,3 +143,153 @@ def test_the_live_view_in_a_browser(view: tuple[str, Path, str]) -> None:
     # The run ended: its page stops refreshing.
     marker = Path(journal.find(run_id).harness) / recovery.MARKER
     marker.unlink()
+
+
+# -- issue 29 item 4: the reserved window, the call in flight, grading, the score -------------
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """(width, height, rows of RGB(A) bytes) of an 8-bit, non-interlaced PNG (Chromium's)."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width, height, channels = 8, b"", 0, 0, 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and colour in (2, 6), (depth, colour)
+            channels = 3 if colour == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, rows, prev = zlib.decompress(idat), width * channels, [], bytes(width * channels)
+    for y in range(height):
+        kind, line = (
+            raw[y * (stride + 1)],
+            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
+        )
+        for i in range(stride):
+            a = line[i - channels] if i >= channels else 0
+            b, c = prev[i], prev[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 255
+            elif kind == 2:
+                line[i] = (line[i] + b) & 255
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = bytes(line)
+    return width, height, [bytes(r[i] for i in range(len(r)) if i % channels < 3) for r in rows]
+
+
+def _columns_of(rows: list[bytes], rgb: tuple[int, int, int]) -> set[int]:
+    """The x of every pixel of exactly this colour."""
+    want = bytes(rgb)
+    return {i // 3 for row in rows for i in range(0, len(row), 3) if row[i : i + 3] == want}
+
+
+def _live_run(home: Path, results: Path, run_id: str, grading: bool) -> None:
+    """A run going on (harness: this process) with a 300 s reserved window in its effective
+    config, and live.json saying what it does now."""
+    from toolkit.run.live import LiveFile
+
+    harness = home / "runs" / run_id / "harness"
+    artifacts = results / "v1-test" / run_id
+    artifacts.mkdir(parents=True)
+    run = run_dict(run_id, seed=7, status="invalid", status_reason="running", passed=0)
+    run["config"]["budget"] = {"budget_s": 3600, "per_call_limit_s": 1200, "reserved_s": 300}
+    skeleton = RunResult.model_validate(run).model_copy(
+        update={"started_at": datetime.now(UTC) - timedelta(seconds=1800)}
+    )
+    recovery.write_marker(
+        harness,
+        recovery.Marker(
+            pid=os.getpid(), pid_start=recovery.process_start(os.getpid()),
+            results_dir=str(results), artifacts=str(artifacts), skeleton=skeleton,
+        ),
+    )  # fmt: skip
+    (artifacts / "audit.jsonl").write_text(
+        '{"argv": ["python", "prep.py"], "start_s": 5.0, "end_s": 60.0, "exit_code": 0}\n'
+    )
+    (artifacts / "transcript.txt").write_text("agent console: training the long run now\n")
+    (artifacts / "agent.log").write_text("[  1.0s] " + "x" * 3000 + "\n")  # one very long line
+    live = LiveFile(harness, ("transcript.txt",))
+    step = "the final grading of c001" if grading else "the agent's session"
+    live.update(step, [] if grading else [(1000.0, ["python", "train.py", "--long"])])
+
+
+def test_the_reserved_window_the_call_in_flight_grading_and_the_score(
+    view: tuple[str, Path, str], tmp_path: Path
+) -> None:
+    url, results, _ = view
+    home = Path(os.environ["ARI_HOME"])
+    _live_run(home, results, "20261125T130000-model-a-s7-live", grading=False)
+    _live_run(home, results, "20261125T130500-model-a-s8-grading", grading=True)
+    done = run_dict("20261125T110000-model-a-s6-done", seed=6, passed=42, bpb=1.25)
+    write_run(results, done)
+    journal.append(
+        journal.Entry(
+            run_id=done["run_id"], track="v1-test", model="model-a", effort=None, seed=6,
+            agent="opencode", started_at=datetime.now(UTC) - timedelta(hours=2), budget_s=3600,
+            harness=str(home / "runs" / "gone" / "harness"), artifacts=str(tmp_path / "none"),
+            results_dir=str(results),
+        )
+    )  # fmt: skip
+    browser = start_browser()
+    try:
+        for domain in ("Page", "Runtime"):
+            browser.call(f"{domain}.enable")
+        browser.call("Emulation.setDeviceMetricsOverride", width=1200, height=900,
+                     deviceScaleFactor=1, mobile=False)  # fmt: skip
+        _open(browser, f"{url}live/20261125T130000-model-a-s7-live")
+        page = browser.evaluate(
+            "({live: document.querySelectorAll('svg.timeline rect.call.live').length,"
+            " reserved: document.querySelectorAll('svg.timeline rect.reserved').length,"
+            " text: document.body.innerText, wide: document.documentElement.scrollWidth,"
+            " box: (() => { const r = document.querySelector('svg.timeline')"
+            ".getBoundingClientRect(); return {x: r.x, y: r.y, w: r.width, h: r.height}; })()})"
+        )
+        assert page["live"] == 1 and page["reserved"] == 1, page
+        assert "python train.py --long" in page["text"] and "so far" in page["text"]
+        assert "agent console: training the long run now" in page["text"]
+        assert "reserved window (300 s" in page["text"]
+        assert page["wide"] <= 1200, "the harness log pushes the page sideways"
+        box = page["box"]
+        shot = browser.call(
+            "Page.captureScreenshot", format="png",
+            clip={"x": box["x"], "y": box["y"], "width": box["w"], "height": box["h"], "scale": 1},
+        )  # fmt: skip
+        import base64
+
+        png = base64.b64decode(shot["data"])
+        shots = Path(os.environ.get("ARI_SCREENSHOT_DIR") or tmp_path)
+        shots.mkdir(parents=True, exist_ok=True)
+        (shots / "live-timeline.png").write_bytes(png)
+        whole = browser.call("Page.captureScreenshot", format="png")
+        (shots / "live-page.png").write_bytes(base64.b64decode(whole["data"]))
+        width, _, rows = _png_pixels(png)
+        pink = _columns_of(rows, (0xFF, 0xDD, 0xDD))  # the reserved window
+        call = _columns_of(rows, (0x88, 0xBB, 0xDD))  # the call in flight
+        # 300 s of 3600 at the right end; the call from 1000 s to now (1800 s).
+        assert pink and min(pink) >= width * (3300 / 3600) - 3 and max(pink) >= width - 3, pink
+        assert call and abs(min(call) - width * 1000 / 3600) < 6, sorted(call)[:3]
+        assert abs(max(call) - width * 1800 / 3600) < 8, sorted(call)[-3:]
+        _open(browser, f"{url}live/20261125T130500-model-a-s8-grading")
+        text = browser.evaluate("document.body.innerText")
+        assert "state grading" in text and "s left" not in text
+        _open(browser, f"{url}live/{done['run_id']}")
+        text = browser.evaluate("document.body.innerText")
+        assert "42.0% (42/100)" in text and "s left" not in text and "used" in text
+        _open(browser, f"{url}live/")
+        assert browser.evaluate("document.querySelector('td.grading') !== null")
+        _wait_text(browser, f"{url}index.html", "runs on this host (live)")
+        assert browser.evaluate("document.querySelector('a.ari-live-link').href").endswith("/live/")
+    finally:
+        browser.close()

@@ -57,6 +57,14 @@ class Provider:
     """The header that carries the key (None: the kind's own, e.g. `Authorization`)."""
     key_prefix: str | None = None
     """What comes before the key in that header (None: the kind's own, e.g. `Bearer `)."""
+    reports_cost: bool = False
+    """The provider reports each call's cost in USD with its usage (OpenRouter does)."""
+
+    @property
+    def priced(self) -> bool:
+        """Whether the relay can count this provider's calls in dollars (a cost cap holds):
+        input and output prices in the providers file, or a cost the provider reports."""
+        return {"input", "output"} <= set(self.cost) or self.reports_cost
 
     @property
     def credential(self) -> Credential:
@@ -107,6 +115,7 @@ def load_providers(path: Path) -> dict[str, Provider]:
 def _provider(path: Path, name: str, entry: dict[str, object]) -> Provider:
     where = f"{path}: provider '{name}'"
     known = {"kind", "base_url", "key_env", "cost", "context", "output", "key_header", "key_prefix"}
+    known.add("reports_cost")
     unknown = set(entry) - known
     if unknown:
         raise ProviderError(f"{where}: unknown field(s) {', '.join(sorted(unknown))}")
@@ -134,6 +143,9 @@ def _provider(path: Path, name: str, entry: dict[str, object]) -> Provider:
         raise ProviderError(f'{where}: key_prefix must be printable text (e.g. "Bearer ")')
     if prefix is not None and header is None:
         raise ProviderError(f"{where}: key_prefix needs key_header")
+    reports_cost = entry.get("reports_cost", False)
+    if not isinstance(reports_cost, bool):
+        raise ProviderError(f"{where}: reports_cost must be true or false")
     limits = {k: entry.get(k) for k in ("context", "output")}
     for key, value in limits.items():
         if value is not None and (not isinstance(value, int) or value <= 0):
@@ -148,6 +160,7 @@ def _provider(path: Path, name: str, entry: dict[str, object]) -> Provider:
         output=limits["output"],  # type: ignore[arg-type]
         key_header=header,
         key_prefix=prefix,
+        reports_cost=reports_cost,
     )
 
 
@@ -182,3 +195,29 @@ def override(
         entry = {"kind": "openai-compatible"}
     entry.update({k: v for k, v in (("base_url", base_url), ("key_env", key_env)) if v})
     return _provider(file, name, entry)
+
+
+def cost_cap_check(entry: object, asked: float | None, what: str = "--max-cost-usd") -> str | None:
+    """Why a cost cap the operator asked for (`what` `asked`) cannot hold for this provider,
+    in one line with the fix; None when it can, or when none was asked (the track's own cap:
+    `cost_cap_note`). `entry` is the agent's provider entry (None: an agent that calls no
+    model). The relay counts dollars only with prices or a reported cost (`Provider.priced`):
+    without them the cap would be silently ignored, so it is refused before the clock."""
+    if not isinstance(entry, Provider) or entry.priced or asked is None:
+        return None
+    return (
+        f"{what} {asked:g}: provider '{entry.name}' has no prices, so the relay cannot count "
+        f"dollars and the cap would not hold; add [{entry.name}.cost] input and output (USD "
+        "per million tokens) to your providers file (--providers FILE), or cap tokens with "
+        "--max-tokens-total"
+    )
+
+
+def cost_cap_note(entry: object, track_cap: float | None) -> str | None:
+    """The warning when the track's own cost cap cannot hold for this provider (no prices)."""
+    if not isinstance(entry, Provider) or entry.priced or track_cap is None:
+        return None
+    return (
+        f"the track's cost cap (${track_cap:g}) cannot hold for provider '{entry.name}' (no "
+        f"prices): only the token cap does; add [{entry.name}.cost] to your providers file"
+    )

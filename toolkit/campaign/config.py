@@ -168,10 +168,12 @@ class CampaignFile(_Model):
 
 
 def _field_error(path: Path, exc: ValidationError) -> CampaignError:
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first["loc"]) or "(top level)"
-    message = first["msg"].removeprefix("Value error, ")
-    return CampaignError(f"{path}: field '{where}': {message}")
+    """Every problem of the file in one line (a missing [[models]] must not hide the rest)."""
+    said = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        said.append(f"field '{where}': {error['msg'].removeprefix('Value error, ')}")
+    return CampaignError(f"{path}: " + "; ".join(said))
 
 
 def load_campaign_file(path: Path) -> CampaignFile:

@@ -4,13 +4,15 @@ that is down is found in seconds, not as a row of `invalid` runs an hour later.
 Only models with runs still to do are checked (a campaign that is done asks nobody). A model
 is checked as its runs would be: its adapter built from its entry (provider, base URL, key
 variable) and asked for its `preflight()` (opencode: one tiny call of the harness's own). A
-model whose adapter cannot be built (no key in the environment, say) fails too.
+model whose adapter cannot be built (no key in the environment, say) fails too, and so does one
+whose provider cannot be priced when the file sets a cost cap (the cap would not hold).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from toolkit.agents.providers import cost_cap_check
 from toolkit.campaign.config import CampaignError
 from toolkit.campaign.driver import Campaign
 from toolkit.campaign.job import build_agent, make_job
@@ -41,7 +43,14 @@ def check_models(campaign: Campaign, plans: list[KeyPlan]) -> list[ModelProblem]
             campaign.file, campaign.track, keys[0], attempt=1, results_dir=campaign.results_dir
         )
         try:
-            problem = build_agent(job).preflight()
+            agent = build_agent(job)
+            # A cost cap the file sets that the relay cannot price: refused, not ignored.
+            problem = cost_cap_check(
+                getattr(agent, "provider_entry", None),
+                campaign.file.max_cost_usd or campaign.file.campaign_max_cost_usd,
+                "max_cost_usd" if campaign.file.max_cost_usd else "campaign_max_cost_usd",
+            )
+            problem = problem or agent.preflight()
         except CampaignError as exc:
             problem = str(exc).removeprefix(f"model '{entry.name}': ")
         if problem is not None:

@@ -104,7 +104,7 @@ def prepare_command(
     track = None
     if track_id is not None:
         try:
-            track = get_track(find_registry(results_dir, registry), track_id)
+            track = get_track(find_registry(results_dir, registry, track_id), track_id)
         except RegistryError as exc:
             raise click.UsageError(str(exc)) from exc
     recipe = track.train_data if track is not None else None

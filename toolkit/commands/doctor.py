@@ -54,6 +54,14 @@ def _table(checks: list[Check], title: str) -> Table:
 )
 @click.option("--provider", default=None, help="Also check this provider's key (one request).")
 @click.option("--model", default=None, help="The model for the provider check.")
+@click.option(
+    "--providers",
+    "providers_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Providers file for --provider (default: $ARI_PROVIDERS, else the toolkit's "
+    "providers.toml), as `toolkit run --providers`.",
+)
 @results_dir_option("Results folder holding tracks.json")
 @registry_option()
 def doctor_command(
@@ -61,6 +69,7 @@ def doctor_command(
     backend: str,
     provider: str | None,
     model: str | None,
+    providers_path: Path | None,
     results_dir: Path,
     registry: Path | None,
 ) -> None:
@@ -76,15 +85,16 @@ def doctor_command(
       toolkit doctor                                   # the demo track, local backend
       toolkit doctor --track v1-h100-1h --backend docker
       toolkit doctor --track v1-h100-1h --provider openai --model gpt-5
+      toolkit doctor --provider mine --providers my-providers.toml --model m1
     """
     try:
-        track = get_track(find_registry(results_dir, registry), track_id)
+        track = get_track(find_registry(results_dir, registry, track_id), track_id)
     except RegistryError as exc:
         raise click.UsageError(str(exc)) from exc
     checks = Doctor(track, backend).fast()
     if provider is not None:
         checks.append(opencode_check(required=True))
-        checks.append(_provider_check(provider, model))
+        checks.append(_provider_check(provider, model, providers_path))
     console = make_console()
     console.print(_table(checks, f"toolkit doctor · track {track.id} · backend {backend}"))
     bad = failed(checks)
@@ -97,14 +107,20 @@ def doctor_command(
     console.print(f"[green]this host can run track '{track.id}' on the {backend} backend[/green]")
 
 
-def _provider_check(provider: str, model: str | None) -> Check:
+def _provider_check(provider: str, model: str | None, providers_path: Path | None) -> Check:
     """One tiny request through the relay the runs would use."""
     from toolkit.agents import AgentSetupError, get_agent
 
     if not model:
         raise click.UsageError("--provider needs --model (the model to ask)")
     try:
-        agent = get_agent("opencode", model=model, provider=provider, any_version=True)
+        agent = get_agent(
+            "opencode",
+            model=model,
+            provider=provider,
+            providers_path=providers_path,
+            any_version=True,
+        )
         problem = agent.preflight()
     except AgentSetupError as exc:
         problem = str(exc)

@@ -1,7 +1,9 @@
 """`toolkit grade`: grade one bundle on an exam and print the report.
 
-Exit status 0 whenever the bundle was graded, even at score 0: a bad bundle is a result. A
-missing exam, an unknown backend or an unwritable `--json` path are usage errors (status 2).
+Exit status 0 when the bundle was graded, even at score 0; 3 when it failed as a whole (too
+large, `load()` raised, a crash or a hang: a script must not take it for a grading), unless
+`--graded-ok` says a failed bundle is a result too. A missing exam, an unknown backend, a GPU
+this host cannot use or an unwritable `--json` path are usage errors (status 2).
 
 An exam is hidden unless it is known to be public (a demo track's exam, or a track's public
 validation set, by SHA-256) or the operator says `--public`: a hidden grading prints and writes
@@ -23,6 +25,7 @@ from toolkit.commands.options import (
     cpus_option,
     device_option,
     find_registry,
+    refuse_device,
     registry_option,
     results_dir_option,
 )
@@ -184,10 +187,13 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     "there (to inspect a bundle; those folders are then capped per file only).",
 )
 @click.option(
-    "--fail-on-error",
+    "--graded-ok",
     is_flag=True,
-    help="Exit with status 3 when the bundle fails as a whole (size, load, crash, hang), for "
-    "scripts; by default a failed bundle is a graded result and the exit status is 0.",
+    help="Exit 0 even when the bundle fails as a whole (size, load, crash, hang): the failure "
+    "is a graded result (score 0). Default: exit status 3 then.",
+)
+@click.option(
+    "--fail-on-error", is_flag=True, hidden=True, help="The default now; kept for scripts."
 )
 @click.option(
     "--ablation/--no-ablation",
@@ -211,6 +217,7 @@ def grade_command(
     images_file: Path | None,
     ablation: bool | None,
     public: bool,
+    graded_ok: bool,
     fail_on_error: bool,
 ) -> None:
     """Grade a bundle (a folder or .tar.gz) on an exam, in a sandbox.
@@ -218,8 +225,8 @@ def grade_command(
     The grader packs the bundle itself and checks its size, then runs the bundle's
     inference.py in a fresh sandbox: phase 1 generates every answer greedily (exact match is
     the score), phase 2 measures bits per byte in another fresh worker. A bundle that fails is
-    graded (score 0 and a reason, printed first), and the exit status is still 0 unless
-    --fail-on-error is given (then 3).
+    graded (score 0 and a reason, printed first) and the exit status is 3 (0 with
+    --graded-ok).
 
     \b
     The grading settings (time limits, memory cap, batch size, context) are a track's: the
@@ -241,6 +248,7 @@ def grade_command(
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
+    refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
     console = make_console()
     if backend == "docker":
         use_docker_images(images_file)  # no engine or a wrong image: one line, before work
@@ -251,7 +259,7 @@ def grade_command(
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
     if not exam_file.is_file():
         raise click.UsageError(f"{exam}: no exam.jsonl there (pass --exam with a built exam)")
-    registry_file = find_registry(results_dir, registry)
+    registry_file = find_registry(results_dir, registry, track_id)
     track, why = choose_track(registry_file, track_id, exam_file)
     console.print(f"grading settings: {why}")
     console.print(f"device {device} (backend {backend})")
@@ -294,5 +302,9 @@ def grade_command(
         except OSError as exc:
             raise click.UsageError(f"cannot write --json {json_out}: {exc}") from exc
         console.print(f"report written to {json_out}")
-    if fail_on_error and not report.ok:
+    if not report.ok and not graded_ok:
+        make_console(stderr=True).print(
+            f"error: the bundle failed as a whole ({report.reason}); exit status 3 "
+            "(--graded-ok to exit 0 for a failed bundle)"
+        )
         raise SystemExit(3)

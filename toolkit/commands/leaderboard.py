@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -108,8 +109,20 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
         raise click.ClickException(str(exc)) from exc
     if track_id is not None and track_id not in results.tracks:
         known = ", ".join(sorted(results.tracks)) or "none"
+        from toolkit.commands.options import Refused, find_registry
+        from toolkit.tracks import load_tracks
+
+        elsewhere = find_registry(results_dir, None, track_id)
+        with contextlib.suppress(RegistryError):
+            if track_id in load_tracks(elsewhere):  # registered, just not run into this folder
+                raise Refused(
+                    f"no runs of track '{track_id}' in {results_dir} yet (its tracks.json lists "
+                    f"{known}; the track is registered in {elsewhere}): a run writes it there, "
+                    f"or pick --results with its runs"
+                )
         raise click.BadParameter(
-            f"unknown track '{track_id}' in {results_dir}/tracks.json (known: {known})",
+            f"unknown track '{track_id}' in {results_dir}/tracks.json (known: {known}); see "
+            "`toolkit tracks list`",
             param_hint="--track",
         )
     tracks = [results.tracks[track_id]] if track_id else list(results.tracks.values())

@@ -36,12 +36,28 @@ def registry_option() -> Callable[[F], F]:
     )
 
 
-def find_registry(results_dir: Path, registry: Path | None) -> Path:
+def find_registry(results_dir: Path, registry: Path | None, track_id: str | None = None) -> Path:
     """Where tracks.json is: --registry, else the results folder if it has one, else
     ./results, else the registry of the checkout this toolkit runs from (the results folder
-    when none has one)."""
+    when none has one).
+
+    With `track_id`, the first of those that registers that track: a results folder that so
+    far holds only the demo track must not hide the official one that `tracks list` shows
+    (the run then carries the entry into the results folder)."""
+    if registry is not None:
+        return registry
     candidates = [results_dir, Path("results"), Path(__file__).resolve().parents[2] / "results"]
-    return registry or next((c for c in candidates if (c / "tracks.json").is_file()), results_dir)
+    held = [c for c in candidates if (c / "tracks.json").is_file()]
+    if track_id is not None:
+        from toolkit.tracks import RegistryError, load_tracks
+
+        for folder in held:
+            try:
+                if track_id in load_tracks(folder):
+                    return folder
+            except RegistryError:
+                break  # a broken registry is reported by whoever reads it next
+    return next(iter(held), results_dir)
 
 
 def _host_cpus(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
@@ -85,6 +101,52 @@ def _device(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if not (value == "cpu" or (head == "cuda" and (not colon or index.isdigit()))):
         raise click.BadParameter(f"{value!r}: want auto, cpu, cuda or cuda:N")
     return value
+
+
+class Refused(click.ClickException):
+    """A usage error said in one line (no usage banner): exit status 2, like click's."""
+
+    exit_code = 2
+
+
+def refuse_device(device: str, backend: str) -> None:
+    """Raise `Refused` when this host cannot use `device` (see `device_problem`)."""
+    problem = device_problem(device, backend)
+    if problem is not None:
+        raise Refused(problem)
+
+
+def device_problem(device: str, backend: str = "local") -> str | None:
+    """Why this host cannot grade or train on `device`, in one line with the fix; None if it can.
+
+    Checked before any work: a run on a GPU this host lacks would otherwise spend its whole
+    budget and record a counted 0% seed. The docker backend's torch is the image's, so there
+    only the host's GPU device nodes are checked; the local backend runs this interpreter's
+    torch, which must see the GPU (a CPU-only build, or a driver it cannot use, is refused)."""
+    head, _, index = device.partition(":")
+    if head != "cuda":
+        return None
+    fix = "use --device cpu (or auto: the GPU when there is one)"
+    if not Path("/dev/nvidiactl").exists():
+        return f"--device {device}: this host has no NVIDIA GPU driver (/dev/nvidiactl); {fix}"
+    if backend == "docker":
+        from toolkit.run.roles import host_gpu_ids
+
+        ids = host_gpu_ids()
+        if (index or "0") not in ids:
+            return f"--device {device}: this host's GPUs are {ids or 'none'}; {fix}"
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return (
+            f"--device {device}: this host's torch {torch.__version__} cannot use a GPU "
+            f"(CPU-only build or driver mismatch); install a CUDA build of torch, or {fix}"
+        )
+    count = torch.cuda.device_count()
+    if index and int(index) >= count:
+        return f"--device {device}: torch sees {count} GPU(s) here (cuda:0..{count - 1}); {fix}"
+    return None
 
 
 def device_option(help: str) -> Callable[[F], F]:

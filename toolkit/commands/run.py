@@ -1,5 +1,4 @@
-"""`toolkit run` (one agent run under a track's rules) and `toolkit runs` (recover, validate,
-clean, schema).
+"""`toolkit run`: one agent run under a track's rules (`toolkit runs`: commands/runs.py).
 
 Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result: it scores 0);
 1 when it ended `invalid` (infrastructure failure: rerun it); 2 for usage errors.
@@ -19,46 +18,40 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 from exam_builder.exam_file import ExamFileError
 from toolkit import state
 from toolkit.agents import AGENTS, AgentSetupError, get_agent
+from toolkit.agents.providers import cost_cap_check, cost_cap_note
 from toolkit.agents.relay_budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.campaign.claims import Claims, holder
 from toolkit.campaign.plan import RunKey
-from toolkit.chain import ChainError, read_chain
 from toolkit.commands.console import make_console
 from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
+    Refused,
     cpus_option,
+    device_option,
     find_registry,
-    keys_option,
+    refuse_device,
     registry_option,
     results_dir_option,
 )
-from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
-from toolkit.paths import state_dir
+from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, check_source, load_prepared
 from toolkit.registry import carry_track
-from toolkit.results import ResultsError, RunResult, json_schema, load_run
-from toolkit.run.artifacts import AUDIT_FILE
-from toolkit.run.history import HISTORY_FILE, check_against
+from toolkit.results import RunResult
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.roles import default_gpu, detect_device
-from toolkit.run.verify import check_logs, verify_run
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
 from toolkit.signing import (
-    Keyring,
     SigningError,
-    Verdict,
     check,
     keyring_path,
     load_keyring,
     local_key,
 )
-from toolkit.stats import results_problems
-from toolkit.stats.loading import signature_problem
 from toolkit.tracks import RegistryError, Track, get_track
 
 # Environment variables whose values must never reach the agent's workspace (checked there).
@@ -132,6 +125,18 @@ def warn_if_in_worktree(results_dir: Path, track: Track, console: Console) -> No
         f"{tree}, at {where}: commit it only to publish it; for a try-out pass a scratch folder "
         "(--results /tmp/ari-results)"
     )
+
+
+def _refuse_stray_results(results_dir: Path) -> None:
+    """`--results` left out (and no ARI_RESULTS_DIR) where ./results does not exist: a run
+    would silently make a results folder in whatever folder the operator stands in."""
+    source = click.get_current_context().get_parameter_source("results_dir")
+    if source == click.core.ParameterSource.DEFAULT and not results_dir.is_dir():
+        raise Refused(
+            f"no results folder here ({Path.cwd() / results_dir} does not exist): pass "
+            "--results DIR (a scratch folder for a try-out: --results /tmp/ari-results), or "
+            "run from the checkout"
+        )
 
 
 def _model_for(agent: str, model: str | None) -> str:
@@ -213,13 +218,7 @@ def _model_for(agent: str, model: str | None) -> str:
     "Results folder: holds tracks.json; the run goes to <results>/<track>/<run_id>.json"
 )
 @registry_option()
-@click.option(
-    "--device",
-    type=click.Choice(["auto", "cpu", "cuda"]),
-    default="auto",
-    show_default=True,
-    help="Device for grading (training picks its own inside the runner).",
-)
+@device_option("Device for grading (training picks its own inside the runner).")
 @cpus_option("the runner and of each grading (a share of a box that runs several runs)")
 @click.option(
     "--max-tokens-total",
@@ -273,12 +272,14 @@ def run_command(
           --effort high --track demo-cpu --seed 0 --results /tmp/ari-results
     """
     console = make_console(stderr=True)
+    refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
+    _refuse_stray_results(results_dir)
     model = _model_for(agent, model)
     try:
         local_key()  # the result will be signed: a key that cannot sign stops the run now
     except SigningError as exc:
         raise click.UsageError(str(exc)) from exc
-    registry_dir = find_registry(results_dir, registry)
+    registry_dir = find_registry(results_dir, registry, track)
     try:
         the_track = get_track(registry_dir, track)
     except RegistryError as exc:
@@ -305,12 +306,24 @@ def run_command(
         )
     except (AgentSetupError, ValueError) as exc:
         raise click.UsageError(str(exc)) from exc
+    entry = getattr(the_agent, "provider_entry", None)
+    unenforceable = cost_cap_check(entry, max_cost_usd)
+    if unenforceable:
+        raise Refused(unenforceable)
     preflight(the_track, backend)  # before any work: a track this host cannot run is refused
     # Then the provider: one tiny call with the run's key, endpoint and model, before anything
     # is prepared or written and before the clock (a bad key costs seconds, not the budget).
     provider_problem = the_agent.preflight()
     if provider_problem is not None:
         raise click.ClickException(provider_problem)
+    note = None if max_cost_usd else cost_cap_note(entry, the_track.max_cost_usd)
+    if note:  # said once the run is sure to start (a refusal above stays one line)
+        console.print(f"note: {note}", markup=False, highlight=False)
+    if train_data is not None:  # a text we cannot read: refused before anything is written
+        try:
+            check_source(train_data)
+        except DataError as exc:
+            raise Refused(str(exc)) from None
     try:  # the results folder carries its track: the leaderboard and the site can read it
         carry_track(results_dir, registry_dir, the_track)
     except RegistryError as exc:
@@ -377,9 +390,9 @@ def run_command(
         data_dir=data_dir,
         results_dir=results_dir,
         backend=backend,
-        device=resolved_device,
-        # A run on a GPU pins its runner and grading to one (the host's first, unless named).
-        gpu=default_gpu(resolved_device),
+        device=resolved_device.partition(":")[0],
+        # A run on a GPU pins its runner and grading to one: N of cuda:N, else the host's first.
+        gpu=resolved_device.partition(":")[2] or default_gpu(resolved_device),
         cpus=cpus,
         effort=effort,
         budget_s=budget_s,
@@ -437,245 +450,3 @@ def _note_untrusted_key(path: Path, results_dir: Path, console: Console) -> None
             f"see this run as unverified; if this machine's key should sign for that folder, "
             f"list it: toolkit keys trust --results {results_dir}"
         )
-
-
-class _Keyrings:
-    """The key list each result file is checked against: --keys, else its results folder's."""
-
-    def __init__(self, keys_file: Path | None) -> None:
-        self.keys_file = keys_file
-        self.loaded: dict[Path, Keyring] = {}
-
-    def path_for(self, result_file: Path) -> Path:
-        return self.keys_file or keyring_path(result_file.parent.parent)
-
-    def of(self, result_file: Path) -> Keyring:
-        path = self.path_for(result_file)
-        if path not in self.loaded:
-            self.loaded[path] = load_keyring(path)
-        return self.loaded[path]
-
-    def check(self, result_file: Path) -> Verdict:
-        return check(result_file.read_bytes(), self.of(result_file))
-
-
-@click.group("runs")
-def runs_group() -> None:
-    """Look after run results: recover interrupted runs, validate or verify results, schema.
-
-    \b
-    Example:
-      toolkit runs validate results/
-    """
-
-
-@runs_group.command("recover")
-def recover_command() -> None:
-    """Record every run whose harness died (e.g. kill -9) as invalid, with its reason.
-
-    `toolkit run` does this too before it starts. Docker containers and networks left by a
-    harness that is gone are removed. The audit log and the submission history of
-    such a run are kept as they were; leftover agent processes are killed.
-
-    \b
-    Example:
-      toolkit runs recover
-    """
-    written = recover_runs()
-    for path in written:
-        click.echo(f"recorded as invalid: {path}")
-        listed = load_run(path).artifacts
-        click.echo(f"  artifacts kept: {', '.join(sorted(listed)) or 'none'}")
-    if not written:
-        click.echo("no interrupted runs")
-    from toolkit.sandbox.docker.engine import remove_leftovers
-
-    removed = remove_leftovers()  # containers of any harness that is gone (none: no engine)
-    if removed:
-        click.echo(f"removed {len(removed)} leftover Docker containers and networks")
-
-
-def _result_files(paths: tuple[Path, ...]) -> list[Path]:
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files += sorted(p for p in path.glob("*/*.json") if p.is_file())
-        else:
-            files.append(path)
-    return files
-
-
-@runs_group.command("validate")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
-@keys_option()
-def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
-    """Check result files against the run model, their histories and their signatures.
-
-    PATHS are result files or results folders (every <track>/<run_id>.json inside). Errors name
-    the file and the field; the exit status is 1 if any file is bad. A file whose signature does
-    not verify against the accepted keys (signing_keys.json of its results folder, or --keys) is
-    bad: unsigned, signed by a key not listed, or changed since it was signed. A file that
-    signing_keys.json lists as written before signing, unchanged, passes as unverified.
-
-    \b
-    Example:
-      toolkit runs validate results/
-    """
-    bad = 0
-    reported: set[str] = set()  # each problem once, however many checks find it
-    files = _result_files(paths)
-    keyrings = _Keyrings(keys_file)
-    for file in files:
-        try:
-            result = load_run(file)
-            history = file.parent / result.run_id / HISTORY_FILE
-            if history.is_file():
-                check_against(history, result)
-            audit = file.parent / result.run_id / AUDIT_FILE
-            read_chain(audit)  # an absent audit log reads as empty
-            # The logs still end where the result recorded (a rewrite with fresh hashes).
-            for problem in check_logs(file, result):
-                raise ChainError(f"{file}: {problem}")
-            verdict = keyrings.check(file)
-            if not verdict.verified and not verdict.listed_unsigned:
-                raise ResultsError(signature_problem(file, verdict.reason or ""))
-        except (ResultsError, ChainError, SigningError, OSError) as exc:
-            click.echo(f"error: {exc}", err=True)
-            reported.add(str(exc))
-            bad += 1
-            continue
-        flag = f"; unverified: {verdict.reason}" if not verdict.verified else ""
-        click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
-    # A results folder with its registry is also checked the way the site reads it (tracks,
-    # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.
-    for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
-        try:
-            keyring = load_keyring(keys_file) if keys_file else None
-        except SigningError as exc:
-            raise click.UsageError(str(exc)) from exc
-        for problem in results_problems(folder, keyring):
-            if problem not in reported:
-                click.echo(f"error: {problem}", err=True)
-                reported.add(problem)
-                bad += 1
-    if not files:
-        click.echo("no result files found", err=True)
-    if bad or not files:
-        raise SystemExit(1)
-
-
-@runs_group.command("verify")
-@click.argument("result_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--exam",
-    required=True,
-    type=click.Path(exists=True, path_type=Path),
-    help="The exam the run was graded on (exam.jsonl or its folder).",
-)
-@click.option(
-    "--backend",
-    type=click.Choice(BACKENDS),
-    default="local",
-    show_default=True,
-    help="Sandbox backend of the re-grade.",
-)
-@click.option("--device", default=None, help="Device of the re-grade (default: the run's).")
-@keys_option()
-def verify_command(
-    result_file: Path, exam: Path, backend: str, device: str | None, keys_file: Path | None
-) -> None:
-    """Check a published result against its signature and artifacts: re-grade its archive.
-
-    Checks that the file is signed by a key its results folder accepts (signing_keys.json, or
-    --keys), that the audit log and the history end where the result recorded, that EXAM is
-    the run's exam (SHA-256), that the stored archive of the promoted candidate
-    (<results>/<track>/<run_id>/candidates/<id>.tar.gz) is the one promoted, and that grading
-    it again gives the result's status, score, per-family counts and bits per byte. Every
-    result with a promoted candidate is re-graded, whatever its status says. Exit status 0
-    when everything matches, 1 with one line per mismatch. This is how a maintainer checks a
-    submitted result.
-
-    \b
-    Example:
-      toolkit runs verify results/v1-h100-1h/RUN_ID.json --exam ~/secure/exams/v1/exam.jsonl
-    """
-    try:
-        result = load_run(result_file)
-        verdict = _Keyrings(keys_file).check(result_file)
-    except (ResultsError, SigningError) as exc:
-        raise click.UsageError(str(exc)) from exc
-    signature: list[str] = []
-    if not verdict.verified and not verdict.listed_unsigned:
-        signature.append(f"signature: {verdict.reason}")
-    try:
-        problems, report = verify_run(
-            result_file, result, exam, backend=backend, device=device, progress=True
-        )
-    except ExamFileError as exc:
-        raise click.UsageError(f"{exc} (pass --exam with the run's exam.jsonl)") from exc
-    problems = signature + problems
-    for problem in problems:
-        click.echo(f"mismatch: {problem}")
-    if problems:
-        raise SystemExit(1)
-    what = (
-        f"re-graded {result.promoted.id if result.promoted else ''}: "
-        f"{report.score.passed}/{report.score.total}"
-        if report is not None
-        else f"nothing to re-grade ({result.status}, no promoted candidate)"
-    )
-    signed = "signature holds" if verdict.verified else f"unverified: {verdict.reason}"
-    click.echo(f"ok: {result_file} ({result.status}; {what}; {signed}; logs and hashes match)")
-
-
-def _bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB"):
-        if size < 1000:
-            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
-        size /= 1000
-    return f"{size:,.1f} GB"
-
-
-@runs_group.command("clean")
-@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
-@click.option(
-    "--caches",
-    is_flag=True,
-    help="Also remove the caches (built public exams, extracted corpus); never while a run runs.",
-)
-def clean_command(dry_run: bool, caches: bool) -> None:
-    """Remove what finished runs left in the state folder ($ARI_HOME).
-
-    A finished run's workspace and harness folder, and prepared training data whose command is
-    gone (a start that failed, a killed `toolkit run`), are removed; a run in progress, or one
-    whose harness died and is not yet recovered (`toolkit runs recover`), is never touched.
-    Results live in the results folder and are never touched either.
-
-    \b
-    Example:
-      toolkit runs clean --dry-run
-    """
-    found = state.clean(caches=caches, dry_run=dry_run)
-    freed = 0
-    for item in found:
-        if item.removable:
-            freed += item.size
-            verb = "would remove" if dry_run else "removed"
-        else:
-            verb = "kept"
-        click.echo(f"{verb}: {item.path} ({item.what}, {_bytes(item.size)}; {item.reason})")
-    total = sum(1 for i in found if i.removable)
-    done = "would free" if dry_run else "freed"
-    click.echo(f"{total} item(s), {done} {_bytes(freed)} in {state_dir()}")
-
-
-@runs_group.command("schema")
-def schema_command() -> None:
-    """Print the JSON Schema of a result file (also in toolkit/schemas/run.schema.json).
-
-    \b
-    Example:
-      toolkit runs schema > run.schema.json
-    """
-    click.echo(json_schema(), nl=False)

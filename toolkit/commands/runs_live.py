@@ -2,8 +2,9 @@
 
 Runs are found through the host's journal (`toolkit.run.journal`), whatever results folder
 they wrote to. A run is *running* while its harness's crash marker names a live process,
-*interrupted* when that process died without recording it (the next `toolkit` command, or
-`toolkit runs recover`, records it `invalid`), and otherwise whatever its result file says.
+*interrupted* when that process died without recording it, and otherwise whatever its result
+file says. `runs list` and `runs show` record an interrupted run `invalid` first (as `toolkit
+run` and `toolkit runs recover` do), so what they show is what the results folder will say.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import click
 from rich.table import Table
 
 from toolkit.commands.console import make_console
-from toolkit.commands.run import print_result, runs_group
+from toolkit.commands.run import print_result
+from toolkit.commands.runs import runs_group
+from toolkit.paths import state_dir
 from toolkit.results import ResultsError, RunResult, load_run
 from toolkit.run import journal, recovery
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
@@ -69,7 +72,30 @@ def _clock(s: State) -> str:
     return ""
 
 
+def _recover_dead() -> None:
+    """Check the state folder can be read, then record runs whose harness died (kill -9) as
+    invalid, saying so on stderr: a listing never shows "interrupted" with a blank clock."""
+    try:
+        state_dir()
+    except OSError as exc:
+        where = os.environ.get("ARI_HOME") or "~/.cache/ari-bench"
+        raise click.ClickException(
+            f"cannot read this host's runs in the state folder {where} ({exc.strerror or exc}); "
+            "set ARI_HOME to the folder your runs used, or unset it for ~/.cache/ari-bench"
+        ) from None
+    for path in recovery.recover_runs():
+        make_console(stderr=True).print(f"recorded an interrupted run as invalid: {path}")
+
+
+def _score(s: State) -> str:
+    """The score column: none for an invalid run (it never scores, not even 0%)."""
+    if s.result is None or s.result.status == "invalid":
+        return "—"
+    return f"{s.result.score.percent:.1f}%"
+
+
 def _find(run_id: str) -> State:
+    _recover_dead()
     try:
         return state_of(journal.find(run_id))
     except LookupError as exc:
@@ -87,12 +113,13 @@ def list_command(show_all: bool, as_json: bool) -> None:
       toolkit runs list
       toolkit runs list --all --json | jq 'select(.state == "running")'
     """
+    _recover_dead()
     states = [state_of(e) for e in journal.entries()]
     states = states if show_all else states[:20]
     if as_json:
         for s in states:
             record = {**s.entry.model_dump(mode="json"), "state": s.state, "pid": s.pid}
-            if s.result is not None:
+            if s.result is not None and s.result.status != "invalid":
                 record["score"] = s.result.score.percent
             click.echo(json.dumps(record))
         return
@@ -102,7 +129,6 @@ def list_command(show_all: bool, as_json: bool) -> None:
     colours = {"running": "cyan", "valid": "green", "failed": "yellow"}
     for s in states:
         colour = colours.get(s.state, "red")
-        score = f"{s.result.score.percent:.1f}%" if s.result is not None else ""
         table.add_row(
             s.entry.run_id,
             s.entry.track,
@@ -110,7 +136,7 @@ def list_command(show_all: bool, as_json: bool) -> None:
             str(s.entry.seed),
             f"[{colour}]{s.state}[/{colour}]",
             _clock(s),
-            score,
+            _score(s),
         )
     console = make_console()
     if not states:

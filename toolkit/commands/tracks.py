@@ -23,6 +23,7 @@ from toolkit.tracks import (
     RegistryError,
     Track,
     TrainDataRecipe,
+    describe,
     load_tracks,
 )
 
@@ -107,7 +108,11 @@ def show_command(track_id: str, results_dir: Path, registry: Path | None) -> Non
     help="The new track's exam (exam.jsonl or its folder): its hash and size are pinned.",
 )
 @click.option("--title", required=True, help="Human title of the new track.")
-@click.option("--description", default=None, help="One paragraph (default: the base's).")
+@click.option(
+    "--description",
+    default=None,
+    help="One paragraph (default: written from the new track's numbers, never the base's).",
+)
 @click.option("--budget", type=click.FloatRange(min=1), default=None, help="Budget, seconds.")
 @click.option("--hardware", default=None, help="Hardware of the runner, in words.")
 @click.option("--gpu-model", default=None, help="GPU model a run needs (e.g. H200), or 'none'.")
@@ -178,6 +183,8 @@ def new_command(
         data["reserved_s"] = min(data["reserved_s"], budget / 4)
     try:
         track = Track.model_validate(data)
+        if description is None:  # the base's words describe the base's numbers, not these
+            track = track.model_copy(update={"description": describe(track, base_id)})
     except ValueError as exc:
         raise click.ClickException(f"the new track is not valid: {exc}") from None
     tracks[track_id] = track
@@ -188,6 +195,8 @@ def new_command(
     floor = "not measured (no manifest beside the exam)" if chance is None else f"{chance}%"
     console.print(f"exam {digest[:12]}... ({len(questions)} questions); revision 1")
     console.print(f"chance floor {floor}")
+    if description is None:
+        console.print(f"description (--description to write your own): {track.description}")
 
 
 def _chance_floor(folder: Path, digest: str) -> float | None:

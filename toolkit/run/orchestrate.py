@@ -87,6 +87,7 @@ from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.interrupt import interrupted_by
 from toolkit.run.journal import STOP_FILE
+from toolkit.run.live import LiveFile
 from toolkit.run.submissions import Grader, Submissions
 from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
 from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
@@ -267,6 +268,7 @@ class Run:
         self.controller: Sandbox | None = None
         self.runner_box: Sandbox | None = None
         self.service: RunnerService | None = None
+        self.live: LiveFile | None = None
         self.submissions: Submissions | None = None
         self.transcripts: list[Transcript] = []
         self.agent_process: SandboxProcess | None = None
@@ -657,6 +659,7 @@ class Run:
             reference=self._runner_reference,
         )
         self.service.start()
+        self.live = LiveFile(self.harness, spec.agent.console())
         agent = self.controller.start(spec.agent.command(), stdin=False)
         self.agent_process = agent
         recovery.record_pid(self.harness, agent.pid)
@@ -666,6 +669,7 @@ class Run:
             left = self.clock.time_left()
             if self.tick:
                 self.tick(self.clock.elapsed(), self.clock.budget_s)
+            self._show_live()
             code = agent.wait(timeout=min(0.5, left) if left > 0 else 0)
             if code is not None:
                 self.agent_exited = True
@@ -686,6 +690,12 @@ class Run:
                     "with the result)",
                 )
                 return problem
+
+    def _show_live(self) -> None:
+        """What the run does now, for `toolkit view` (`toolkit.run.live`)."""
+        if self.live is not None:
+            calls = self.service.calls_in_flight() if self.service is not None else []
+            self.live.update(self.step, calls)
 
     def _follow_console(self, agent: SandboxProcess) -> None:
         """The agent's stdout and stderr into the files its adapter names (one file when both
@@ -845,6 +855,7 @@ class Run:
         self.step = f"the final grading of {promoted.id}"
         self.log.hold()  # no published time tells how long the hidden grading took
         self.grading_from = datetime.now(UTC)
+        self._show_live()
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
         started = time.monotonic()
         try:

@@ -201,6 +201,13 @@ class RunnerService:
         with self._lock:
             return len(self._inflight)
 
+    def calls_in_flight(self) -> list[tuple[float, list[str]]]:
+        """(start second on the run's clock, arguments) of each call being served, oldest
+        first: what a live view draws before the call's audit entry exists."""
+        with self._lock:
+            items = [i for i in self._inflight.values() if not i.finished]
+        return sorted((i.start_s, i.call.argv if i.call is not None else []) for i in items)
+
     def serve_limit(self) -> float:
         """The longest any call may take, from its request to its exit code."""
         return self.clock.per_call_limit_s + self.grace_s

@@ -287,10 +287,12 @@ def _entries(
         if role == "awaiting-rerun":
             rerun = counted.get(run.seed)
             role = "rerun-done" if rerun else "awaiting-rerun"
+            # A run stopped from outside (`runs kill`, Ctrl-C) is not an infrastructure failure.
+            why = "stopped from outside" if run.interrupted else "infrastructure failure"
             note = (
-                f"invalid (infrastructure failure): rerun as {rerun}"
+                f"invalid ({why}): rerun as {rerun}"
                 if rerun
-                else "invalid (infrastructure failure): awaiting a rerun of its seed"
+                else f"invalid ({why}): awaiting a rerun of its seed"
             )
         out.append(
             RunEntry(run_id=run.run_id, seed=run.seed, status=run.status, role=role, note=note)

@@ -54,6 +54,7 @@ class TrackRules:
             and track.matches_exam(config.exam_sha256)
             and config.public_set_sha256.startswith(track.public_set_sha256 or "")
             and not (track.train_data_sha256 or track.val_data_sha256)
+            and not run.usage.budget_spent
         )
 
     def differences(self, run: RunResult) -> list[str]:
@@ -97,4 +98,24 @@ def _differences(run: RunResult, track: Track, frozen_grading: dict[str, float])
         )
         if problem:
             found.append(f"training data: {problem}")
+    capped = _lowered_cap(run, track)
+    if capped:
+        found.append(capped)
     return found
+
+
+def _lowered_cap(run: RunResult, track: Track) -> str | None:
+    """A spend cap below the track's that the run ran into: the operator's cap, not the
+    track's, decided how the run ended (`--max-tokens-total 3000` stopping it at one call
+    over), so it is not a run under the track's rules. A lowered cap never reached is not."""
+    usage = run.usage
+    if not usage.budget_spent:
+        return None
+    for recorded, frozen, what in (
+        (usage.max_tokens_total, track.max_tokens_total, "token budget"),
+        (usage.max_cost_usd, track.max_cost_usd, "cost budget (USD)"),
+    ):
+        if recorded is not None and (frozen is None or recorded < frozen):
+            shown = "none" if frozen is None else _num(frozen)
+            return f"{what} lowered to {_num(recorded)} and spent (track: {shown})"
+    return None

@@ -1,0 +1,271 @@
+"""`toolkit runs recover / validate / verify / clean / schema`: look after run results (the
+group that `toolkit.commands.runs_live` adds list/show/tail/kill to).
+
+Exit status: 0 when everything checked is good; 1 when a file is bad or a re-grade differs;
+2 for usage errors.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from exam_builder.exam_file import ExamFileError
+from toolkit import state
+from toolkit.chain import ChainError, read_chain
+from toolkit.commands.options import keys_option, refuse_device
+from toolkit.paths import state_dir
+from toolkit.results import ResultsError, json_schema, load_run
+from toolkit.run.artifacts import AUDIT_FILE
+from toolkit.run.history import HISTORY_FILE, check_against
+from toolkit.run.recovery import recover_runs
+from toolkit.run.verify import check_logs, verify_run
+from toolkit.sandbox import BACKENDS
+from toolkit.signing import Keyring, SigningError, Verdict, check, keyring_path, load_keyring
+from toolkit.stats import results_problems
+from toolkit.stats.loading import signature_problem
+
+
+class _Keyrings:
+    """The key list each result file is checked against: --keys, else its results folder's."""
+
+    def __init__(self, keys_file: Path | None) -> None:
+        self.keys_file = keys_file
+        self.loaded: dict[Path, Keyring] = {}
+
+    def path_for(self, result_file: Path) -> Path:
+        return self.keys_file or keyring_path(result_file.parent.parent)
+
+    def of(self, result_file: Path) -> Keyring:
+        path = self.path_for(result_file)
+        if path not in self.loaded:
+            self.loaded[path] = load_keyring(path)
+        return self.loaded[path]
+
+    def check(self, result_file: Path) -> Verdict:
+        return check(result_file.read_bytes(), self.of(result_file))
+
+
+@click.group("runs")
+def runs_group() -> None:
+    """Look after run results: recover interrupted runs, validate or verify results, schema.
+
+    \b
+    Example:
+      toolkit runs validate results/
+    """
+
+
+@runs_group.command("recover")
+def recover_command() -> None:
+    """Record every run whose harness died (e.g. kill -9) as invalid, with its reason.
+
+    `toolkit run` does this too before it starts. Docker containers and networks left by a
+    harness that is gone are removed. The audit log and the submission history of
+    such a run are kept as they were; leftover agent processes are killed.
+
+    \b
+    Example:
+      toolkit runs recover
+    """
+    written = recover_runs()
+    for path in written:
+        click.echo(f"recorded as invalid: {path}")
+        listed = load_run(path).artifacts
+        click.echo(f"  artifacts kept: {', '.join(sorted(listed)) or 'none'}")
+    if not written:
+        click.echo("no interrupted runs")
+    from toolkit.sandbox.docker.engine import remove_leftovers
+
+    removed = remove_leftovers()  # containers of any harness that is gone (none: no engine)
+    if removed:
+        click.echo(f"removed {len(removed)} leftover Docker containers and networks")
+
+
+def _result_files(paths: tuple[Path, ...]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files += sorted(p for p in path.glob("*/*.json") if p.is_file())
+        else:
+            files.append(path)
+    return files
+
+
+@runs_group.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@keys_option()
+def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
+    """Check result files against the run model, their histories and their signatures.
+
+    PATHS are result files or results folders (every <track>/<run_id>.json inside). Errors name
+    the file and the field; the exit status is 1 if any file is bad. A file whose signature does
+    not verify against the accepted keys (signing_keys.json of its results folder, or --keys) is
+    bad: unsigned, signed by a key not listed, or changed since it was signed. A file that
+    signing_keys.json lists as written before signing, unchanged, passes as unverified.
+
+    \b
+    Example:
+      toolkit runs validate results/
+    """
+    bad = 0
+    reported: set[str] = set()  # each problem once, however many checks find it
+    files = _result_files(paths)
+    keyrings = _Keyrings(keys_file)
+    for file in files:
+        try:
+            result = load_run(file)
+            history = file.parent / result.run_id / HISTORY_FILE
+            if history.is_file():
+                check_against(history, result)
+            audit = file.parent / result.run_id / AUDIT_FILE
+            read_chain(audit)  # an absent audit log reads as empty
+            # The logs still end where the result recorded (a rewrite with fresh hashes).
+            for problem in check_logs(file, result):
+                raise ChainError(f"{file}: {problem}")
+            verdict = keyrings.check(file)
+            if not verdict.verified and not verdict.listed_unsigned:
+                raise ResultsError(signature_problem(file, verdict.reason or ""))
+        except (ResultsError, ChainError, SigningError, OSError) as exc:
+            click.echo(f"error: {exc}", err=True)
+            reported.add(str(exc))
+            bad += 1
+            continue
+        flag = f"; unverified: {verdict.reason}" if not verdict.verified else ""
+        click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
+    # A results folder with its registry is also checked the way the site reads it (tracks,
+    # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.
+    for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
+        try:
+            keyring = load_keyring(keys_file) if keys_file else None
+        except SigningError as exc:
+            raise click.UsageError(str(exc)) from exc
+        for problem in results_problems(folder, keyring):
+            if problem not in reported:
+                click.echo(f"error: {problem}", err=True)
+                reported.add(problem)
+                bad += 1
+    if not files:
+        click.echo("no result files found", err=True)
+    if bad or not files:
+        raise SystemExit(1)
+
+
+@runs_group.command("verify")
+@click.argument("result_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option(
+    "--exam",
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="The exam the run was graded on (exam.jsonl or its folder).",
+)
+@click.option(
+    "--backend",
+    type=click.Choice(BACKENDS),
+    default="local",
+    show_default=True,
+    help="Sandbox backend of the re-grade.",
+)
+@click.option("--device", default=None, help="Device of the re-grade (default: the run's).")
+@keys_option()
+def verify_command(
+    result_file: Path, exam: Path, backend: str, device: str | None, keys_file: Path | None
+) -> None:
+    """Check a published result against its signature and artifacts: re-grade its archive.
+
+    Checks that the file is signed by a key its results folder accepts (signing_keys.json, or
+    --keys), that the audit log and the history end where the result recorded, that EXAM is
+    the run's exam (SHA-256), that the stored archive of the promoted candidate
+    (<results>/<track>/<run_id>/candidates/<id>.tar.gz) is the one promoted, and that grading
+    it again gives the result's status, score, per-family counts and bits per byte. Every
+    result with a promoted candidate is re-graded, whatever its status says. Exit status 0
+    when everything matches, 1 with one line per mismatch. This is how a maintainer checks a
+    submitted result.
+
+    \b
+    Example:
+      toolkit runs verify results/v1-h100-1h/RUN_ID.json --exam ~/secure/exams/v1/exam.jsonl
+    """
+    if device is not None:
+        refuse_device(device, backend)  # a GPU this host cannot use: refused before the re-grade
+    try:
+        result = load_run(result_file)
+        verdict = _Keyrings(keys_file).check(result_file)
+    except (ResultsError, SigningError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    signature: list[str] = []
+    if not verdict.verified and not verdict.listed_unsigned:
+        signature.append(f"signature: {verdict.reason}")
+    try:
+        problems, report = verify_run(
+            result_file, result, exam, backend=backend, device=device, progress=True
+        )
+    except ExamFileError as exc:
+        raise click.UsageError(f"{exc} (pass --exam with the run's exam.jsonl)") from exc
+    problems = signature + problems
+    for problem in problems:
+        click.echo(f"mismatch: {problem}")
+    if problems:
+        raise SystemExit(1)
+    what = (
+        f"re-graded {result.promoted.id if result.promoted else ''}: "
+        f"{report.score.passed}/{report.score.total}"
+        if report is not None
+        else f"nothing to re-grade ({result.status}, no promoted candidate)"
+    )
+    signed = "signature holds" if verdict.verified else f"unverified: {verdict.reason}"
+    click.echo(f"ok: {result_file} ({result.status}; {what}; {signed}; logs and hashes match)")
+
+
+def _bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1000:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1000
+    return f"{size:,.1f} GB"
+
+
+@runs_group.command("clean")
+@click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
+@click.option(
+    "--caches",
+    is_flag=True,
+    help="Also remove the caches (built public exams, extracted corpus); never while a run runs.",
+)
+def clean_command(dry_run: bool, caches: bool) -> None:
+    """Remove what finished runs left in the state folder ($ARI_HOME).
+
+    A finished run's workspace and harness folder, and prepared training data whose command is
+    gone (a start that failed, a killed `toolkit run`), are removed; a run in progress, or one
+    whose harness died and is not yet recovered (`toolkit runs recover`), is never touched.
+    Results live in the results folder and are never touched either.
+
+    \b
+    Example:
+      toolkit runs clean --dry-run
+    """
+    found = state.clean(caches=caches, dry_run=dry_run)
+    freed = 0
+    for item in found:
+        if item.removable:
+            freed += item.size
+            verb = "would remove" if dry_run else "removed"
+        else:
+            verb = "kept"
+        click.echo(f"{verb}: {item.path} ({item.what}, {_bytes(item.size)}; {item.reason})")
+    total = sum(1 for i in found if i.removable)
+    done = "would free" if dry_run else "freed"
+    click.echo(f"{total} item(s), {done} {_bytes(freed)} in {state_dir()}")
+
+
+@runs_group.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of a result file (also in toolkit/schemas/run.schema.json).
+
+    \b
+    Example:
+      toolkit runs schema > run.schema.json
+    """
+    click.echo(json_schema(), nl=False)

@@ -1,0 +1,61 @@
+"""What a run is doing right now, for `toolkit view`: `live.json` in its harness folder.
+
+The audit log has a runner call only once it ends, and the harness log does not say that the
+final grading is under way; a live view built from those alone shows an empty bar for a run's
+first minute and "running" while it grades. The harness writes this small file (atomically, in
+its own folder, which no sandbox sees) whenever what it holds changes: the step the run is in,
+the runner calls in flight (start time and the first arguments), and the files that get the
+agent's console. Nothing reads it to decide anything: it is a picture, and a reader treats
+every field as untrusted text (the arguments are the agent's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+LIVE_FILE = "live.json"
+ARGV_SHOWN = 8  # arguments of a call in flight kept for the picture
+ARG_CHARS = 200  # characters kept of each
+
+
+class LiveFile:
+    """Writes `harness/live.json` when its content changes (cheap to call every tick)."""
+
+    def __init__(self, harness: Path, console: tuple[str, ...] = ()) -> None:
+        self.path = harness / LIVE_FILE
+        self.console = sorted(set(console))
+        self._last: str | None = None
+
+    def update(self, step: str, calls: list[tuple[float, list[str]]]) -> None:
+        """Record `step` and the calls in flight as (start second, argv); never raises (the
+        picture must not stop the run)."""
+        data: dict[str, Any] = {
+            "step": step,
+            "grading": step.startswith("the final grading"),
+            "calls": [
+                {"start_s": round(start, 1), "argv": [a[:ARG_CHARS] for a in argv[:ARGV_SHOWN]]}
+                for start, argv in calls
+            ],
+            "console": self.console,
+        }
+        text = json.dumps(data, ensure_ascii=True)
+        if text == self._last:
+            return
+        tmp = self.path.with_name(f".{LIVE_FILE}.tmp")
+        with contextlib.suppress(OSError):
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, self.path)
+            self._last = text
+
+
+def read_live(harness: Path) -> dict[str, Any]:
+    """The run's live.json, or {} when there is none (or it cannot be read)."""
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads((harness / LIVE_FILE).read_text(encoding="utf-8"))
+        if isinstance(data, dict):
+            return data
+    return {}
