@@ -12,9 +12,12 @@ from click.testing import CliRunner
 from toolkit.cli import cli
 from toolkit.doctor import Doctor, TorchBuild
 from toolkit.floor import HostIsolation
+from toolkit.sandbox.local.cgroups import CgroupLayout
 from toolkit.tracks import get_track
 
 REPO = Path(__file__).resolve().parents[2]
+SANDBOXES = Path("/sys/fs/cgroup/user.slice/ari-sandboxes")
+DELEGATED = CgroupLayout("delegated", "a delegated scope", SANDBOXES, SANDBOXES, SANDBOXES)
 NO_ENGINE = "no Docker engine answers at unix:///var/run/docker.sock (start dockerd)"
 
 
@@ -23,7 +26,7 @@ def _doctor(backend: str, docker: HostIsolation) -> Doctor:
     return Doctor(
         get_track(REPO / "results", "v1-h100-1h"),
         backend,
-        cgroup=lambda: "v2 (delegated: cpu memory pids)",
+        cgroup=lambda: DELEGATED,
         userns=lambda: (True, "allowed"),
         gpus=lambda: ["NVIDIA H100 80GB HBM3"],
         driver=lambda: "580.95.05",
