@@ -1,11 +1,12 @@
-"""What does starting phase 2's worker during phase 1 save? The starter bundle on the demo exam.
+"""What does starting the grading's workers early save? The starter bundle on the demo exam.
 
-Phase 2 runs in a fresh worker. Started after phase 1 (the old way), its sandbox, interpreter,
-numpy/torch imports (and, on a GPU, CUDA's start-up) come after phase 1 and before phase 2's
-first request; started while phase 1 runs (`grade.py`'s `_Spare`), only the bundle's own
-import and load() are left once phase 1's worker is gone. Both ways graded alternately in the
-same run; prints phase 2's time (its load included) and the whole grading's, median and best
-of `--repeat`, and what is saved.
+Each phase runs in a fresh worker. Started when its phase begins (the old way), a worker's
+sandbox, interpreter, numpy/torch imports (and, on a GPU, CUDA's start-up) come before its
+first request: phase 1's after packing, phase 2's after phase 1. Started as the grading begins
+(`grade.py`'s `_Spare`), both start-ups overlap the packing and phase 1, and once each phase
+may begin only the bundle's own import and load() are left (phase 2's bundle is even unpacked
+while phase 1 runs). Both ways graded alternately in the same run; prints phase 2's time (its
+load included) and the whole grading's, median and best of `--repeat`, and what is saved.
 
     python benchmarks/bench_phase2_start.py [--preset tiny|default] [--device cpu|cuda]
                                             [--backend local|docker] [--repeat 3]
