@@ -118,6 +118,9 @@ class Spend:
         self.overhead: int | None = None
         """The most input the provider billed a call beyond its body's bytes; None: no call
         was answered yet."""
+        self.rate: float | None = None
+        """Without prices: the dearest USD per token the provider has reported for a call (what
+        a call's reservation is priced at); None: none reported yet."""
         self._held_tokens = 0
         self._held_cost = 0.0
         self._in_flight = 0
@@ -144,6 +147,14 @@ class Spend:
             )
         return None
 
+    def _usd_per_token(self, kind: str) -> float:
+        """What a reserved token of `kind` ("input", "output") is priced at: the price table's,
+        else the dearest rate the provider reported (0 until it reported one: the first call
+        goes alone, and is counted at what it cost)."""
+        if self.prices:
+            return self.prices.get(kind, 0.0) / 1e6
+        return self.rate or 0.0
+
     def admit(
         self, output_cap: int, body_bytes: int = 0, wait_s: float = FIRST_CALL_WAIT_S
     ) -> tuple[Reservation | None, str | None]:
@@ -160,13 +171,13 @@ class Spend:
                     break
                 self._lock.wait(left)
             prompt = body_bytes * PROMPT_TOKENS_PER_BYTE + (self.overhead or 0)
-            prompt_cost = prompt * self.prices.get("input", 0.0) / 1e6
+            prompt_cost = prompt * self._usd_per_token("input")
             if self.spent is None:
                 self.spent = self._over(in_flight=True, prompt=prompt, prompt_cost=prompt_cost)
             if self.spent is not None:
                 self.refused += 1
                 return None, self.spent
-            cost = output_cap * self.prices.get("output", 0.0) / 1e6 + prompt_cost
+            cost = output_cap * self._usd_per_token("output") + prompt_cost
             held = Reservation(output_cap + prompt, cost, prompt, body_bytes)
             self._held_tokens += held.tokens
             self._held_cost += held.cost_usd
@@ -208,6 +219,8 @@ class Spend:
                 cost = price(self.prices, tokens)
             elif reported_cost is not None:
                 cost = reported_cost
+                if tokens is not None and total(tokens) > 0:
+                    self.rate = max(self.rate or 0.0, reported_cost / total(tokens))
             if cost is not None:
                 self.cost_usd = round((self.cost_usd or 0.0) + cost, 6)
             elif answered:
