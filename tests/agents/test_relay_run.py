@@ -47,7 +47,9 @@ def _model(request: Request) -> Reply:
 def test_a_model_that_keeps_calling_past_its_budget_is_stopped_and_graded(
     make_agent: AgentFactory, make_spec: SpecFactory
 ) -> None:
-    limits = RelayLimits(max_output_tokens=500, max_tokens_total=8 * 1040 + 100)
+    # Each call bills 1,040 tokens; the relay reserves one token per byte of a call's body
+    # (opencode's are 22-26 KB) before passing it on: room for a few calls, then refusals.
+    limits = RelayLimits(max_output_tokens=500, max_tokens_total=8 * 1040 + 30_000)
     with FakeProvider(_model) as provider:
         agent = make_agent(provider, limits=limits)
         spec = make_spec(agent, budget=150, per_call=60, reserved=10)
@@ -57,9 +59,11 @@ def test_a_model_that_keeps_calling_past_its_budget_is_stopped_and_graded(
     usage = result.usage
     assert usage.budget_spent is True and usage.budget_refused_calls
     assert usage.max_tokens_total == limits.max_tokens_total
-    assert usage.budget_tokens is not None and usage.budget_tokens >= limits.max_tokens_total
+    # What was billed stays within the budget plus one call's output cap.
+    billed = provider.reported["prompt"] + provider.reported["completion"]
+    assert billed <= limits.max_tokens_total + 500
     # The provider saw every call the relay passed on and none it refused; each was capped.
-    assert usage.model_calls == len(provider.requests) == 9
+    assert usage.model_calls == len(provider.requests) >= 4  # title, write, submit, promote
     assert all(r.body["max_tokens"] == 500 for r in provider.requests)
     folder = spec.results_dir / "demo-cpu"
     relayed = [json.loads(line) for line in (folder / result.artifacts["provider"]).open()]
