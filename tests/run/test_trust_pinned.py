@@ -72,7 +72,7 @@ def test_a_key_the_folder_lists_for_itself_fails_validation(tmp_path: Path) -> N
 
 
 def test_verify_reports_the_folders_own_key_as_untrusted(tmp_path: Path) -> None:
-    results, path, _ = _forged_folder(tmp_path)
+    _, path, _ = _forged_folder(tmp_path)
     exam = tmp_path / "exam.jsonl"
     exam.write_text('{"answer":"a","family":"f","id":"q1","prompt":"p"}\n')
     done = CliRunner().invoke(cli, ["runs", "verify", str(path), "--exam", str(exam)])
@@ -91,7 +91,7 @@ def test_a_key_pinned_by_the_maintainer_is_trusted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same file passes once a maintainer pins the key: by --keys, or $ARI_TRUSTED_KEYS."""
-    results, path, listed = _forged_folder(tmp_path)
+    results, _, listed = _forged_folder(tmp_path)
     pins = tmp_path / "pinned.json"
     assert signing.trust_file(pins, listed)
     done = CliRunner().invoke(cli, ["runs", "validate", str(results), "--keys", str(pins)])
