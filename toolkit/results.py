@@ -308,6 +308,13 @@ class RunResult(_Model):
         default_factory=dict,
         description="Run artifacts, relative to the results file (audit log, history, transcript).",
     )
+    files: dict[str, str] | None = Field(
+        default=None,
+        description="SHA-256 of every file of the run folder (audit log, history, transcript, "
+        "agent.log, candidate archives, anything else), by path relative to the results file; "
+        "`toolkit runs validate` checks each, and that the folder holds nothing else. null "
+        "only in files written before results hashed them.",
+    )
     logs: dict[str, LogHead] = Field(
         default_factory=dict,
         description="Final chain head of each chained log among the artifacts ('audit', "

@@ -38,7 +38,7 @@ from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, load_prepared
 from toolkit.paths import state_dir
 from toolkit.registry import carry_track
 from toolkit.results import ResultsError, RunResult, json_schema, load_run
-from toolkit.run.artifacts import AUDIT_FILE
+from toolkit.run.artifacts import AUDIT_FILE, check_files
 from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.run.interrupt import Interrupted
@@ -535,6 +535,10 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
             # The logs still end where the result recorded (a rewrite with fresh hashes).
             for problem in check_logs(file, result):
                 raise ChainError(f"{file}: {problem}")
+            # Every file of the run folder as the signed result hashed it.
+            changed, notes = check_files(file, result)
+            for problem in changed:
+                raise ResultsError(f"{file}: {problem}")
             verdict = keyrings.check(file)
             if not verdict.verified and not verdict.listed_unsigned:
                 raise ResultsError(signature_problem(file, verdict.reason or ""))
@@ -544,6 +548,7 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
             bad += 1
             continue
         flag = f"; unverified: {verdict.reason}" if not verdict.verified else ""
+        flag += "".join(f"; {note}" for note in notes)
         click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
     # A results folder with its registry is also checked the way the site reads it (tracks,
     # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.

@@ -72,6 +72,7 @@ from toolkit.run.artifacts import (
     AUDIT_FILE,
     CANDIDATES_DIR,
     TRANSCRIPT_FILE,
+    file_hashes,
     list_artifacts,
     log_heads,
 )
@@ -186,14 +187,27 @@ class AgentLog:
         self._clock = clock
         self._echo = echo
         self._lock = threading.Lock()
+        self._sealed = False
+        self.lost = 0  # lines the disk could not take (a full results volume)
+
+    def seal(self) -> None:
+        """The file is about to be hashed into the result: later lines are only echoed."""
+        with self._lock:
+            self._sealed = True
 
     def __call__(self, message: str, shown: str | None = None) -> None:
         """Write `message`; echo it to the operator, or `shown` instead ("": nothing), for a
-        line whose text the command prints anyway (the result's reason: printed once)."""
+        line whose text the command prints anyway (the result's reason: printed once). A line
+        the disk cannot take is counted (`lost`), never an error that would end the run."""
         stamp = f"[{self._clock():8.1f}s]"
         line = f"{stamp} {bounded(message, LOG_LINE_CHARS)}"
-        with self._lock, self.path.open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        with self._lock:
+            if not self._sealed:
+                try:
+                    with self.path.open("a", encoding="utf-8") as f:
+                        f.write(line + "\n")
+                except OSError:
+                    self.lost += 1
         if shown is None:
             self._echo(line)
         elif shown:
@@ -777,17 +791,20 @@ class Run:
         result.usage = outcome.usage
         if outcome.transcript is not None and outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
+        reason = f" ({result.status_reason})" if result.status_reason else ""
+        # Not echoed: the command prints the result, its reason once. The last line of
+        # agent.log: what comes after is not published (the file is hashed next).
+        self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}", shown="")
+        self.log.seal()
         result.artifacts = list_artifacts(self.artifacts, self.run_id)  # all there is, now
         # Where the chained logs end now: a log rewritten later, even with fresh hashes, won't.
         result.logs = log_heads(self.artifacts.parent, result.artifacts)
+        result.files = file_hashes(self.artifacts, self.run_id)  # every byte, signed
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
         save_run(result, self.spec.results_dir)
         self.published = True
         recovery.clear_marker(self.harness)
-        reason = f" ({result.status_reason})" if result.status_reason else ""
-        # Not echoed: the command prints the result, its reason once.
-        self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}", shown="")
         return result
 
     def _grade_and_publish(self, stop_reason: str) -> RunResult:

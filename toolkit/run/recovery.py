@@ -27,7 +27,7 @@ from toolkit.chain import ChainError, read_chain
 from toolkit.paths import state_dir
 from toolkit.results import RunResult, save_run
 from toolkit.run import journal
-from toolkit.run.artifacts import list_artifacts
+from toolkit.run.artifacts import file_hashes, list_artifacts
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
 from toolkit.sandbox import capped
 
@@ -169,6 +169,7 @@ def _recover(harness: Path, marker: Marker) -> Path:
         reason += f"; the submission history is damaged: {exc}"
     # The skeleton was written before anything ran: list what the run left, all of it.
     result.artifacts = list_artifacts(artifacts, result.run_id)
+    result.files = file_hashes(artifacts, result.run_id)
     result.status = "invalid"
     result.status_reason = reason
     result.finished_at = now

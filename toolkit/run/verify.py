@@ -3,7 +3,8 @@
 This is how a maintainer checks a submitted result (`toolkit runs verify RESULT --exam FILE`):
 
 1. the audit log and the submission history still end where the result says they ended
-   (`RunResult.logs`), and the history lists the result's candidates and promotion;
+   (`RunResult.logs`), and the history lists the result's candidates and promotion; every
+   file of the run folder is as the result hashed it (`RunResult.files`);
 2. the exam given is the one the run was graded on (its SHA-256 is the config's);
 3. the promoted candidate's stored archive (`<run>/candidates/<id>.tar.gz`) is the one the
    history recorded (SHA-256);
@@ -31,7 +32,7 @@ from toolkit.chain import ChainError, chain_head, read_chain
 from toolkit.grading import grade_bundle
 from toolkit.grading.report import GradeReport
 from toolkit.results import RunResult
-from toolkit.run.artifacts import CANDIDATES_DIR
+from toolkit.run.artifacts import CANDIDATES_DIR, check_files
 from toolkit.run.history import check_against
 from toolkit.tracks import GradingParams
 
@@ -133,6 +134,7 @@ def verify_run(
     """Every mismatch between a published run and its artifacts and exam (empty: all match),
     and the re-grade's report when there was something to re-grade."""
     problems = check_logs(result_file, result)
+    problems += check_files(result_file, result)[0]
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
     exam_sha = sha256_file(exam_file)
     if exam_sha != result.config.exam_sha256:
