@@ -60,6 +60,8 @@ from toolkit.grading.grade import GradingError, failure_name, fit_to_host
 from toolkit.results import (
     EffectiveConfig,
     FamilyScore,
+    InvalidCheck,
+    InvalidEvidence,
     Placement,
     RunResult,
     Score,
@@ -401,7 +403,12 @@ class Run:
                 why = f"the agent's sandbox broke ({type(exc).__name__})"
                 return self._guarded(lambda: self._conclude(why, None))
             reason = f"harness error during the run: {exc}"
-            return self._finish_invalid(reason + (f"; {problem}" if problem else ""))
+            check: InvalidCheck = "harness-error"
+            if isinstance(exc, SandboxError) and problem is None:
+                check = "runner-reference"  # the reference check above failed too
+            elif problem is not None:
+                check = "runner-reference"  # the teardown's reference check failed
+            return self._finish_invalid(reason + (f"; {problem}" if problem else ""), check)
         return self._guarded(lambda: self._after_session(stop_reason))
 
     def _guarded(self, finish: Callable[[], RunResult]) -> RunResult:
@@ -422,13 +429,13 @@ class Run:
         """After the teardown (`problem`: what it found wrong): the adapter's last word on
         the provider, then the grading."""
         if problem:
-            return self._finish_invalid(problem)
+            return self._finish_invalid(problem, "runner-reference")
         agent_problem = self.agent_problem or self.spec.agent.final_problem(self.agent_exited)
         self._close_agent()
         if agent_problem:  # infrastructure (the provider), not the model: rerun, never a 0
             if not self.agent_problem:  # found now (else logged when the agent was stopped)
                 self.log(f"agent infrastructure problem: {agent_problem}", shown="")
-            return self._finish_invalid(agent_problem)
+            return self._finish_invalid(agent_problem, "provider")
         return self._grade_and_publish(stop_reason)
 
     def _finish_interrupted(self, exc: BaseException, problem: str | None) -> None:
@@ -441,6 +448,7 @@ class Run:
         reason = f"the run was interrupted during {self.step} ({what})"
         result = self.skeleton(reason + (f"; {problem}" if problem else ""))
         result.interrupted = True
+        result.evidence = InvalidEvidence(check="interrupted", detail=bounded(reason, 2000))
         self._publish(result)
 
     def _setup(self) -> None:
@@ -769,8 +777,10 @@ class Run:
 
     # -- grading and the result ---------------------------------------------------------------
 
-    def _finish_invalid(self, reason: str) -> RunResult:
+    def _finish_invalid(self, reason: str, check: InvalidCheck) -> RunResult:
+        """Publish the run as `invalid`, with the check that showed it (signed)."""
         result = self.skeleton(reason)
+        result.evidence = InvalidEvidence(check=check, detail=bounded(reason, 2000))
         return self._publish(result)
 
     def _publish(self, result: RunResult) -> RunResult:
@@ -814,10 +824,12 @@ class Run:
             if self.service is not None:
                 self.service.audit.verify()
         except ChainError as exc:
-            return self._finish_invalid(f"a run log was altered during the run: {exc}")
+            return self._finish_invalid(f"a run log was altered during the run: {exc}", "run-log")
         if self.service is not None and self.service.infra_errors:
             errors = "; ".join(self.service.infra_errors[:3])
-            return self._finish_invalid(f"infrastructure error during the run: {errors}")
+            return self._finish_invalid(
+                f"infrastructure error during the run: {errors}", "harness-error"
+            )
         promoted = self.history.promoted()
         result = self.skeleton("grading did not finish")
         result.candidates = self.history.candidates()
@@ -830,7 +842,7 @@ class Run:
         archive = self.submissions.archive(promoted.id)
         if not archive.is_file() or sha256_file(archive) != promoted.sha256:
             return self._finish_invalid(
-                f"the stored archive of {promoted.id} is missing or changed"
+                f"the stored archive of {promoted.id} is missing or changed", "archive"
             )
         self.step = f"the final grading of {promoted.id}"
         self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
@@ -853,7 +865,11 @@ class Run:
             problem = reference.grading_reference(self.grader, self.spec.exam)
             if problem is not None:
                 self.log(f"the reference bundle failed too: {problem}")
-                return self._finish_invalid(f"grading failed (infrastructure): {kind}")
+                return self._finish_invalid(
+                    f"grading failed (infrastructure): {kind}; the harness's reference bundle "
+                    f"failed too: {problem}",
+                    "grading-reference",
+                )
             self.log("the reference bundle graded fine: the failure is the bundle's")
             result.timings.grading_s = round(time.monotonic() - started, 3)
             result.status = "failed"

@@ -25,7 +25,7 @@ from pydantic import BaseModel
 
 from toolkit.chain import ChainError, read_chain
 from toolkit.paths import state_dir
-from toolkit.results import RunResult, save_run
+from toolkit.results import InvalidEvidence, RunResult, save_run
 from toolkit.run import journal
 from toolkit.run.artifacts import file_hashes, list_artifacts
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
@@ -172,6 +172,7 @@ def _recover(harness: Path, marker: Marker) -> Path:
     result.files = file_hashes(artifacts, result.run_id)
     result.status = "invalid"
     result.status_reason = reason
+    result.evidence = InvalidEvidence(check="harness-died", detail=reason[:2000])
     result.finished_at = now
     result.timings.used_s = min(result.timings.budget_s, (now - result.started_at).total_seconds())
     out = save_run(result, Path(marker.results_dir))
