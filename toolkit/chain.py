@@ -30,6 +30,11 @@ class ChainError(ValueError):
     """A log whose chain is broken; the message names the file and line."""
 
 
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` is a volume saying it is full (or over a quota)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
 class AppendError(OSError):
     """An entry the log could not take whole (`errno` says why: ENOSPC for a full disk); the
     file was cut back to where it was, so the chain is intact and nothing was recorded."""

@@ -126,6 +126,18 @@ class Track(_Model):
         "data, checkpoints, bundles), where the host can enforce one (else the run records "
         "'root-disk' as not isolated); null: no cap.",
     )
+    max_candidates: int = Field(
+        default=100,
+        gt=0,
+        description="Most candidates a run may submit; `runner submit` refuses more (told to "
+        "the agent, audited).",
+    )
+    max_candidate_bytes: int = Field(
+        default=1_000_000_000,
+        gt=0,
+        description="Most packed bytes the candidates of a run may take in all on the results "
+        "volume; a submission that would pass it is refused (told to the agent, audited).",
+    )
     protocol_revision: int = Field(default=1, ge=1, description="Current protocol revision.")
     seeds_required: int = Field(default=3, ge=1, description="Seeds for a non-provisional row.")
     demo: bool = Field(default=False, description="A demonstration track, not official.")

@@ -5,7 +5,10 @@ Order of events (DESIGN §5):
    hashes recorded; refused when the track pins other data); the grading parameters in force
    (the track's, with a memory cap above this host's memory lowered to it: noted in
    `agent.log`, and recorded as in force in the effective config);
-2. the workspace (on a filesystem of its own capped at the track's `workspace_disk_bytes`,
+2. the harness's reserve on the results volume (`toolkit.run.storage`: a preallocated file
+   beside the run folder; a volume without room for it refuses the run), held until the
+   session is over, so the result and the last log lines are always written;
+   the workspace (on a filesystem of its own capped at the track's `workspace_disk_bytes`,
    where the host can: released when the run ends), checked for leaks (no exam text, no
    secret value anywhere in it);
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
@@ -24,13 +27,18 @@ Order of events (DESIGN §5):
    relay): everything is killed (whatever it does with signals),
    the service stops (every call still open is closed and audited); before the controller
    goes, the adapter may run a last command in it (export its session) and the egress log is
-   saved; the history and the audit log are checked against what the harness wrote;
+   saved; the reserve is released and the audit log's counts written; a results volume that
+   filled during the session ends the run here (`failed` when the run's own files filled it,
+   else `invalid` with the evidence); the history and the audit log are checked against what
+   the harness wrote;
 6. the adapter's last word on the provider (`final_problem`: checked once the controller is
    gone), then its host-side helpers are closed (`close`); the last promoted candidate is
    graded on the exam from the stored archive; no promotion => `failed` with 0; a harness,
    sandbox or provider failure => `invalid` with its reason;
 7. the result is written atomically, with the final head of the audit log and of the history
-   (so that a log rewritten afterwards is caught), and the marker removed.
+   (so that a log rewritten afterwards is caught) and the SHA-256 of every file of the run
+   folder (agent.log's last line is the result's: nothing is written to it afterwards), and
+   the marker removed.
 """
 
 from __future__ import annotations
@@ -82,6 +90,7 @@ from toolkit.run.history import HISTORY_FILE, SubmissionHistory
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.interrupt import interrupted_by
 from toolkit.run.journal import STOP_FILE
+from toolkit.run.storage import Volume
 from toolkit.run.submissions import Grader, Submissions
 from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
 from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
@@ -269,6 +278,7 @@ class Run:
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
         self.workspace_cap: capped.CappedFolder | None = None
+        self.volume: Volume | None = None  # the results volume: the harness's reserve on it
         self.runner_hidden: list[Path] = []  # what the runner sandbox hides, and reads only
         self.runner_readonly: list[Path] = []
         self.isolation: list[str] = []
@@ -348,6 +358,35 @@ class Run:
                 return self._execute()
         finally:
             self._release_workspace()
+            self._release_reserve()
+
+    def _release_reserve(self) -> None:
+        """The harness's reserve on the results volume goes back (what is left to write is
+        the harness's own: the last log lines, the audit log's counts, the result)."""
+        if self.volume is not None:
+            self.volume.release_reserve()
+
+    def _on_full(self, what: str) -> None:
+        """A write the full results volume refused: noted, judged when the session ends."""
+        assert self.volume is not None
+        first = self.volume.refused == 0
+        self.volume.note_full(what)
+        if first:
+            self.log(f"the results volume is full: {what} could not be written")
+
+    def _charge_storage(self) -> RunResult | None:
+        """If the results volume filled during the run: `failed` when the run's own files
+        filled it, `invalid` (evidence: storage) when something else did; else None."""
+        blame = self.volume.blame() if self.volume is not None else None
+        if blame is None:
+            return None
+        whose, reason = blame
+        self.log(reason)
+        if whose == "harness":
+            return self._finish_invalid(reason, "storage")
+        result = self.skeleton(reason)
+        result.status = "failed"
+        return self._publish(result)
 
     def _release_workspace(self) -> None:
         """The workspace's size cap is gone with the run (its files with it)."""
@@ -377,6 +416,7 @@ class Run:
             # Nothing ran yet: leave no half-made run folder in the results.
             self._teardown(judge=False)
             self._release_workspace()
+            self._release_reserve()
             shutil.rmtree(self.artifacts, ignore_errors=True)
             shutil.rmtree(self.work, ignore_errors=True)
             raise
@@ -402,6 +442,9 @@ class Run:
                 self.log("the agent's sandbox broke, the reference check passed: grading")
                 why = f"the agent's sandbox broke ({type(exc).__name__})"
                 return self._guarded(lambda: self._conclude(why, None))
+            charged = self._charge_storage()  # a write the run's own files made impossible
+            if charged is not None:
+                return charged
             reason = f"harness error during the run: {exc}"
             check: InvalidCheck = "harness-error"
             if isinstance(exc, SandboxError) and problem is None:
@@ -460,6 +503,15 @@ class Run:
         if mismatch:
             raise WorkspaceError(f"{spec.data_dir}: not the track's training data ({mismatch})")
         self.harness.mkdir(parents=True)
+        # Before anything else takes room: the harness's reserve on the results volume.
+        self.volume = Volume(self.artifacts)
+        self.volume.take_reserve()
+        room, allowed = self.volume.room_at_start, spec.track.max_candidate_bytes
+        self.log(
+            f"results volume: {self.volume.reserve_bytes:,} bytes kept for the harness, "
+            f"{room:,} free for the run (its candidates may take {allowed:,})"
+            + ("; a run that fills it fails" if room < allowed else "")
+        )
         cap = spec.track.workspace_disk_bytes  # a hard cap where the host can (else root-disk)
         self.workspace_cap = capped.cap_folder(self.work / "workspace", cap) if cap else None
         if cap and self.workspace_cap is not None and self.workspace_cap.size_bytes < cap:
@@ -643,6 +695,9 @@ class Run:
             grader=self.grader,
             public_set=spec.public_set,
             log=self.log,
+            max_candidates=spec.track.max_candidates,
+            max_candidate_bytes=spec.track.max_candidate_bytes,
+            on_full=self._on_full,
         )
         self.submissions = submissions
         self.service = RunnerService(
@@ -652,6 +707,7 @@ class Run:
             start_process=self._start_runner_process,
             handlers=submissions.handlers(),
             reference=self._runner_reference,
+            on_full=self._on_full,
         )
         self.service.start()
         agent = self.controller.start(spec.agent.command(), stdin=False)
@@ -748,6 +804,12 @@ class Run:
         for transcript in self.transcripts:
             transcript.close()
         self.transcripts = []
+        self._release_reserve()  # the session is over: what is left to write is ours
+        if self.service is not None and self.service.gate is not None:
+            try:
+                self.service.gate.flush()  # the audit log's counts of what it does not list
+            except OSError as exc:
+                errors.append(f"the audit log's counts could not be written: {exc}")
         self.log(f"stopped everything in {took:.2f}s")
         if not errors:
             return None
@@ -819,6 +881,9 @@ class Run:
 
     def _grade_and_publish(self, stop_reason: str) -> RunResult:
         assert self.history is not None
+        charged = self._charge_storage()
+        if charged is not None:
+            return charged
         try:
             self.history.verify()
             if self.service is not None:

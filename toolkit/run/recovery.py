@@ -29,6 +29,7 @@ from toolkit.results import InvalidEvidence, RunResult, save_run
 from toolkit.run import journal
 from toolkit.run.artifacts import file_hashes, list_artifacts
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
+from toolkit.run.storage import reserve_path
 from toolkit.sandbox import capped
 
 MARKER = "RUNNING"
@@ -156,6 +157,7 @@ def _recover(harness: Path, marker: Marker) -> Path:
         killed += _remove_containers(marker.skeleton.run_id)
     result = marker.skeleton.model_copy(deep=True)
     artifacts = Path(marker.artifacts)
+    reserve_path(artifacts).unlink(missing_ok=True)  # the dead harness's room: the result's
     now = datetime.now(UTC)
     reason = (
         f"the harness (pid {marker.pid}) died during the run; found at {now:%Y-%m-%d %H:%M:%S} "
