@@ -133,7 +133,7 @@ def test_a_folder_with_a_key_list_only_changes_through_keys_trust(tmp_path: Path
         id=signing.key_id(raw), public_key=base64.b64encode(raw).decode(), holder="official"
     )
     signing.trust(results, listed)
-    path = save_run(RunResult.model_validate(run_dict("r0")), results)
+    save_run(RunResult.model_validate(run_dict("r0")), results)
     keyring = signing.load_keyring(results / signing.KEYRING_FILE)
     assert [k.id for k in keyring.keys] == [listed.id]  # the run added nothing
     # The folder's list trusts nothing: this machine's own key (pinned here) is what holds.

@@ -14,6 +14,7 @@ import pytest
 
 from tests.run.small_fs import fill, small_fs
 from toolkit.chain import AppendError, ChainedLog, read_chain
+from toolkit.run.storage import Volume, reserve_path
 
 
 def test_a_short_write_on_a_full_disk_leaves_no_cut_line(tmp_path: Path) -> None:
@@ -33,3 +34,22 @@ def test_a_short_write_on_a_full_disk_leaves_no_cut_line(tmp_path: Path) -> None
         (vol / "filler.bin").unlink()  # room again: the log goes on where it was
         log.append({"call": "fourth"})
         assert [e["call"] for e in log.verify()] == ["first", "second", "fourth"]
+
+
+def test_the_reserve_holds_room_that_the_run_cannot_take(tmp_path: Path) -> None:
+    """Taken before the run, the reserve is real blocks: filling the volume leaves it, and
+    releasing it gives the harness room for its last writes."""
+    with small_fs(tmp_path / "vol") as vol:
+        volume = Volume(vol / "track" / "run", reserve_bytes=2 * 2**20)
+        volume.take_reserve()
+        assert reserve_path(volume.folder).stat().st_blocks * 512 >= 2 * 2**20
+        volume.folder.mkdir()
+        fill(volume.folder, "hog.bin")  # the run takes everything it can
+        log = ChainedLog(volume.folder / "audit.jsonl")
+        with pytest.raises(AppendError):
+            log.append({"call": "x" * 8192})
+        volume.note_full("an audit entry")
+        volume.release_reserve()
+        log.append({"call": "x" * 8192})  # the harness's own write now fits
+        blame = volume.blame()
+        assert blame is not None and blame[0] == "run"

@@ -200,9 +200,9 @@ class Submissions:
                 # names, files vanishing mid-pack) is a refused submission, never a harness
                 # failure that would void the run and hand the agent a rerun.
                 archive.unlink(missing_ok=True)
-                if disk_full(exc):
-                    assert isinstance(exc, OSError)
-                    return self._full(call, f"the archive of {candidate_id}", exc)
+                full = next((e for e in (exc, exc.__cause__) if e and disk_full(e)), None)
+                if isinstance(full, OSError):  # the archive's writes: on the results volume
+                    return self._full(call, f"the archive of {candidate_id}", full)
                 return self._refuse(call, clean_text(str(exc))[:500])
             if packed.packed_bytes > limit:
                 archive.unlink(missing_ok=True)

@@ -4,7 +4,8 @@ A call costs the agent almost nothing: one command wrote 44,129 made-up request 
 requests FIFO in 102 s, and each became an entry (19 MB of audit log). The log stays bounded:
 
 - the first `MALFORMED_LOGGED` malformed requests of a run (no call folder, a name already
-  being served, an unreadable argument list) get an entry each; later ones are counted;
+  being served, an unreadable argument list) get an entry each; later ones are counted; the
+  same for requests still unread when the run ends (a flood sent just before the deadline);
 - a run's log holds at most `MAX_ENTRIES` call entries; calls past it are refused before they
   run (the agent is told) and counted;
 - an entry the full results volume refused (`AppendError`, ENOSPC) is counted as lost.
@@ -30,9 +31,10 @@ MAX_ENTRIES = 100_000
 under 1 KB plus its arguments (bounded on their own: `ArgsBudget`)."""
 SUMMARY_EVERY = 1000
 
-Kind = Literal["malformed", "over-cap", "lost"]
+Kind = Literal["malformed", "unread", "over-cap", "lost"]
 NOTES: dict[Kind, str] = {
     "malformed": f"malformed requests after the first {MALFORMED_LOGGED}: counted, not listed",
+    "unread": f"requests unread when the run ended, after the first {MALFORMED_LOGGED}: counted",
     "over-cap": f"calls refused once the log held {MAX_ENTRIES:,} call entries: counted",
     "lost": "entries the full results volume could not take: counted",
 }
@@ -62,7 +64,8 @@ class AuditGate:
         self.summary_every = summary_every
         self.calls_logged = 0
         self.malformed = 0
-        self.counted: dict[Kind, int] = {"malformed": 0, "over-cap": 0, "lost": 0}
+        self.unread = 0
+        self.counted: dict[Kind, int] = {"malformed": 0, "unread": 0, "over-cap": 0, "lost": 0}
         self._pending: dict[Kind, _Pending] = {}
         self._lock = threading.Lock()
 
@@ -72,17 +75,25 @@ class AuditGate:
             return self.calls_logged >= self.max_entries
 
     def record(
-        self, entry: dict[str, Any], *, malformed: bool, over_cap: bool, at_s: float
+        self,
+        entry: dict[str, Any],
+        *,
+        malformed: bool,
+        over_cap: bool,
+        at_s: float,
+        unread: bool = False,
     ) -> None:
         """Log one call's entry, or count it. Raises what the log raises (`AppendError`)."""
         with self._lock:
-            if malformed:
-                self.malformed += 1
+            self.malformed += malformed
+            self.unread += unread
             kind: Kind | None = None
             if over_cap:
                 kind = "over-cap"
             elif malformed and self.malformed > self.malformed_logged:
                 kind = "malformed"
+            elif unread and self.unread > self.malformed_logged:
+                kind = "unread"
             if kind is None:
                 self.calls_logged += 1
         if kind is None:

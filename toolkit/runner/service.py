@@ -118,6 +118,7 @@ class _InFlight:
     cancelled: threading.Event = field(default_factory=threading.Event)  # `cancel NAME` came
     sandboxed: bool = False  # a compute call: the agent's code runs in the runner sandbox
     over_cap: bool = False  # refused because the audit log holds its most calls: counted
+    unread: bool = False  # still in the requests FIFO when the run ended
 
 
 @dataclass
@@ -178,6 +179,7 @@ class RunnerService:
             for name in self._loop.stop():
                 item = _InFlight(name, datetime.now(UTC), self.clock.elapsed())
                 item.reason = f"refused: the run ended before this call was read ({reason})"
+                item.unread = True
                 self._log(item, REFUSED)
             self._loop = None
         waited_until = time.monotonic() + STOP_WAIT_S
@@ -543,6 +545,7 @@ class RunnerService:
                 malformed=code == MALFORMED,
                 over_cap=item.over_cap,
                 at_s=outcome.end_s,
+                unread=item.unread,
             )
         except Exception as exc:
             if disk_full(exc) and self.on_full is not None:
