@@ -32,6 +32,8 @@ from toolkit.tracks import RegistryError
 
 TEMPLATES = Path(__file__).parent / "overrides" / "ari"
 MAINTAINERS = "maintainers/"
+SECTIONS = {"Maintainers": MAINTAINERS, "Security": "security/"}
+"""Hand-written page folders, each a section of the navigation."""
 
 # HTML that templates set aside with `{% filter stash %}`, by page, put back after markdown.
 # Markdown has nothing to do inside a table or an SVG, and parsing thousands of tags through
@@ -163,16 +165,17 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         raise PluginError(f"bad results: {exc}") from None
     plan = plan_site(results)
     _render(plan, files, config)
-    maintainers = sorted(
-        f.src_uri
-        for f in files.documentation_pages()
-        if f.src_uri.startswith(MAINTAINERS) and not f.generated_by
-    )
     nav: list[Any] = _escape_titles(plan.nav)
-    if maintainers:
-        index = f"{MAINTAINERS}index.md"
-        ordered = [index] if index in maintainers else []
-        nav.append({"Maintainers": ordered + [p for p in maintainers if p != index]})
+    for title, folder in SECTIONS.items():
+        pages = sorted(
+            f.src_uri
+            for f in files.documentation_pages()
+            if f.src_uri.startswith(folder) and not f.generated_by
+        )
+        if pages:
+            index = f"{folder}index.md"
+            ordered = [index] if index in pages else []
+            nav.append({title: ordered + [p for p in pages if p != index]})
     config.nav = nav
     return files
 
