@@ -14,9 +14,11 @@ shipped with it, changed by `toolkit keys pin` and reviewed like code), the key 
 this machine's own key when it has one (what its harness signed). A results folder's
 `signing_keys.json` is a hint: it names the keys its writers used (a harness writing into a
 folder without one starts it with its own key; `toolkit keys trust` adds one) and the files
-written before results were signed (by track, run id and the SHA-256 of their bytes: shown as
-unverified, never ranked). A key that the folder lists and nobody pinned is reported as
-untrusted, and its files fail validation: anyone can make a key and list it. Checking
+written before results were signed (by track, run id and the SHA-256 of their bytes). Such a
+file passes as unverified (never ranked) only where a pinned list names it too (the toolkit's
+list names the demo run committed before signing). A key, or a pre-signing file, that the
+folder lists and nobody pinned is reported as untrusted, and fails validation: anyone can
+make a key and list it. Checking
 (`check`) never needs a private key.
 
 What a good signature says: the file is as a harness holding a pinned key wrote it. It says
@@ -276,18 +278,26 @@ def check(raw: bytes, keyring: Keyring, hint: Keyring | None = None) -> Verdict:
     if not isinstance(data, dict):
         return Verdict(False, "not a JSON object")
     if data.get("signature") is None:
-        listed = keyring.listed_unsigned(str(data.get("track")), str(data.get("run_id")))
+        track, run_id = str(data.get("track")), str(data.get("run_id"))
+        listed = keyring.listed_unsigned(track, run_id)
+        if listed is None and hint is not None and hint.listed_unsigned(track, run_id):
+            return Verdict(
+                False,
+                f"unsigned: the folder's {KEYRING_FILE} lists it as written before signing, but "
+                "no pinned list does: untrusted (a folder cannot vouch for its own files)",
+            )
         if listed is None:
             return Verdict(
                 False,
-                f"unsigned: the file carries no signature, and {KEYRING_FILE} does not list it "
-                "as written before signing",
+                "unsigned: the file carries no signature, and no pinned list names it as "
+                "written before signing",
             )
         sha = hashlib.sha256(raw).hexdigest()
         if sha != listed.sha256:
             return Verdict(
                 False,
-                f"unsigned, and changed since {KEYRING_FILE} listed it: sha256 {sha[:12]}, "
+                f"unsigned, and changed since it was listed as written before signing: sha256 "
+                f"{sha[:12]}, "
                 f"listed {listed.sha256[:12]}",
             )
         return Verdict(False, "unsigned: written before results were signed", True)
@@ -412,25 +422,35 @@ def pinned_files(extra: tuple[Path, ...] = ()) -> list[Path]:
     return [PINNED_FILE, *env, *extra]
 
 
-def pinned_keys(extra: tuple[Path, ...] = ()) -> list[TrustedKey]:
-    """Every pinned key (see the module docstring), each once. A named list that is missing
-    or malformed raises `SigningError`: a check must not quietly trust fewer keys, or more."""
+def pinned_keyring(extra: tuple[Path, ...] = ()) -> Keyring:
+    """Every pinned key and every pinned pre-signing file (see the module docstring), each once.
+    A named list that is missing or malformed raises `SigningError`: a check must not quietly
+    trust fewer keys, or more."""
     keys: dict[str, TrustedKey] = {}
+    unsigned: dict[tuple[str, str], UnsignedResult] = {}
     for path in pinned_files(extra):
         if path != PINNED_FILE and not path.is_file():
             raise SigningError(f"{path}: no such key list (named by --keys or ${TRUSTED_KEYS_ENV})")
-        for key in load_keyring(path).keys:
+        listed = load_keyring(path)
+        for key in listed.keys:
             keys.setdefault(key.id, key)
+        for entry in listed.unsigned:
+            unsigned.setdefault((entry.track, entry.run_id), entry)
     own = _own_key()
     if own is not None:
         keys.setdefault(own.id, own)
-    return list(keys.values())
+    return Keyring(keys=list(keys.values()), unsigned=list(unsigned.values()))
 
 
-def trusted_keyring(folder: Keyring, extra: tuple[Path, ...] = ()) -> Keyring:
-    """What a folder's files are checked against: the pinned keys (never the folder's), and the
-    folder's list of files from before signing (which pass as unverified, never ranked)."""
-    return Keyring(keys=pinned_keys(extra), unsigned=folder.unsigned)
+def pinned_keys(extra: tuple[Path, ...] = ()) -> list[TrustedKey]:
+    """Every pinned key (`pinned_keyring`)."""
+    return pinned_keyring(extra).keys
+
+
+def trusted_keyring(extra: tuple[Path, ...] = ()) -> Keyring:
+    """What a folder's files are checked against: the pinned keys and pre-signing files,
+    never the folder's own list (pass that to `check` as its `hint`)."""
+    return pinned_keyring(extra)
 
 
 def pin(key: TrustedKey, path: Path = PINNED_FILE) -> bool:

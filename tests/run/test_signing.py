@@ -55,8 +55,8 @@ def _file(results: Path, run_id: str) -> Path:
     return results / "v1-test" / f"{run_id}.json"
 
 
-def _validate(*paths: Path) -> tuple[int, str]:
-    done = CliRunner().invoke(cli, ["runs", "validate", *map(str, paths)])
+def _validate(*args: Path | str) -> tuple[int, str]:
+    done = CliRunner().invoke(cli, ["runs", "validate", *map(str, args)])
     return done.exit_code, done.output
 
 
@@ -268,12 +268,18 @@ def test_a_listed_unsigned_file_passes_as_unverified_until_edited(tmp_path: Path
     path.write_text(json.dumps(run_dict("old")))
     sha = hashlib.sha256(path.read_bytes()).hexdigest()
     entry = {"track": "v1-test", "run_id": "old", "sha256": sha, "note": "before signing"}
-    (results / signing.KEYRING_FILE).write_text(json.dumps({"keys": [], "unsigned": [entry]}))
+    listing = json.dumps({"keys": [], "unsigned": [entry]})
+    (results / signing.KEYRING_FILE).write_text(listing)
+    # The folder's own word is not enough: anyone can list a file there.
     code, output = _validate(results)
+    assert code == 1 and "no pinned list does: untrusted" in output, output
+    pins = tmp_path / "pins.json"
+    pins.write_text(listing)
+    code, output = _validate(results, "--keys", str(pins))
     assert code == 0 and "unverified: unsigned: written before results were signed" in output
     _rewrite(path, seed=5)
-    code, output = _validate(results)
-    assert code == 1 and "changed since signing_keys.json listed it" in output, output
+    code, output = _validate(results, "--keys", str(pins))
+    assert code == 1 and "changed since it was listed as written before signing" in output
 
 
 def test_the_committed_results_validate_and_are_unverified() -> None:

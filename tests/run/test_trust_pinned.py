@@ -9,6 +9,7 @@ the toolkit's pinned_keys.json, $ARI_TRUSTED_KEYS, --keys FILE, this machine's o
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -121,3 +122,34 @@ def test_keys_pin_writes_a_pinned_list(tmp_path: Path) -> None:
 def test_the_shipped_pinned_list_loads() -> None:
     """The toolkit's own list parses (a broken one would make every check fail)."""
     signing.load_keyring(signing.PINNED_FILE)
+
+
+def test_a_forged_file_the_folder_lists_as_unsigned_fails_validation(tmp_path: Path) -> None:
+    """The other way round a folder could vouch for itself: strip the signature and list the
+    forged file as 'written before signing' in its own signing_keys.json."""
+    results, path, _ = _forged_folder(tmp_path)
+    data = json.loads(path.read_text())
+    del data["signature"]
+    path.write_text(json.dumps(data, indent=2))
+    keyring = signing.load_keyring(results / signing.KEYRING_FILE)
+    keyring.unsigned.append(
+        signing.UnsignedResult(
+            track="v1-test", run_id="r0", sha256=hashlib.sha256(path.read_bytes()).hexdigest()
+        )
+    )
+    (results / signing.KEYRING_FILE).write_text(keyring.model_dump_json())
+    done = CliRunner().invoke(cli, ["runs", "validate", str(results)])
+    assert done.exit_code == 1, done.output
+    assert "no pinned list does: untrusted" in done.output
+
+
+def test_the_committed_demo_run_is_pinned_as_unsigned() -> None:
+    """The repository's own results validate: their one pre-signing file is in the toolkit's
+    pinned list (its bytes, by SHA-256), not only in the folder's."""
+    repo = Path(__file__).resolve().parents[2]
+    pinned = signing.load_keyring(signing.PINNED_FILE)
+    for entry in pinned.unsigned:
+        raw = (repo / "results" / entry.track / f"{entry.run_id}.json").read_bytes()
+        assert hashlib.sha256(raw).hexdigest() == entry.sha256
+    done = CliRunner().invoke(cli, ["runs", "validate", str(repo / "results")])
+    assert done.exit_code == 0, done.output

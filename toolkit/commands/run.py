@@ -449,7 +449,7 @@ class _Keyrings:
         path = keyring_path(result_file.parent.parent)
         if path not in self.loaded:
             folder = load_keyring(path)
-            self.loaded[path] = (trusted_keyring(folder, self.extra), folder)
+            self.loaded[path] = (trusted_keyring(self.extra), folder)
         return self.loaded[path]
 
     def check(self, result_file: Path) -> Verdict:
@@ -514,7 +514,7 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
     not verify under a pinned key (the toolkit's pinned_keys.json, $ARI_TRUSTED_KEYS, --keys,
     this machine's key; never the folder's own signing_keys.json) is bad: unsigned, signed by
     a key nobody pinned, or changed since it was signed. A file that
-    signing_keys.json lists as written before signing, unchanged, passes as unverified.
+    pinned list names as written before signing, unchanged, passes as unverified.
 
     \b
     Example:
@@ -554,9 +554,7 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
     # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.
     for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
         try:
-            keyring = trusted_keyring(
-                load_keyring(keyring_path(folder)), (keys_file,) if keys_file else ()
-            )
+            keyring = trusted_keyring((keys_file,) if keys_file else ())
             problems = results_problems(folder, keyring)
         except SigningError as exc:
             problems = [str(exc)]

@@ -8,12 +8,12 @@ are really there (and inside `results/`). Every problem is one `ResultsError` li
 file and the field, because `mkdocs build` shows exactly that line to whoever published the
 bad file.
 
-Each file's signature is checked against the pinned keys (`toolkit.signing.trusted_keyring`;
-the folder's `signing_keys.json` names only its files from before signing, and hints at keys).
+Each file's signature is checked against the pinned keys and pinned pre-signing files
+(`toolkit.signing.trusted_keyring`); the folder's own `signing_keys.json` is only a hint.
 A file that is unsigned, signed by a key nobody pinned, or changed since it was signed is not
 an error here: the run is loaded and flagged `unverified` (with the reason), and the statistics
 never count it. `results_problems` (what `toolkit runs validate` reports) does list it, except a
-file the key list names as written before signing, unchanged.
+file a pinned list names as written before signing, unchanged.
 
 A run graded on another exam than its track's is not malformed: it is a run that was not under
 the track's rules, and the statistics list it apart (`toolkit.stats.rules`). Its total is then
@@ -146,8 +146,7 @@ def _scan(
 ) -> ResultsSet:
     """Load and check everything; raise on the first problem, or (given a list) note every
     problem in it, one per file, and carry on with the files that are good. Signatures are
-    checked against `keyring`, by default the pinned keys (with the folder's own list of files
-    from before signing)."""
+    checked against `keyring`, by default the pinned keys and pre-signing files."""
     root = str(results_dir.resolve())
     if not os.path.isdir(root):
         what = "is not a folder" if os.path.exists(root) else "does not exist"
@@ -160,7 +159,7 @@ def _scan(
     try:
         folder_keys = load_keyring(keyring_path(results_dir))
         if keyring is None:
-            keyring = trusted_keyring(folder_keys)
+            keyring = trusted_keyring()
     except SigningError as exc:
         raise RegistryError(str(exc)) from None
     runs: list[LoadedRun] = []
