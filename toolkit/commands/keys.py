@@ -71,8 +71,8 @@ def show_command() -> None:
 def pin_command(pin_file: Path, holder: str | None) -> None:
     """Pin this machine's key: add it to the toolkit's pinned_keys.json (or --file).
 
-    A maintainer's act: commit the changed pinned_keys.json after review; every checker whose
-    toolkit ships it then trusts results this key signed.
+    A maintainer's act: commit the changed pinned_keys.json after review; every checker that
+    installs this version then trusts results this key signed.
 
     \b
     Example:
