@@ -134,14 +134,14 @@ class RunnerService:
     runner_seconds: float = 0.0
     infra_errors: list[str] = field(default_factory=list)  # our failures, not the agent's
     reference: Callable[[], str | None] | None = None
+    """Checks the sandboxes with code of the harness's own in a fresh one: None if they work,
+    else why not. A call that raises is an infrastructure error only when this fails too (or
+    when there is no check); otherwise it is charged to the call (see `_failed`)."""
     on_full: Callable[[str], None] | None = None
     """Told of an audit entry the full results volume refused (the run judges whose doing
     that was when it ends); without it, such a failure is an infrastructure error."""
     gate: AuditGate | None = None
     """The audit log's bounds (`toolkit.runner.audit_gate`); made from `audit` if not given."""
-    """Checks the sandboxes with code of the harness's own in a fresh one: None if they work,
-    else why not. A call that raises is an infrastructure error only when this fails too (or
-    when there is no check); otherwise it is charged to the call (see `_failed`)."""
     _reference_lock: threading.Lock = field(default_factory=threading.Lock)
     _loop: RequestLoop | None = None
     _calls: CallsFolder | None = None
