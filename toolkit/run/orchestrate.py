@@ -788,6 +788,9 @@ class Run:
                 self.agent_process.kill()
             except Exception as exc:
                 errors.append(str(exc))
+        # The agent is gone: what is left to write is the harness's (egress log, the last
+        # audit entries and counts, the result), out of the reserve it kept for that.
+        self._release_reserve()
         self._finish_agent()  # the agent is gone: its adapter's last word, in the controller
         if self.controller is not None and self.controller in self.boxes:
             clean(self.controller)
@@ -804,7 +807,6 @@ class Run:
         for transcript in self.transcripts:
             transcript.close()
         self.transcripts = []
-        self._release_reserve()  # the session is over: what is left to write is ours
         if self.service is not None and self.service.gate is not None:
             try:
                 self.service.gate.flush()  # the audit log's counts of what it does not list
