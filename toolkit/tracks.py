@@ -7,8 +7,8 @@ introduced, and whether runs graded before it are rerun or kept as legacy.
 
 Files: `results/tracks.json` (a list of tracks) and `results/protocol_fixes.json` (a list of
 fixes). Both are validated here; errors name the file and the field. Beside them,
-`results/signing_keys.json` lists the public keys whose result signatures the folder accepts
-(`toolkit.signing`).
+`results/signing_keys.json` names the keys its result files were signed with, a hint only:
+signatures count under the keys the maintainers pin (`toolkit.signing`).
 """
 
 from __future__ import annotations
