@@ -8,11 +8,14 @@ file against it before grading, and a published result lists every candidate, so
 shorter than the result is caught afterwards too (`check_against`).
 
 Each append is flushed and fsynced, so that a harness killed with SIGKILL loses nothing that a
-reply was already sent for.
+reply was already sent for. An append is all or nothing: a line the file system cannot take
+whole (a full disk, a quota) is cut back off the file and the error raised (`AppendError`), so
+a failed append leaves the log as it was, never a cut line that reads as tampering.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -25,6 +28,16 @@ GENESIS = "0" * 64
 
 class ChainError(ValueError):
     """A log whose chain is broken; the message names the file and line."""
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether `exc` is a volume saying it is full (or over a quota)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+class AppendError(OSError):
+    """An entry the log could not take whole (`errno` says why: ENOSPC for a full disk); the
+    file was cut back to where it was, so the chain is intact and nothing was recorded."""
 
 
 def line_hash(line: bytes) -> str:
@@ -59,6 +72,36 @@ def read_chain(path: Path) -> list[dict[str, Any]]:
     return entries
 
 
+def _append_whole(fd: int, line: bytes, path: Path) -> None:
+    """Write `line` at the end of the file open as `fd` (O_APPEND) and fsync it, or leave the
+    file as it was and raise `AppendError`: a short write (the disk filled mid-line) or a
+    failed write or fsync is cut back off with ftruncate to the size before it."""
+    size = os.fstat(fd).st_size
+    try:
+        written = os.write(fd, line)
+        while written < len(line):  # a short write: try the rest once more (it may fit)
+            more = os.write(fd, line[written:])
+            if more <= 0:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            written += more
+        os.fsync(fd)
+    except OSError as exc:
+        try:
+            os.ftruncate(fd, size)
+            os.fsync(fd)
+        except OSError as cut:  # cannot even cut it back: the log is damaged, say so
+            raise AppendError(
+                exc.errno or errno.EIO,
+                f"{path}: an entry could not be written ({exc.strerror}), nor cut back off "
+                f"({cut.strerror}): the log is damaged",
+            ) from exc
+        raise AppendError(
+            exc.errno or errno.EIO,
+            f"{path}: an entry could not be written ({exc.strerror or exc}); cut back off, "
+            "nothing recorded",
+        ) from exc
+
+
 class ChainedLog:
     """An append-only chained log, safe to append from several threads."""
 
@@ -81,8 +124,7 @@ class ChainedLog:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             try:
-                os.write(fd, line)
-                os.fsync(fd)
+                _append_whole(fd, line, self.path)
             finally:
                 os.close(fd)
             self.count += 1

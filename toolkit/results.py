@@ -269,6 +269,36 @@ class LogHead(_Model):
     )
 
 
+InvalidCheck = Literal[
+    "runner-reference",
+    "grading-reference",
+    "harness-error",
+    "harness-died",
+    "interrupted",
+    "provider",
+    "run-log",
+    "archive",
+    "storage",
+]
+"""What showed a run `invalid`, each a check the sandboxed code cannot pass or fail itself:
+runner-reference / grading-reference = the harness's own command or bundle failed too, in
+fresh sandboxes; harness-error = the harness raised (a bug of ours); harness-died = its process
+was gone (`runs recover`); interrupted = stopped from outside; provider = the model provider
+failed, as the harness's relay saw it; run-log = a log no longer held what the harness wrote;
+archive = a stored archive was missing or changed; storage = the results volume filled while
+the run had stored less than it was promised."""
+
+
+class InvalidEvidence(_Model):
+    """Why a run is `invalid`: the check that failed, signed with the result (`runs verify`
+    requires it, and repeats what it can)."""
+
+    check: InvalidCheck = Field(description="Which check failed (see `InvalidCheck`).")
+    detail: str = Field(
+        max_length=2000, description="What that check found (the harness's own words)."
+    )
+
+
 class RunResult(_Model):
     """One agent run, as published. The site reads nothing else."""
 
@@ -293,6 +323,11 @@ class RunResult(_Model):
         "invalid: infrastructure failure, to be rerun, never averaged."
     )
     status_reason: str | None = Field(default=None, description="Why failed or invalid.")
+    evidence: InvalidEvidence | None = Field(
+        default=None,
+        description="For an invalid run: the check that failed (signed with the rest); "
+        "null for valid and failed runs, and in files written before it was recorded.",
+    )
     interrupted: bool = Field(
         default=False,
         description="invalid because the run was stopped from outside (the operator, a signal, "
@@ -321,6 +356,13 @@ class RunResult(_Model):
     artifacts: dict[str, str] = Field(
         default_factory=dict,
         description="Run artifacts, relative to the results file (audit log, history, transcript).",
+    )
+    files: dict[str, str] | None = Field(
+        default=None,
+        description="SHA-256 of every file of the run folder (audit log, history, transcript, "
+        "agent.log, candidate archives, anything else), by path relative to the results file; "
+        "`toolkit runs validate` checks each, and that the folder holds nothing else. null "
+        "only in files written before results hashed them.",
     )
     logs: dict[str, LogHead] = Field(
         default_factory=dict,
@@ -378,6 +420,8 @@ class RunResult(_Model):
             raise ValueError("a failed run scores 0")
         if self.status != "valid" and not self.status_reason:
             raise ValueError(f"status '{self.status}' needs a status_reason")
+        if self.evidence is not None and self.status != "invalid":
+            raise ValueError(f"a {self.status} run carries no evidence of invalidity")
         return self
 
     @property

@@ -7,13 +7,21 @@ first use; every sandbox hides `$ARI_HOME`). What is signed is the canonical JSO
 file less its `signature` field: identity, status and reason, score, families, bits per byte,
 hashes, log heads, everything.
 
-A results folder carries what is needed to check its files: `signing_keys.json` beside
-`tracks.json` lists the accepted public keys, and the files written before results were signed
-(by track, run id and the SHA-256 of their bytes). A harness that writes into a folder without
-that list starts one with its own key; a folder that has a list is only changed by
-`toolkit keys trust`. Checking (`check`) never needs a private key.
+Whose signatures count is the maintainers' decision, never the folder's: a signature holds only
+under a *pinned* key (`pinned_keys`): the toolkit's own list (`toolkit/pinned_keys.json`,
+shipped with it, changed by `toolkit keys pin` and reviewed like code), the key lists named in
+`$ARI_TRUSTED_KEYS` (paths separated by `:`), those given to a command (`--keys FILE`), and
+this machine's own key when it has one (what its harness signed). A results folder's
+`signing_keys.json` is a hint: it names the keys its writers used (a harness writing into a
+folder without one starts it with its own key; `toolkit keys trust` adds one) and the files
+written before results were signed (by track, run id and the SHA-256 of their bytes). Such a
+file passes as unverified (never ranked) only where a pinned list names it too (the toolkit's
+list names the demo run committed before signing). A key, or a pre-signing file, that the
+folder lists and nobody pinned is reported as untrusted, and fails validation: anyone can
+make a key and list it. Checking
+(`check`) never needs a private key.
 
-What a good signature says: the file is as a harness holding a listed key wrote it. It says
+What a good signature says: the file is as a harness holding a pinned key wrote it. It says
 nothing about a key holder who forges, a key that was stolen, or the agent's honesty.
 """
 
@@ -44,6 +52,10 @@ from toolkit.paths import state_dir
 KEYS_DIR = "keys"
 KEY_FILE = "result-signing.ed25519"
 KEYRING_FILE = "signing_keys.json"
+PINNED_FILE = Path(__file__).with_name("pinned_keys.json")
+"""The maintainers' pinned keys, shipped with the toolkit."""
+TRUSTED_KEYS_ENV = "ARI_TRUSTED_KEYS"
+"""More pinned key lists (files in the format of `signing_keys.json`), separated by ':'."""
 # Signed bytes start with this: a signature of a result is never valid for anything else.
 DOMAIN = b"ari-bench result v1\n"
 _B64_KEY = r"^[A-Za-z0-9+/]{43}=$"  # 32 bytes
@@ -255,8 +267,10 @@ class Verdict:
     listed_unsigned: bool = False  # written before signing, as `signing_keys.json` lists it
 
 
-def check(raw: bytes, keyring: Keyring) -> Verdict:
-    """Check a result file's bytes against the keys a results folder accepts."""
+def check(raw: bytes, keyring: Keyring, hint: Keyring | None = None) -> Verdict:
+    """Check a result file's bytes against the trusted keys in `keyring` (`trusted_keyring`:
+    the pinned keys, and the folder's list of files from before signing); `hint`, the folder's
+    own key list, only names a key it lists that nobody pinned."""
     try:
         data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (UnicodeDecodeError, ValueError) as exc:
@@ -264,18 +278,26 @@ def check(raw: bytes, keyring: Keyring) -> Verdict:
     if not isinstance(data, dict):
         return Verdict(False, "not a JSON object")
     if data.get("signature") is None:
-        listed = keyring.listed_unsigned(str(data.get("track")), str(data.get("run_id")))
+        track, run_id = str(data.get("track")), str(data.get("run_id"))
+        listed = keyring.listed_unsigned(track, run_id)
+        if listed is None and hint is not None and hint.listed_unsigned(track, run_id):
+            return Verdict(
+                False,
+                f"unsigned: the folder's {KEYRING_FILE} lists it as written before signing, but "
+                "no pinned list does: untrusted (a folder cannot vouch for its own files)",
+            )
         if listed is None:
             return Verdict(
                 False,
-                f"unsigned: the file carries no signature, and {KEYRING_FILE} does not list it "
-                "as written before signing",
+                "unsigned: the file carries no signature, and no pinned list names it as "
+                "written before signing",
             )
         sha = hashlib.sha256(raw).hexdigest()
         if sha != listed.sha256:
             return Verdict(
                 False,
-                f"unsigned, and changed since {KEYRING_FILE} listed it: sha256 {sha[:12]}, "
+                f"unsigned, and changed since it was listed as written before signing: sha256 "
+                f"{sha[:12]}, "
                 f"listed {listed.sha256[:12]}",
             )
         return Verdict(False, "unsigned: written before results were signed", True)
@@ -285,7 +307,17 @@ def check(raw: bytes, keyring: Keyring) -> Verdict:
         return Verdict(False, f"a malformed signature: {exc.errors()[0]['msg']}")
     public = keyring.public_key(signature.key_id)
     if public is None:
-        return Verdict(False, f"signed with key {signature.key_id}, which {KEYRING_FILE} omits")
+        if hint is not None and hint.public_key(signature.key_id) is not None:
+            return Verdict(
+                False,
+                f"signed with key {signature.key_id}, which the folder's {KEYRING_FILE} lists "
+                "but no maintainer pinned: untrusted (a folder cannot vouch for its own files; "
+                f"pin the key with `toolkit keys pin`, --keys FILE or ${TRUSTED_KEYS_ENV})",
+            )
+        return Verdict(
+            False,
+            f"signed with key {signature.key_id}, which no pinned key list holds: untrusted",
+        )
     try:
         public.verify(base64.b64decode(signature.value), canonical(data))
     except (InvalidSignature, binascii.Error):
@@ -346,8 +378,13 @@ def start_keyring(results_dir: Path) -> bool:
 
 
 def trust(results_dir: Path, key: TrustedKey) -> bool:
-    """List `key` in a results folder's key list (made if absent); False if it was there."""
-    path = keyring_path(results_dir)
+    """List `key` in a results folder's key list (made if absent); False if it was there.
+    The list is a hint for readers: validation trusts only pinned keys (`pin`)."""
+    return trust_file(keyring_path(results_dir), key)
+
+
+def trust_file(path: Path, key: TrustedKey) -> bool:
+    """Add `key` to the key list file `path` (made if absent); False if it was there."""
     keyring = load_keyring(path)
     if keyring.public_key(key.id) is not None:
         return False
@@ -363,3 +400,59 @@ def trust(results_dir: Path, key: TrustedKey) -> bool:
         Path(tmp).unlink(missing_ok=True)
         raise
     return True
+
+
+# -- the keys the maintainers pin ---------------------------------------------------------------
+
+
+def _own_key() -> TrustedKey | None:
+    """This machine's public key, if it has a signing key (never made here: checking makes
+    no key)."""
+    path = key_path()
+    if not path.exists():
+        return None
+    raw = raw_public(_read_private(path))
+    encoded = base64.b64encode(raw).decode()
+    return TrustedKey(id=key_id(raw), public_key=encoded, holder="this machine")
+
+
+def pinned_files(extra: tuple[Path, ...] = ()) -> list[Path]:
+    """The pinned key lists in force: the toolkit's, `$ARI_TRUSTED_KEYS`'s, then `extra`."""
+    env = [Path(p) for p in os.environ.get(TRUSTED_KEYS_ENV, "").split(os.pathsep) if p]
+    return [PINNED_FILE, *env, *extra]
+
+
+def pinned_keyring(extra: tuple[Path, ...] = ()) -> Keyring:
+    """Every pinned key and every pinned pre-signing file (see the module docstring), each once.
+    A named list that is missing or malformed raises `SigningError`: a check must not quietly
+    trust fewer keys, or more."""
+    keys: dict[str, TrustedKey] = {}
+    unsigned: dict[tuple[str, str], UnsignedResult] = {}
+    for path in pinned_files(extra):
+        if path != PINNED_FILE and not path.is_file():
+            raise SigningError(f"{path}: no such key list (named by --keys or ${TRUSTED_KEYS_ENV})")
+        listed = load_keyring(path)
+        for key in listed.keys:
+            keys.setdefault(key.id, key)
+        for entry in listed.unsigned:
+            unsigned.setdefault((entry.track, entry.run_id), entry)
+    own = _own_key()
+    if own is not None:
+        keys.setdefault(own.id, own)
+    return Keyring(keys=list(keys.values()), unsigned=list(unsigned.values()))
+
+
+def pinned_keys(extra: tuple[Path, ...] = ()) -> list[TrustedKey]:
+    """Every pinned key (`pinned_keyring`)."""
+    return pinned_keyring(extra).keys
+
+
+def trusted_keyring(extra: tuple[Path, ...] = ()) -> Keyring:
+    """What a folder's files are checked against: the pinned keys and pre-signing files,
+    never the folder's own list (pass that to `check` as its `hint`)."""
+    return pinned_keyring(extra)
+
+
+def pin(key: TrustedKey, path: Path = PINNED_FILE) -> bool:
+    """Add `key` to a pinned key list (the toolkit's by default); False if it was there."""
+    return trust_file(path, key)

@@ -7,8 +7,8 @@ introduced, and whether runs graded before it are rerun or kept as legacy.
 
 Files: `results/tracks.json` (a list of tracks) and `results/protocol_fixes.json` (a list of
 fixes). Both are validated here; errors name the file and the field. Beside them,
-`results/signing_keys.json` lists the public keys whose result signatures the folder accepts
-(`toolkit.signing`).
+`results/signing_keys.json` names the keys its result files were signed with, a hint only:
+signatures count under the keys the maintainers pin (`toolkit.signing`).
 """
 
 from __future__ import annotations
@@ -133,6 +133,18 @@ class Track(_Model):
         description="Cap on what the agent's workspace holds in total (the copy of the training "
         "data, checkpoints, bundles), where the host can enforce one (else the run records "
         "'root-disk' as not isolated); null: no cap.",
+    )
+    max_candidates: int = Field(
+        default=100,
+        gt=0,
+        description="Most candidates a run may submit; `runner submit` refuses more (told to "
+        "the agent, audited).",
+    )
+    max_candidate_bytes: int = Field(
+        default=1_000_000_000,
+        gt=0,
+        description="Most packed bytes the candidates of a run may take in all on the results "
+        "volume; a submission that would pass it is refused (told to the agent, audited).",
     )
     protocol_revision: int = Field(default=1, ge=1, description="Current protocol revision.")
     seeds_required: int = Field(default=3, ge=1, description="Seeds for a non-provisional row.")

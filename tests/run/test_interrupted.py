@@ -90,6 +90,7 @@ def test_an_interruption_during_the_session_says_by_what(make_spec: SpecFactory)
     (path,) = (spec.results_dir / "demo-cpu").glob("*.json")
     result = load_run(path)
     assert result.status == "invalid" and result.interrupted
+    assert result.evidence is not None and result.evidence.check == "interrupted"
     assert result.status_reason is not None
     assert result.status_reason.startswith(
         "the run was interrupted during the agent's session (its campaign driver died)"

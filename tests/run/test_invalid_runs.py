@@ -105,6 +105,7 @@ def test_a_harness_fault_that_fails_the_reference_too_is_invalid(
     result = execute_run(spec)
     assert result.status == "invalid", result.status_reason
     assert "grading failed (infrastructure)" in (result.status_reason or "")
+    assert result.evidence is not None and result.evidence.check == "grading-reference"
     log = _agent_log(spec.results_dir, result.run_id, result.track)
     assert "the reference bundle failed too" in log
 
@@ -154,3 +155,4 @@ def test_a_teardown_failure_the_reference_confirms_is_invalid(
     result = execute_run(make_spec(agent, budget=60, per_call=30, reserved=5))
     assert result.status == "invalid", result.status_reason
     assert (result.status_reason or "").startswith("teardown failed")
+    assert result.evidence is not None and result.evidence.check == "runner-reference"

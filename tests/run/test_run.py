@@ -184,6 +184,9 @@ sleep {TOKEN}
         and "harness" in result.status_reason
         and "died" in result.status_reason
     )
+    assert result.evidence is not None and result.evidence.check == "harness-died"
+    assert not list(spec.results_dir.glob("demo-cpu/.*.reserve"))  # the dead harness's reserve
+    assert CliRunner().invoke(cli, ["runs", "validate", str(written[0])]).exit_code == 0
     assert [c.id for c in result.candidates] == ["c001"]
     assert result.promoted is not None and result.promoted.id == "c001"
     assert history.read_bytes() == before

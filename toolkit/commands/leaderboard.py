@@ -95,9 +95,9 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     A row counts one run per distinct seed, run under the track's rules; fewer seeds than the
     track requires make it provisional. Invalid runs are awaiting rerun; runs graded under a
     superseded protocol revision are legacy rows, shown last and never ranked. A run whose
-    result file is not signed by a key of the folder's signing_keys.json is unverified: noted
-    on its row, never counted. A rank like "2–4" is the range of places the row could hold:
-    its interval (mean ± SE) overlaps others.
+    result file is not signed by a pinned key (`toolkit keys`; never the folder's own list) is
+    unverified: noted on its row, never counted. A rank like "2–4" is the range of places the
+    row could hold: its interval (mean ± SE) overlaps others.
 
     \b
     Example:

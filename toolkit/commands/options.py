@@ -80,15 +80,15 @@ def cpus_option(what: str) -> Callable[[F], F]:
 
 
 def keys_option() -> Callable[[F], F]:
-    """`--keys FILE`: the signing_keys.json that result signatures are checked against."""
+    """`--keys FILE`: a key list to pin, beside the toolkit's pinned keys."""
     return click.option(
         "--keys",
         "keys_file",
         type=click.Path(dir_okay=False, exists=True, path_type=Path),
         default=None,
-        help="signing_keys.json listing the accepted signing keys (default: the one in the "
-        "results folder that holds each file). Pass a copy you trust to check a folder "
-        "someone submitted.",
+        help="A key list (signing_keys.json format) whose keys you pin, beside the toolkit's "
+        "pinned_keys.json, $ARI_TRUSTED_KEYS and this machine's key. The results folder's own "
+        "signing_keys.json is never trusted: a key only it lists is reported as untrusted.",
     )
 
 

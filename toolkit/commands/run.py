@@ -51,6 +51,7 @@ from toolkit.signing import (
     keyring_path,
     load_keyring,
     local_key,
+    trusted_keyring,
 )
 from toolkit.tracks import RegistryError, Track, get_track
 
@@ -438,15 +439,15 @@ def run_command(
 
 
 def _note_untrusted_key(path: Path, results_dir: Path, console: Console) -> None:
-    """The run is signed; say so when the folder's key list does not accept the signature."""
+    """The run is signed; say so when no pinned key accepts the signature."""
     try:
-        verdict = check(path.read_bytes(), load_keyring(keyring_path(results_dir)))
+        folder = load_keyring(keyring_path(results_dir))
+        verdict = check(path.read_bytes(), trusted_keyring(()), folder)
     except (OSError, SigningError) as exc:
         console.print(f"[bold yellow]note:[/bold yellow] cannot check the signature: {exc}")
         return
     if not verdict.verified:
         console.print(
             f"[bold yellow]note:[/bold yellow] {verdict.reason}: readers of {results_dir} will "
-            f"see this run as unverified; if this machine's key should sign for that folder, "
-            f"list it: toolkit keys trust --results {results_dir}"
+            "see this run as unverified unless they pin this machine's key (toolkit keys pin)"
         )

@@ -17,34 +17,43 @@ from toolkit.chain import ChainError, read_chain
 from toolkit.commands.options import keys_option, refuse_device
 from toolkit.paths import state_dir
 from toolkit.results import ResultsError, json_schema, load_run
-from toolkit.run.artifacts import AUDIT_FILE
+from toolkit.run.artifacts import AUDIT_FILE, check_files
 from toolkit.run.history import HISTORY_FILE, check_against
 from toolkit.run.recovery import recover_runs
 from toolkit.run.verify import check_logs, verify_run
 from toolkit.sandbox import BACKENDS
-from toolkit.signing import Keyring, SigningError, Verdict, check, keyring_path, load_keyring
+from toolkit.signing import (
+    Keyring,
+    SigningError,
+    Verdict,
+    check,
+    keyring_path,
+    load_keyring,
+    trusted_keyring,
+)
 from toolkit.stats import results_problems
 from toolkit.stats.loading import signature_problem
 
 
 class _Keyrings:
-    """The key list each result file is checked against: --keys, else its results folder's."""
+    """What each result file is checked against: the pinned keys (`toolkit.signing`; with
+    --keys, that list too), and its folder's signing_keys.json as a hint only."""
 
     def __init__(self, keys_file: Path | None) -> None:
-        self.keys_file = keys_file
-        self.loaded: dict[Path, Keyring] = {}
+        self.extra = (keys_file,) if keys_file else ()
+        self.loaded: dict[Path, tuple[Keyring, Keyring]] = {}
 
-    def path_for(self, result_file: Path) -> Path:
-        return self.keys_file or keyring_path(result_file.parent.parent)
-
-    def of(self, result_file: Path) -> Keyring:
-        path = self.path_for(result_file)
+    def of(self, result_file: Path) -> tuple[Keyring, Keyring]:
+        """(trusted, the folder's own list) for `result_file`."""
+        path = keyring_path(result_file.parent.parent)
         if path not in self.loaded:
-            self.loaded[path] = load_keyring(path)
+            folder = load_keyring(path)
+            self.loaded[path] = (trusted_keyring(self.extra), folder)
         return self.loaded[path]
 
     def check(self, result_file: Path) -> Verdict:
-        return check(result_file.read_bytes(), self.of(result_file))
+        trusted, folder = self.of(result_file)
+        return check(result_file.read_bytes(), trusted, folder)
 
 
 @click.group("runs")
@@ -101,9 +110,10 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
 
     PATHS are result files or results folders (every <track>/<run_id>.json inside). Errors name
     the file and the field; the exit status is 1 if any file is bad. A file whose signature does
-    not verify against the accepted keys (signing_keys.json of its results folder, or --keys) is
-    bad: unsigned, signed by a key not listed, or changed since it was signed. A file that
-    signing_keys.json lists as written before signing, unchanged, passes as unverified.
+    not verify under a pinned key (the toolkit's pinned_keys.json, $ARI_TRUSTED_KEYS, --keys,
+    this machine's key; never the folder's own signing_keys.json) is bad: unsigned, signed by
+    a key nobody pinned, or changed since it was signed. A file that the
+    pinned list names as written before signing, unchanged, passes as unverified.
 
     \b
     Example:
@@ -124,6 +134,10 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
             # The logs still end where the result recorded (a rewrite with fresh hashes).
             for problem in check_logs(file, result):
                 raise ChainError(f"{file}: {problem}")
+            # Every file of the run folder as the signed result hashed it.
+            changed, notes = check_files(file, result)
+            for problem in changed:
+                raise ResultsError(f"{file}: {problem}")
             verdict = keyrings.check(file)
             if not verdict.verified and not verdict.listed_unsigned:
                 raise ResultsError(signature_problem(file, verdict.reason or ""))
@@ -133,15 +147,17 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
             bad += 1
             continue
         flag = f"; unverified: {verdict.reason}" if not verdict.verified else ""
+        flag += "".join(f"; {note}" for note in notes)
         click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
     # A results folder with its registry is also checked the way the site reads it (tracks,
     # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.
     for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
         try:
-            keyring = load_keyring(keys_file) if keys_file else None
+            keyring = trusted_keyring((keys_file,) if keys_file else ())
+            problems = results_problems(folder, keyring)
         except SigningError as exc:
-            raise click.UsageError(str(exc)) from exc
-        for problem in results_problems(folder, keyring):
+            problems = [str(exc)]
+        for problem in problems:
             if problem not in reported:
                 click.echo(f"error: {problem}", err=True)
                 reported.add(problem)
@@ -174,9 +190,9 @@ def verify_command(
 ) -> None:
     """Check a published result against its signature and artifacts: re-grade its archive.
 
-    Checks that the file is signed by a key its results folder accepts (signing_keys.json, or
-    --keys), that the audit log and the history end where the result recorded, that EXAM is
-    the run's exam (SHA-256), that the stored archive of the promoted candidate
+    Checks that the file is signed by a pinned key (as `runs validate`: never one the folder
+    lists for itself), that the audit log and the history end where the result recorded, that
+    EXAM is the run's exam (SHA-256), that the stored archive of the promoted candidate
     (<results>/<track>/<run_id>/candidates/<id>.tar.gz) is the one promoted, and that grading
     it again gives the result's status, score, per-family counts and bits per byte. Every
     result with a promoted candidate is re-graded, whatever its status says. Exit status 0

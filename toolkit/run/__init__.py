@@ -11,13 +11,18 @@ On disk, for run R on track T (`toolkit run --results RESULTS`):
                                   (at most 16 MiB per console file, then one note of
                                   what was dropped: `transcript`)
     RESULTS/T/R/agent.log         the harness's notes: isolation, start, stop, grading
+    RESULTS/T/.R.reserve          the harness's reserve on the results volume while the agent
+                                  works (`storage`); every file of RESULTS/T/R/ is hashed
+                                  into R.json (`files`)
     $ARI_HOME/runs/R/workspace/   what the agent worked in (kept for inspection)
     $ARI_HOME/runs/R/harness/     RUNNING marker and launcher pids while the run lasts
 
 Modules: `history` (candidates and promotions), `workspace` (assembly and leak check), `roles`
 (controller and runner sandboxes), `submissions` (`runner submit/promote/history`), `recovery`
 (runs whose harness died), `inputs` (exam, public set, training data), `artifacts` (the run
-folder's files and the heads of its chained logs), `verify`, `transcript` (the agent's console,
-bounded), `orchestrate` (the whole run). The deadline (`toolkit.clock`) and the append-only
-hash-chained logs (`toolkit.chain`) live below both this package and `toolkit.runner`.
+folder's files, their hashes and the heads of its chained logs), `storage` (the results
+volume: the harness's reserve, and whose doing a full volume was), `verify`, `transcript` (the
+agent's console, bounded), `orchestrate` (the whole run). The deadline (`toolkit.clock`) and
+the append-only hash-chained logs (`toolkit.chain`) live below both this package and
+`toolkit.runner`.
 """

@@ -11,18 +11,25 @@ After the final grading the folder also gets `promoted-code.txt`: the promoted c
 files but its weights, so that a reviewer (anyone, once the run is published) can read what
 scored (`write_promoted_code`). The weights ablation cannot tell rules kept outside Python
 files from a model; reading the code can.
+
+Every file of the run folder is also hashed into the signed result (`RunResult.files`: its
+path relative to the results file, and the SHA-256 of its bytes; `file_hashes`), the
+candidates' archives included, so that no published byte (a line of `agent.log`, of the
+transcript) can change without `toolkit runs validate` saying so (`check_files`). Archives
+are kept out of git (16 MB each): one that is absent is noted, one that is there must match.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import stat
 import tarfile
 from pathlib import Path
 
 from toolkit.chain import ChainError, chain_head
-from toolkit.results import LogHead
+from toolkit.results import LogHead, RunResult
 from toolkit.run.history import HISTORY_FILE
 
 AUDIT_FILE = "audit.jsonl"
@@ -133,3 +140,76 @@ def write_promoted_code(archive: Path, folder: Path, candidate_id: str) -> Path:
     out = folder / PROMOTED_CODE
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _walk(folder: Path) -> tuple[list[Path], list[Path]]:
+    """(regular files, anything else) under `folder`, links never followed."""
+    files: list[Path] = []
+    odd: list[Path] = []
+    for root, dirs, names in os.walk(folder, followlinks=False):
+        base = Path(root)
+        for name in dirs:
+            if (base / name).is_symlink():
+                odd.append(base / name)
+        for name in names:
+            path = base / name
+            mode = path.lstat().st_mode
+            (files if stat.S_ISREG(mode) else odd).append(path)
+    return sorted(files), sorted(odd)
+
+
+def file_hashes(folder: Path, run_id: str) -> dict[str, str]:
+    """{"<run_id>/<path>": sha256} of every regular file under the run folder `folder`."""
+    files, _ = _walk(folder)
+    return {f"{run_id}/{p.relative_to(folder).as_posix()}": _sha256(p) for p in files}
+
+
+def check_files(result_file: Path, result: RunResult) -> tuple[list[str], list[str]]:
+    """(problems, notes) of a run folder against the hashes its signed result carries: a file
+    changed, missing, added, or not a plain file is a problem; a candidate archive that is
+    absent (kept out of git) is a note. A result without hashes (written before they were
+    recorded) gives one note."""
+    if result.files is None:
+        return [], ["its artifacts are not bound (written before results hashed them)"]
+    folder = result_file.parent / result.run_id
+    problems: list[str] = []
+    absent: list[str] = []
+    files, odd = _walk(folder) if folder.is_dir() else ([], [])
+    here = {f"{result.run_id}/{p.relative_to(folder).as_posix()}": p for p in files}
+    for path in odd:
+        problems.append(f"{path}: not a plain file (a link or a device): not published by a run")
+    archives = {
+        f"{result.run_id}/{CANDIDATES_DIR}/{c.id}.tar.gz": c.sha256 for c in result.candidates
+    }
+    for rel, sha in sorted(result.files.items()):
+        if rel not in here:
+            if rel.startswith(f"{result.run_id}/{CANDIDATES_DIR}/"):
+                absent.append(rel)
+            else:
+                problems.append(f"{result_file.parent / rel}: missing (the result hashed it)")
+            continue
+        path = here.pop(rel)
+        got = _sha256(path)
+        if got != sha:
+            problems.append(
+                f"{path}: sha256 {got[:12]}, the signed result says {sha[:12]}: changed after "
+                "the run"
+            )
+    for path in sorted(here.values()):
+        problems.append(f"{path}: not in the signed result: added after the run")
+    for rel, sha in sorted(archives.items()):
+        if rel in result.files and result.files[rel] != sha:
+            problems.append(
+                f"{rel}: the result hashes it {result.files[rel][:12]}, its "
+                f"candidate says {sha[:12]}"
+            )
+    notes = [f"{len(absent)} candidate archives not here (kept out of git)"] if absent else []
+    return problems, notes

@@ -5,7 +5,10 @@ Order of events (DESIGN §5):
    hashes recorded; refused when the track pins other data); the grading parameters in force
    (the track's, with a memory cap above this host's memory lowered to it: noted in
    `agent.log`, and recorded as in force in the effective config);
-2. the workspace (on a filesystem of its own capped at the track's `workspace_disk_bytes`,
+2. the harness's reserve on the results volume (`toolkit.run.storage`: a preallocated file
+   beside the run folder; a volume without room for it refuses the run), held until the
+   session is over, so the result and the last log lines are always written;
+   the workspace (on a filesystem of its own capped at the track's `workspace_disk_bytes`,
    where the host can: released when the run ends), checked for leaks (no exam text, no
    secret value anywhere in it);
 3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
@@ -24,7 +27,10 @@ Order of events (DESIGN §5):
    relay): everything is killed (whatever it does with signals),
    the service stops (every call still open is closed and audited); before the controller
    goes, the adapter may run a last command in it (export its session) and the egress log is
-   saved; the history and the audit log are checked against what the harness wrote;
+   saved; the reserve is released and the audit log's counts written; a results volume that
+   filled during the session ends the run here (`failed` when the run's own files filled it,
+   else `invalid` with the evidence); the history and the audit log are checked against what
+   the harness wrote;
 6. the adapter's last word on the provider (`final_problem`: checked once the controller is
    gone), then its host-side helpers are closed (`close`); the last promoted candidate is
    graded on the exam from the stored archive; no promotion => `failed` with 0; a harness,
@@ -34,7 +40,9 @@ Order of events (DESIGN §5):
    `finished_at` is that moment, `timings.grading_s` is the bucket (the exact time goes to
    the operator log);
 7. the result is written atomically, with the final head of the audit log and of the history
-   (so that a log rewritten afterwards is caught), and the marker removed.
+   (so that a log rewritten afterwards is caught) and the SHA-256 of every file of the run
+   folder (agent.log's last line is the result's: nothing is written to it afterwards), and
+   the marker removed.
 """
 
 from __future__ import annotations
@@ -67,6 +75,8 @@ from toolkit.grading.publish import coarse_seconds
 from toolkit.results import (
     EffectiveConfig,
     FamilyScore,
+    InvalidCheck,
+    InvalidEvidence,
     Placement,
     RunResult,
     Score,
@@ -79,6 +89,7 @@ from toolkit.run.artifacts import (
     AUDIT_FILE,
     CANDIDATES_DIR,
     TRANSCRIPT_FILE,
+    file_hashes,
     list_artifacts,
     log_heads,
     write_promoted_code,
@@ -88,6 +99,7 @@ from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.interrupt import interrupted_by
 from toolkit.run.journal import STOP_FILE
 from toolkit.run.live import LiveFile
+from toolkit.run.storage import Volume
 from toolkit.run.submissions import Grader, Submissions
 from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
 from toolkit.run.workspace import STARTER_DIR, Workspace, WorkspaceError, assemble, find_leaks
@@ -206,19 +218,32 @@ class AgentLog:
         self._echo = echo
         self._lock = threading.Lock()
         self._held: float | None = None
+        self._sealed = False
+        self.lost = 0  # lines the disk could not take (a full results volume)
 
     def hold(self) -> None:
         """Stamp this line and every later one with the time now: from a hidden grading's
         start on, a stamp would tell how long the bundle took (a channel it can steer)."""
         self._held = self._clock()
 
+    def seal(self) -> None:
+        """The file is about to be hashed into the result: later lines are only echoed."""
+        with self._lock:
+            self._sealed = True
+
     def __call__(self, message: str, shown: str | None = None) -> None:
         """Write `message`; echo it to the operator, or `shown` instead ("": nothing), for a
-        line whose text the command prints anyway (the result's reason: printed once)."""
+        line whose text the command prints anyway (the result's reason: printed once). A line
+        the disk cannot take is counted (`lost`), never an error that would end the run."""
         stamp = f"[{self._clock() if self._held is None else self._held:8.1f}s]"
         line = f"{stamp} {bounded(message, LOG_LINE_CHARS)}"
-        with self._lock, self.path.open("a", encoding="utf-8") as f:
-            f.write(line + "\n")
+        with self._lock:
+            if not self._sealed:
+                try:
+                    with self.path.open("a", encoding="utf-8") as f:
+                        f.write(line + "\n")
+                except OSError:
+                    self.lost += 1
         if shown is None:
             self._echo(line)
         elif shown:
@@ -279,6 +304,7 @@ class Run:
         self.history: SubmissionHistory | None = None
         self.workspace: Workspace | None = None
         self.workspace_cap: capped.CappedFolder | None = None
+        self.volume: Volume | None = None  # the results volume: the harness's reserve on it
         self.runner_hidden: list[Path] = []  # what the runner sandbox hides, and reads only
         self.runner_readonly: list[Path] = []
         self.isolation: list[str] = []
@@ -359,6 +385,35 @@ class Run:
                 return self._execute()
         finally:
             self._release_workspace()
+            self._release_reserve()
+
+    def _release_reserve(self) -> None:
+        """The harness's reserve on the results volume goes back (what is left to write is
+        the harness's own: the last log lines, the audit log's counts, the result)."""
+        if self.volume is not None:
+            self.volume.release_reserve()
+
+    def _on_full(self, what: str) -> None:
+        """A write the full results volume refused: noted, judged when the session ends."""
+        assert self.volume is not None
+        first = self.volume.refused == 0
+        self.volume.note_full(what)
+        if first:
+            self.log(f"the results volume is full: {what} could not be written")
+
+    def _charge_storage(self) -> RunResult | None:
+        """If the results volume filled during the run: `failed` when the run's own files
+        filled it, `invalid` (evidence: storage) when something else did; else None."""
+        blame = self.volume.blame() if self.volume is not None else None
+        if blame is None:
+            return None
+        whose, reason = blame
+        self.log(reason)
+        if whose == "harness":
+            return self._finish_invalid(reason, "storage")
+        result = self.skeleton(reason)
+        result.status = "failed"
+        return self._publish(result)
 
     def _release_workspace(self) -> None:
         """The workspace's size cap is gone with the run (its files with it)."""
@@ -388,6 +443,7 @@ class Run:
             # Nothing ran yet: leave no half-made run folder in the results.
             self._teardown(judge=False)
             self._release_workspace()
+            self._release_reserve()
             shutil.rmtree(self.artifacts, ignore_errors=True)
             shutil.rmtree(self.work, ignore_errors=True)
             raise
@@ -413,8 +469,16 @@ class Run:
                 self.log("the agent's sandbox broke, the reference check passed: grading")
                 why = f"the agent's sandbox broke ({type(exc).__name__})"
                 return self._guarded(lambda: self._conclude(why, None))
+            charged = self._charge_storage()  # a write the run's own files made impossible
+            if charged is not None:
+                return charged
             reason = f"harness error during the run: {exc}"
-            return self._finish_invalid(reason + (f"; {problem}" if problem else ""))
+            check: InvalidCheck = "harness-error"
+            if isinstance(exc, SandboxError) and problem is None:
+                check = "runner-reference"  # the reference check above failed too
+            elif problem is not None:
+                check = "runner-reference"  # the teardown's reference check failed
+            return self._finish_invalid(reason + (f"; {problem}" if problem else ""), check)
         return self._guarded(lambda: self._after_session(stop_reason))
 
     def _guarded(self, finish: Callable[[], RunResult]) -> RunResult:
@@ -435,13 +499,13 @@ class Run:
         """After the teardown (`problem`: what it found wrong): the adapter's last word on
         the provider, then the grading."""
         if problem:
-            return self._finish_invalid(problem)
+            return self._finish_invalid(problem, "runner-reference")
         agent_problem = self.agent_problem or self.spec.agent.final_problem(self.agent_exited)
         self._close_agent()
         if agent_problem:  # infrastructure (the provider), not the model: rerun, never a 0
             if not self.agent_problem:  # found now (else logged when the agent was stopped)
                 self.log(f"agent infrastructure problem: {agent_problem}", shown="")
-            return self._finish_invalid(agent_problem)
+            return self._finish_invalid(agent_problem, "provider")
         return self._grade_and_publish(stop_reason)
 
     def _finish_interrupted(self, exc: BaseException, problem: str | None) -> None:
@@ -454,6 +518,7 @@ class Run:
         reason = f"the run was interrupted during {self.step} ({what})"
         result = self.skeleton(reason + (f"; {problem}" if problem else ""))
         result.interrupted = True
+        result.evidence = InvalidEvidence(check="interrupted", detail=bounded(reason, 2000))
         self._publish(result)
 
     def _setup(self) -> None:
@@ -465,6 +530,15 @@ class Run:
         if mismatch:
             raise WorkspaceError(f"{spec.data_dir}: not the track's training data ({mismatch})")
         self.harness.mkdir(parents=True)
+        # Before anything else takes room: the harness's reserve on the results volume.
+        self.volume = Volume(self.artifacts)
+        self.volume.take_reserve()
+        room, allowed = self.volume.room_at_start, spec.track.max_candidate_bytes
+        self.log(
+            f"results volume: {self.volume.reserve_bytes:,} bytes kept for the harness, "
+            f"{room:,} free for the run (its candidates may take {allowed:,})"
+            + ("; a run that fills it fails" if room < allowed else "")
+        )
         cap = spec.track.workspace_disk_bytes  # a hard cap where the host can (else root-disk)
         self.workspace_cap = capped.cap_folder(self.work / "workspace", cap) if cap else None
         if cap and self.workspace_cap is not None and self.workspace_cap.size_bytes < cap:
@@ -648,6 +722,9 @@ class Run:
             grader=self.grader,
             public_set=spec.public_set,
             log=self.log,
+            max_candidates=spec.track.max_candidates,
+            max_candidate_bytes=spec.track.max_candidate_bytes,
+            on_full=self._on_full,
         )
         self.submissions = submissions
         self.service = RunnerService(
@@ -657,6 +734,7 @@ class Run:
             start_process=self._start_runner_process,
             handlers=submissions.handlers(),
             reference=self._runner_reference,
+            on_full=self._on_full,
         )
         self.service.start()
         self.live = LiveFile(self.harness, spec.agent.console())
@@ -745,6 +823,9 @@ class Run:
                 self.agent_process.kill()
             except Exception as exc:
                 errors.append(str(exc))
+        # The agent is gone: what is left to write is the harness's (egress log, the last
+        # audit entries and counts, the result), out of the reserve it kept for that.
+        self._release_reserve()
         self._finish_agent()  # the agent is gone: its adapter's last word, in the controller
         if self.controller is not None and self.controller in self.boxes:
             clean(self.controller)
@@ -761,6 +842,11 @@ class Run:
         for transcript in self.transcripts:
             transcript.close()
         self.transcripts = []
+        if self.service is not None and self.service.gate is not None:
+            try:
+                self.service.gate.flush()  # the audit log's counts of what it does not list
+            except OSError as exc:
+                errors.append(f"the audit log's counts could not be written: {exc}")
         self.log(f"stopped everything in {took:.2f}s")
         if not errors:
             return None
@@ -790,8 +876,10 @@ class Run:
 
     # -- grading and the result ---------------------------------------------------------------
 
-    def _finish_invalid(self, reason: str) -> RunResult:
+    def _finish_invalid(self, reason: str, check: InvalidCheck) -> RunResult:
+        """Publish the run as `invalid`, with the check that showed it (signed)."""
         result = self.skeleton(reason)
+        result.evidence = InvalidEvidence(check=check, detail=bounded(reason, 2000))
         return self._publish(result)
 
     def _publish(self, result: RunResult) -> RunResult:
@@ -812,32 +900,40 @@ class Run:
         result.usage = outcome.usage
         if outcome.transcript is not None and outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
+        reason = f" ({result.status_reason})" if result.status_reason else ""
+        # Not echoed: the command prints the result, its reason once. The last line of
+        # agent.log: what comes after is not published (the file is hashed next).
+        self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}", shown="")
+        self.log.seal()
         result.artifacts = list_artifacts(self.artifacts, self.run_id)  # all there is, now
         # Where the chained logs end now: a log rewritten later, even with fresh hashes, won't.
         result.logs = log_heads(self.artifacts.parent, result.artifacts)
+        result.files = file_hashes(self.artifacts, self.run_id)  # every byte, signed
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
         saved = save_run(result, self.spec.results_dir)
         self.published = True
         recovery.clear_marker(self.harness)
-        reason = f" ({result.status_reason})" if result.status_reason else ""
-        # Not echoed: the command prints the result, its reason once.
-        self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}", shown="")
         if self.grading_from is not None:  # the last write to the run's files is done
             _backdate([saved, *self.artifacts.rglob("*")], self.grading_from.timestamp())
         return result
 
     def _grade_and_publish(self, stop_reason: str) -> RunResult:
         assert self.history is not None
+        charged = self._charge_storage()
+        if charged is not None:
+            return charged
         try:
             self.history.verify()
             if self.service is not None:
                 self.service.audit.verify()
         except ChainError as exc:
-            return self._finish_invalid(f"a run log was altered during the run: {exc}")
+            return self._finish_invalid(f"a run log was altered during the run: {exc}", "run-log")
         if self.service is not None and self.service.infra_errors:
             errors = "; ".join(self.service.infra_errors[:3])
-            return self._finish_invalid(f"infrastructure error during the run: {errors}")
+            return self._finish_invalid(
+                f"infrastructure error during the run: {errors}", "harness-error"
+            )
         promoted = self.history.promoted()
         result = self.skeleton("grading did not finish")
         result.candidates = self.history.candidates()
@@ -850,7 +946,7 @@ class Run:
         archive = self.submissions.archive(promoted.id)
         if not archive.is_file() or sha256_file(archive) != promoted.sha256:
             return self._finish_invalid(
-                f"the stored archive of {promoted.id} is missing or changed"
+                f"the stored archive of {promoted.id} is missing or changed", "archive"
             )
         self.step = f"the final grading of {promoted.id}"
         self.log.hold()  # no published time tells how long the hidden grading took
@@ -876,7 +972,11 @@ class Run:
             problem = reference.grading_reference(self.grader, self.spec.exam)
             if problem is not None:
                 self.log(f"the reference bundle failed too: {problem}")
-                return self._finish_invalid(f"grading failed (infrastructure): {kind}")
+                return self._finish_invalid(
+                    f"grading failed (infrastructure): {kind}; the harness's reference bundle "
+                    f"failed too: {problem}",
+                    "grading-reference",
+                )
             self.log("the reference bundle graded fine: the failure is the bundle's")
             result.timings.grading_s = self._grading_time(started)
             result.status = "failed"

@@ -25,10 +25,11 @@ from pydantic import BaseModel
 
 from toolkit.chain import ChainError, read_chain
 from toolkit.paths import state_dir
-from toolkit.results import RunResult, save_run
+from toolkit.results import InvalidEvidence, RunResult, save_run
 from toolkit.run import journal
-from toolkit.run.artifacts import list_artifacts
+from toolkit.run.artifacts import file_hashes, list_artifacts
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of
+from toolkit.run.storage import reserve_path
 from toolkit.sandbox import capped
 
 MARKER = "RUNNING"
@@ -156,6 +157,7 @@ def _recover(harness: Path, marker: Marker) -> Path:
         killed += _remove_containers(marker.skeleton.run_id)
     result = marker.skeleton.model_copy(deep=True)
     artifacts = Path(marker.artifacts)
+    reserve_path(artifacts).unlink(missing_ok=True)  # the dead harness's room: the result's
     now = datetime.now(UTC)
     reason = (
         f"the harness (pid {marker.pid}) died during the run; found at {now:%Y-%m-%d %H:%M:%S} "
@@ -169,8 +171,10 @@ def _recover(harness: Path, marker: Marker) -> Path:
         reason += f"; the submission history is damaged: {exc}"
     # The skeleton was written before anything ran: list what the run left, all of it.
     result.artifacts = list_artifacts(artifacts, result.run_id)
+    result.files = file_hashes(artifacts, result.run_id)
     result.status = "invalid"
     result.status_reason = reason
+    result.evidence = InvalidEvidence(check="harness-died", detail=reason[:2000])
     result.finished_at = now
     result.timings.used_s = min(result.timings.budget_s, (now - result.started_at).total_seconds())
     out = save_run(result, Path(marker.results_dir))

@@ -1,10 +1,14 @@
 """`runner submit`, `runner promote`, `runner history`: the harness side of candidate handling.
 
 `submit DIR` packs the folder the way the grader does (so the size the agent is told is the size
-that counts), refuses it over the size limit, stores the archive out of the agent's reach, scores
+that counts), refuses it over the size limit or past the run's caps (the track's
+`max_candidates`, and `max_candidate_bytes` of archives in all: what a run stores on the
+results volume is bounded), stores the archive out of the agent's reach, scores
 that stored copy on the public validation set (feedback only: never used to choose), and records
 a candidate in the history. Scoring the stored archive, not the folder, means the agent cannot
-change the files between the check and the grade.
+change the files between the check and the grade. Every refusal is told to the agent and
+noted in the call's audit entry. A results volume that fills mid-submission refuses it too,
+and is reported (`on_full`): the run judges whose doing that was when it ends.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from toolkit.chain import disk_full
 from toolkit.clock import Clock
 from toolkit.grading import BundleError, grade_bundle, pack_bundle
 from toolkit.grading.grade import CANCELLED
@@ -92,8 +97,14 @@ class Submissions:
         grader: Grader,
         public_set: Path,
         log: Callable[[str], None] | None = None,
+        max_candidates: int | None = None,
+        max_candidate_bytes: int | None = None,
+        on_full: Callable[[str], None] | None = None,
     ) -> None:
         self.workspace = workspace.resolve()
+        self.max_candidates = max_candidates
+        self.max_candidate_bytes = max_candidate_bytes
+        self.on_full = on_full
         self.log = log or (lambda _: None)
         self.store = store
         self.history = history
@@ -127,6 +138,38 @@ class Submissions:
         path = (self.workspace / arg).resolve()
         return path if path.is_relative_to(self.workspace) else None
 
+    @staticmethod
+    def _refuse(call: Call, why: str) -> int:
+        """Tell the agent, and note it for the call's audit entry."""
+        call.note = f"submit refused: {why}"
+        call.say(f"[runner] submit refused: {why}")
+        return REJECTED
+
+    def _full(self, call: Call, what: str, exc: OSError) -> int:
+        """The results volume is full: refused, and reported for the run to judge."""
+        if self.on_full is not None:
+            self.on_full(what)
+        return self._refuse(call, f"the results volume is full ({exc.strerror}): nothing stored")
+
+    def _over_caps(self, packed_bytes: int | None) -> str | None:
+        """Why one more candidate (of `packed_bytes`, None: not packed yet) passes the run's
+        caps, or None."""
+        candidates = self.history.candidates()
+        if self.max_candidates is not None and len(candidates) >= self.max_candidates:
+            return (
+                f"this run has submitted {len(candidates)} candidates, the most the track allows "
+                f"(max_candidates {self.max_candidates}); promote one of them"
+            )
+        stored = sum(c.packed_bytes for c in candidates)
+        cap = self.max_candidate_bytes
+        if cap is not None and packed_bytes is not None and stored + packed_bytes > cap:
+            return (
+                f"its {packed_bytes:,} bytes would take the run's candidates to "
+                f"{stored + packed_bytes:,} bytes, past the track's max_candidate_bytes of "
+                f"{cap:,}; promote a candidate you have"
+            )
+        return None
+
     def submit(self, call: Call) -> int:
         if len(call.argv) != 2:
             call.say("usage: runner submit DIR   (DIR: a bundle folder in the workspace)")
@@ -138,9 +181,13 @@ class Submissions:
         except (OSError, ValueError):  # a name the host cannot stat (too long): the agent's
             is_folder = False  # doing, refused; never a harness failure that voids the run
         if folder is None or not is_folder:
+            call.note = "submit refused: not a folder inside the workspace"
             call.say(f"[runner] submit: {call.argv[1]} is not a folder inside the workspace")
             return REJECTED
         with self._lock:
+            over = self._over_caps(None)
+            if over is not None:
+                return self._refuse(call, over)
             candidate_id = self.history.next_id()
             archive = self.archive(candidate_id)
             limit = self.grader.size_limit_bytes
@@ -153,15 +200,21 @@ class Submissions:
                 # names, files vanishing mid-pack) is a refused submission, never a harness
                 # failure that would void the run and hand the agent a rerun.
                 archive.unlink(missing_ok=True)
-                call.say(f"[runner] submit refused: {exc}")
-                return REJECTED
+                full = next((e for e in (exc, exc.__cause__) if e and disk_full(e)), None)
+                if isinstance(full, OSError):  # the archive's writes: on the results volume
+                    return self._full(call, f"the archive of {candidate_id}", full)
+                return self._refuse(call, clean_text(str(exc))[:500])
             if packed.packed_bytes > limit:
                 archive.unlink(missing_ok=True)
-                call.say(
-                    f"[runner] submit refused: the packed bundle is {packed.packed_bytes:,} bytes, "
-                    f"over the limit of {limit:,} (.tar.gz, gzip -9, as the grader packs it)"
+                return self._refuse(
+                    call,
+                    f"the packed bundle is {packed.packed_bytes:,} bytes, over the limit of "
+                    f"{limit:,} (.tar.gz, gzip -9, as the grader packs it)",
                 )
-                return REJECTED
+            over = self._over_caps(packed.packed_bytes)
+            if over is not None:
+                archive.unlink(missing_ok=True)
+                return self._refuse(call, over)
             candidate = Candidate(
                 id=candidate_id,
                 submitted_at=datetime.now(UTC),
@@ -169,11 +222,18 @@ class Submissions:
                 sha256=packed.sha256,
                 packed_bytes=packed.packed_bytes,
             )
-            if not self.history.add_candidate(
-                candidate, source=clean_text(call.argv[1])[:SOURCE_CHARS]
-            ):
-                call.say("[runner] submit refused: the run is over")
-                return REJECTED
+            try:
+                added = self.history.add_candidate(
+                    candidate, source=clean_text(call.argv[1])[:SOURCE_CHARS]
+                )
+            except OSError as exc:
+                if not disk_full(exc):
+                    raise
+                archive.unlink(missing_ok=True)  # not recorded: not kept (the entry was cut)
+                return self._full(call, f"the history entry of {candidate_id}", exc)
+            if not added:
+                archive.unlink(missing_ok=True)
+                return self._refuse(call, "the run is over")
         # Recorded (and promotable) before it is scored: public scoring is feedback only, and
         # the candidate must not be lost if the deadline comes while it is being scored.
         call.say(
@@ -182,7 +242,13 @@ class Submissions:
         )
         percent, error, line = self._score_public(candidate_id, archive, call)
         with self._lock:
-            self.history.record_public(candidate_id, percent, error)
+            try:
+                self.history.record_public(candidate_id, percent, error)
+            except OSError as exc:
+                if not disk_full(exc):
+                    raise
+                if self.on_full is not None:  # the candidate stands; its feedback is not kept
+                    self.on_full(f"the public score of {candidate_id}")
         call.write(
             "stdout",
             to_bytes(
@@ -250,7 +316,16 @@ class Submissions:
                 )
             except KeyError:
                 known = ", ".join(c.id for c in self.history.candidates()) or "none yet"
+                call.note = "promote refused: no such candidate"
                 call.say(f"[runner] promote: no candidate '{call.argv[1]}' (candidates: {known})")
+                return REJECTED
+            except OSError as exc:
+                if not disk_full(exc):
+                    raise
+                if self.on_full is not None:
+                    self.on_full(f"the promotion of {clean_text(call.argv[1])[:40]}")
+                call.note = "promote refused: the results volume is full"
+                call.say(f"[runner] promote refused: the results volume is full ({exc.strerror})")
                 return REJECTED
         call.write(
             "stdout",

@@ -12,6 +12,7 @@ what is echoed to the operator) is the console line by line, a line longer than
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -156,9 +157,13 @@ class Transcript:
             room = max(0, self.cap_bytes - self.stored)
             kept = data[:room]
             if kept and self._file is not None:
-                self._file.write(kept)
-                self._file.flush()
-                self.stored += len(kept)
+                try:
+                    self._file.write(kept)
+                    self._file.flush()
+                    self.stored += len(kept)
+                except OSError:  # the results volume is full: drained, counted, never fatal
+                    kept = b""
+                    self._abandon()
             first_drop = self.dropped == 0 and len(data) > len(kept)
             self.dropped += len(data) - len(kept)
         if first_drop and self._log is not None:
@@ -166,6 +171,13 @@ class Transcript:
                 f"{self.path.name} reached its cap of {self.cap_bytes:,} bytes: the rest of the "
                 "agent's console is drained but not stored"
             )
+
+    def _abandon(self) -> None:
+        """Stop storing (the disk is full); what the buffer held is lost with the file."""
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
 
     def close(self) -> None:
         """Wait (a little) for the pipes to end, then close the file; past the cap, end it with
@@ -177,9 +189,13 @@ class Transcript:
             dropped = self.dropped
             if file is None:
                 return
-            if dropped:
-                file.write(self.note(dropped).encode())
-            file.close()
+            try:
+                if dropped:
+                    file.write(self.note(dropped).encode())
+                file.close()
+            except OSError:
+                with contextlib.suppress(OSError):
+                    file.close()
         if dropped and self._log is not None:
             self._log(f"{self.path.name}: {self.note(dropped).strip()}")
 

@@ -3,7 +3,8 @@
 This is how a maintainer checks a submitted result (`toolkit runs verify RESULT --exam FILE`):
 
 1. the audit log and the submission history still end where the result says they ended
-   (`RunResult.logs`), and the history lists the result's candidates and promotion;
+   (`RunResult.logs`), and the history lists the result's candidates and promotion; every
+   file of the run folder is as the result hashed it (`RunResult.files`);
 2. the exam given is the one the run was graded on (its SHA-256 is the config's);
 3. the promoted candidate's stored archive (`<run>/candidates/<id>.tar.gz`) is the one the
    history recorded (SHA-256);
@@ -12,8 +13,12 @@ This is how a maintainer checks a submitted result (`toolkit runs verify RESULT 
 
 Every result that names a promoted candidate is re-graded, whatever its status says: a file
 that calls itself `invalid` or `failed` is checked like a valid one, and a status the re-grade
-contradicts is a mismatch (an archive that grades fine under a result that says the run failed
-grading, or was lost to an infrastructure failure; a valid result whose archive fails). The
+contradicts is a mismatch. An `invalid` result must carry its evidence (`RunResult.evidence`:
+the check that failed, signed); one that blames the grading (`grading-reference`) while its
+archive fails the re-grade has the harness's reference bundle graded here too: if that grades,
+the failure was the bundle's, and `invalid` is a mismatch. Other contradictions: an archive
+that grades fine under a result that says the run failed grading, or was lost to an
+infrastructure failure; a valid result whose archive fails. The
 file's signature (`toolkit.signing`) is checked by the command, beside these.
 
 Every check that fails is one line; none stops the others. The re-grade runs on the device the
@@ -32,8 +37,10 @@ from toolkit.grading import grade_bundle
 from toolkit.grading.publish import BPB_STEP
 from toolkit.grading.report import GradeReport
 from toolkit.results import RunResult
-from toolkit.run.artifacts import CANDIDATES_DIR
+from toolkit.run.artifacts import CANDIDATES_DIR, check_files
 from toolkit.run.history import check_against
+from toolkit.run.reference import grading_reference
+from toolkit.run.submissions import Grader
 from toolkit.tracks import GradingParams
 
 BPB_TOLERANCE = BPB_STEP
@@ -135,6 +142,12 @@ def verify_run(
     """Every mismatch between a published run and its artifacts and exam (empty: all match),
     and the re-grade's report when there was something to re-grade."""
     problems = check_logs(result_file, result)
+    problems += check_files(result_file, result)[0]
+    if result.status == "invalid" and result.evidence is None:
+        problems.append(
+            "status: the result says invalid but carries no evidence (the check that failed, "
+            "signed by the harness): an invalid status without it is not the harness's"
+        )
     exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
     exam_sha = sha256_file(exam_file)
     if exam_sha != result.config.exam_sha256:
@@ -172,4 +185,16 @@ def verify_run(
         progress=progress,
         hidden=True,
     )
-    return [*problems, *compare(result, report)], report
+    problems += compare(result, report)
+    evidence = result.evidence
+    blames_grading = evidence is not None and evidence.check == "grading-reference"
+    if result.status == "invalid" and blames_grading and not report.ok:
+        # The run says the harness's own reference bundle failed too: repeat that here.
+        grader = Grader(params, size_limit, backend, device or recorded_device)
+        if grading_reference(grader, exam_file) is None:
+            problems.append(
+                "status: the result says invalid (the reference bundle failed grading), "
+                "but here the reference bundle grades and the promoted archive fails: "
+                f"the failure is the bundle's ({report.reason}): failed, not invalid"
+            )
+    return problems, report

@@ -208,6 +208,7 @@ class Call:
         self._hash = {"stdout": hashlib.sha256(), "stderr": hashlib.sha256()}
         self.gone = False
         self.closed = False
+        self.note: str | None = None  # a handler's word for the audit entry (why it refused)
         self._released = False  # the serving thread is done with the folder's descriptor
         try:
             raw, size = _read_argv(dir_fd)

@@ -5,11 +5,14 @@ the runner sandbox at the workspace root, stream their output back as it comes, 
 at the per-call limit (or the deadline). In the reserved window new compute is refused while
 `submit`, `promote`, `history` and `time_left` keep working.
 
-Every call, whatever its kind or outcome, becomes exactly one entry of the append-only audit log
-(`toolkit.runner.audit`): a malformed call is refused with a reply and logged; a call that the
-harness cannot finish serving within the per-call limit plus `grace_s` (a handler stuck, a client
-that stopped reading) is closed with an error and logged, so no client waits longer than that;
-a failure of the log itself is an infrastructure error of the run (`infra_errors`). A compute
+Every call, whatever its kind or outcome, is on the append-only audit log
+(`toolkit.runner.audit`), one entry each within the log's bounds and counted past them
+(`toolkit.runner.audit_gate`: a flood of malformed requests, calls past the most a run may
+make, entries a full results volume refused): a malformed call is refused with a reply and
+logged; a call that the harness cannot finish serving within the per-call limit plus `grace_s`
+(a handler stuck, a client that stopped reading) is closed with an error and logged, so no
+client waits longer than that; a failure of the log itself is an infrastructure error of the
+run (`infra_errors`), except a full results volume, which the run judges (`on_full`). A compute
 call whose sandbox breaks (its tree too slow to die, say: the agent's code can do that) is one
 only when the run's `reference` check in a fresh sandbox fails too; otherwise it is charged to
 the call, which ends as killed.
@@ -30,9 +33,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from toolkit.chain import ChainedLog
+from toolkit.chain import ChainedLog, disk_full
 from toolkit.clock import Clock, format_duration
 from toolkit.runner.audit import Outcome, clean_text
+from toolkit.runner.audit_gate import AuditGate
 from toolkit.runner.channel import BadRequest, Call, CallsFolder, ClientGone, RequestLoop
 from toolkit.runner.client import CALLS
 from toolkit.sandbox import SandboxTeardownTimeout, teardown_wait_s
@@ -113,6 +117,8 @@ class _InFlight:
     stop: threading.Event = field(default_factory=threading.Event)
     cancelled: threading.Event = field(default_factory=threading.Event)  # `cancel NAME` came
     sandboxed: bool = False  # a compute call: the agent's code runs in the runner sandbox
+    over_cap: bool = False  # refused because the audit log holds its most calls: counted
+    unread: bool = False  # still in the requests FIFO when the run ended
 
 
 @dataclass
@@ -131,6 +137,11 @@ class RunnerService:
     """Checks the sandboxes with code of the harness's own in a fresh one: None if they work,
     else why not. A call that raises is an infrastructure error only when this fails too (or
     when there is no check); otherwise it is charged to the call (see `_failed`)."""
+    on_full: Callable[[str], None] | None = None
+    """Told of an audit entry the full results volume refused (the run judges whose doing
+    that was when it ends); without it, such a failure is an infrastructure error."""
+    gate: AuditGate | None = None
+    """The audit log's bounds (`toolkit.runner.audit_gate`); made from `audit` if not given."""
     _reference_lock: threading.Lock = field(default_factory=threading.Lock)
     _loop: RequestLoop | None = None
     _calls: CallsFolder | None = None
@@ -140,6 +151,10 @@ class RunnerService:
     _done: deque[tuple[float, str]] = field(default_factory=deque)
     _ended: threading.Condition = field(default_factory=threading.Condition)
     _serving: set[threading.Thread] = field(default_factory=set)  # threads serving a call
+
+    def __post_init__(self) -> None:
+        if self.gate is None:
+            self.gate = AuditGate(self.audit)
 
     def start(self) -> None:
         self._calls = CallsFolder(self.channel / CALLS)
@@ -164,6 +179,7 @@ class RunnerService:
             for name in self._loop.stop():
                 item = _InFlight(name, datetime.now(UTC), self.clock.elapsed())
                 item.reason = f"refused: the run ended before this call was read ({reason})"
+                item.unread = True
                 self._log(item, REFUSED)
             self._loop = None
         waited_until = time.monotonic() + STOP_WAIT_S
@@ -262,6 +278,13 @@ class RunnerService:
                 call.say(f"[runner] refused: {call.problem}")
             elif closed:
                 call.say("[runner] refused: the run is over")
+                code = REFUSED
+            elif self.gate is not None and self.gate.full():
+                item.over_cap = True
+                call.say(
+                    f"[runner] refused: this run has made {self.gate.max_entries:,} calls, the "
+                    "most its audit log lists; no more calls are served"
+                )
                 code = REFUSED
             else:
                 code = self._dispatch(item)
@@ -514,7 +537,7 @@ class RunnerService:
             start_s=item.start_s,
             end_s=self.clock.elapsed(),
             exit_code=code,
-            note=item.reason,
+            note=item.reason or (call.note if call is not None else None),
         )
         if call is not None:
             outcome.argv = call.argv_bytes
@@ -522,9 +545,21 @@ class RunnerService:
             outcome.stdout_bytes, outcome.stderr_bytes = call.bytes["stdout"], call.bytes["stderr"]
             outcome.stdout_sha256 = call.digest("stdout")
             outcome.stderr_sha256 = call.digest("stderr")
+        assert self.gate is not None
         try:
-            self.audit.append(outcome.entry())
+            self.gate.record(
+                outcome.entry(),
+                malformed=code == MALFORMED,
+                over_cap=item.over_cap,
+                at_s=outcome.end_s,
+                unread=item.unread,
+            )
         except Exception as exc:
+            if disk_full(exc) and self.on_full is not None:
+                # The chained append was cut back: the log is intact, this entry counted.
+                self.on_full(f"the audit entry of call {clean_text(item.name)}")
+                self.gate.lost(outcome.end_s)
+                return
             error = clean_text(f"the audit log could not record call {item.name}: {exc!r}")
             with self._lock:
                 self.infra_errors.append(error)

@@ -11,8 +11,9 @@ runs count:
   grading parameters or pinned training data differ is listed apart with what differed;
 - `invalid` runs (infrastructure failures) never count: awaiting rerun until their seed has a
   counted run;
-- only runs whose file is as a listed key signed it (`toolkit.signing`): an *unverified* run
-  (unsigned, signed by an unlisted key, or changed since) is listed on the row, never counted.
+- only runs whose file is as a pinned key signed it (`toolkit.signing`): an *unverified* run
+  (unsigned, signed by a key nobody pinned, or changed since) is listed on the row, never
+  counted.
 
 The row's score is the mean of the counted runs' exam percent (a failed run scores 0), with the
 standard error: sample standard deviation (ddof 1) over sqrt(n). Runs graded under a superseded

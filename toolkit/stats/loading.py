@@ -8,11 +8,12 @@ are really there (and inside `results/`). Every problem is one `ResultsError` li
 file and the field, because `mkdocs build` shows exactly that line to whoever published the
 bad file.
 
-Each file's signature is checked against the folder's `signing_keys.json` (`toolkit.signing`).
-A file that is unsigned, signed by a key the list omits, or changed since it was signed is not
+Each file's signature is checked against the pinned keys and pinned pre-signing files
+(`toolkit.signing.trusted_keyring`); the folder's own `signing_keys.json` is only a hint.
+A file that is unsigned, signed by a key nobody pinned, or changed since it was signed is not
 an error here: the run is loaded and flagged `unverified` (with the reason), and the statistics
 never count it. `results_problems` (what `toolkit runs validate` reports) does list it, except a
-file the key list names as written before signing, unchanged.
+file a pinned list names as written before signing, unchanged.
 
 A run graded on another exam than its track's is not malformed: it is a run that was not under
 the track's rules, and the statistics list it apart (`toolkit.stats.rules`). Its total is then
@@ -30,7 +31,14 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from toolkit.results import ResultsError, RunResult, load_run
-from toolkit.signing import Keyring, SigningError, check, keyring_path, load_keyring
+from toolkit.signing import (
+    Keyring,
+    SigningError,
+    check,
+    keyring_path,
+    load_keyring,
+    trusted_keyring,
+)
 from toolkit.tracks import ProtocolFix, RegistryError, Track, load_fixes, load_tracks
 
 
@@ -138,7 +146,7 @@ def _scan(
 ) -> ResultsSet:
     """Load and check everything; raise on the first problem, or (given a list) note every
     problem in it, one per file, and carry on with the files that are good. Signatures are
-    checked against `keyring`, by default the folder's own `signing_keys.json`."""
+    checked against `keyring`, by default the pinned keys and pre-signing files."""
     root = str(results_dir.resolve())
     if not os.path.isdir(root):
         what = "is not a folder" if os.path.exists(root) else "does not exist"
@@ -148,11 +156,12 @@ def _scan(
         )
     tracks = load_tracks(results_dir)
     fixes = load_fixes(results_dir, tracks)
-    if keyring is None:
-        try:
-            keyring = load_keyring(keyring_path(results_dir))
-        except SigningError as exc:
-            raise RegistryError(str(exc)) from None
+    try:
+        folder_keys = load_keyring(keyring_path(results_dir))
+        if keyring is None:
+            keyring = trusted_keyring()
+    except SigningError as exc:
+        raise RegistryError(str(exc)) from None
     runs: list[LoadedRun] = []
     seen: dict[str, Path] = {}
     for path in sorted(results_dir.glob("*/*.json")):
@@ -170,7 +179,7 @@ def _scan(
             problems.append(str(exc))
             continue
         seen[run.run_id] = path
-        verdict = check(raw, keyring)
+        verdict = check(raw, keyring, folder_keys)
         if problems is not None and not verdict.verified and not verdict.listed_unsigned:
             problems.append(signature_problem(path, verdict.reason or ""))
         runs.append(LoadedRun(path=path, result=run, unverified=verdict.reason))
