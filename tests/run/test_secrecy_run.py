@@ -153,7 +153,7 @@ def test_a_harness_failure_in_the_final_grading_publishes_no_traceback(
     agent = submit_and_promote(hostile_source("raise_generate"))
     result = execute_run(run_spec(agent, exam, tmp_path))
     assert result.status == "invalid"
-    assert result.status_reason == "grading failed (infrastructure): GradingError"
+    assert (result.status_reason or "").startswith("grading failed (infrastructure): GradingError")
     secret = Secrets.of_exam(exam)
     assert secret.scan_tree(tmp_path / "results") == []
     log = (tmp_path / "results" / result.track / result.run_id / "agent.log").read_text()
