@@ -135,10 +135,11 @@ def test_a_cost_budget_is_kept_with_the_providers_file_prices(relays: RelayFacto
 
 
 def test_a_cost_budget_is_kept_with_the_cost_the_provider_reports(relays: RelayFactory) -> None:
-    # Each call is reserved at the dearest rate reported so far ($0.02 for 1,040 tokens): the
-    # third call's input still fits under $0.06, the fourth's does not, even before the third
-    # is counted.
-    limits = RelayLimits(max_output_tokens=100, max_cost_usd=0.06)
+    # Each call is reserved at the dearest rate reported so far ($0.02 for 1,040 tokens: about
+    # $0.0192 for a call's 1,000 input tokens, $0.0212 with its output cap). The third call's
+    # input fits under $0.07 even while the second is still held ($0.02 + 0.0212 + 0.0192);
+    # the fourth's does not, counted or not ($0.06 + 0.0192, or $0.04 + 0.0212 + 0.0192).
+    limits = RelayLimits(max_output_tokens=100, max_cost_usd=0.07)
     with FakeProvider(lambda r: Reply(text="hi", cost=0.02)) as p:
         relay = relays(p, limits=limits)
         statuses = [send(relay, "openai-compatible", body_for("chat"))[0] for _ in range(4)]
