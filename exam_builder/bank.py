@@ -40,6 +40,7 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -161,11 +162,12 @@ def bank_hash(bank_dir: Path) -> str:
     return digest.hexdigest()
 
 
-def _load_plugin(path: Path, bank_dir: Path) -> AnyFamily:
-    rel = path.relative_to(bank_dir).as_posix()
-    # A name unique to this file, so two banks' plug-ins of the same name never collide.
+def load_file_module(path: Path, prefix: str, what: str) -> ModuleType:
+    """Run the Python file `path` as a module of its own (a bank's plug-in, a pool's solver);
+    `BankError` in one line, naming `what` it is, when it cannot load or raises."""
+    # A name unique to this file, so two banks' files of the same name never collide.
     key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-    module_name = f"_ari_bank_plugin_{key}_{path.stem}"
+    module_name = f"{prefix}{key}_{path.stem}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:
         raise BankError(f"{path}: cannot load as a Python module")
@@ -175,7 +177,13 @@ def _load_plugin(path: Path, bank_dir: Path) -> AnyFamily:
         spec.loader.exec_module(module)
     except Exception as exc:
         sys.modules.pop(module_name, None)
-        raise BankError(f"{path}: plug-in {rel} raised {type(exc).__name__}: {exc}") from exc
+        raise BankError(f"{path}: {what} raised {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def _load_plugin(path: Path, bank_dir: Path) -> AnyFamily:
+    rel = path.relative_to(bank_dir).as_posix()
+    module = load_file_module(path, "_ari_bank_plugin_", f"plug-in {rel}")
     family = getattr(module, "FAMILY", None)
     if not isinstance(family, Family):
         raise BankError(f"{path}: FAMILY: must be an exam_builder.families.base.Family")

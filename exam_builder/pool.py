@@ -31,13 +31,10 @@ is a bug of the pool and stops the build with one line naming the file.
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from exam_builder.bank import POOL_DIR, BankError
+from exam_builder.bank import POOL_DIR, BankError, load_file_module
 from exam_builder.solvers.base import Solver
 
 __all__ = ["POOL_DIR", "load_pool", "pool_dirs"]
@@ -50,18 +47,7 @@ def pool_dirs(bank_dir: Path, extra: Iterable[Path] = ()) -> list[Path]:
 
 
 def _load_file(path: Path) -> list[Solver]:
-    key = hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:12]
-    module_name = f"_ari_pool_solver_{key}_{path.stem}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise BankError(f"{path}: cannot load as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        sys.modules.pop(module_name, None)
-        raise BankError(f"{path}: pool solver raised {type(exc).__name__}: {exc}") from exc
+    module = load_file_module(path, "_ari_pool_solver_", "pool solver")
     found = getattr(module, "SOLVERS", None)
     if found is None and hasattr(module, "SOLVER"):
         found = [module.SOLVER]
