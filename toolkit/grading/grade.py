@@ -29,13 +29,13 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from exam_builder.exam_file import Question, load_exam, sha256_file
 from toolkit.grading import ablation as weights_ablation
 from toolkit.grading import publish, secret_log
 from toolkit.grading.pack import BundleError, PackedBundle, extract_bundle, pack_bundle
 from toolkit.grading.phases import Outcome, PhaseWorker, Progress, run_phase1, run_phase2
+from toolkit.grading.progress_bar import ProgressBar
 from toolkit.grading.report import GradeReport
 from toolkit.grading.session import Category, Kind, WorkerFailure
 from toolkit.results import FamilyScore, Score
@@ -290,7 +290,7 @@ def grade_bundle(
     params = params or GradingParams()
     started = time.monotonic()
     if progress is True:
-        with _ProgressBar() as bar:
+        with ProgressBar() as bar:
             return grade_bundle(
                 bundle,
                 exam,
@@ -521,36 +521,6 @@ def _phases(
     else:
         out.bpb_reason = "not measured: phase 2 was not requested"
     return out, packed
-
-
-class _ProgressBar:
-    """A rich progress bar (on stderr) with one task per phase."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-        self.bar = Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        self.tasks: dict[str, Any] = {}
-
-    def __enter__(self) -> _ProgressBar:
-        self.bar.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.bar.stop()
-
-    def update(self, name: str, done: int, total: int) -> None:
-        if name not in self.tasks:
-            self.tasks[name] = self.bar.add_task(name, total=total)
-        self.bar.update(self.tasks[name], completed=done, total=total)
 
 
 def _reason(failure: WorkerFailure, hidden: bool) -> str:
