@@ -28,10 +28,6 @@ from exam_builder.exam_file import load_exam  # noqa: E402
 from toolkit.grading.phases import asked_length  # noqa: E402
 
 
-def gpt_of(model: object) -> torch.nn.Module:
-    return model.gpt  # type: ignore[attr-defined,no-any-return]
-
-
 def sync(device: str) -> None:
     if device.startswith("cuda"):
         torch.cuda.synchronize()
@@ -59,7 +55,8 @@ def main() -> None:
     prompts = [q.prompt.encode()[-1024:] for q in questions]
     length = asked_length(questions)
     batches = [prompts[i : i + args.batch] for i in range(0, len(prompts), args.batch)]
-    inference_attention = sys.modules[type(gpt_of(model)).__module__].inference_attention
+    # The bundle's own model.py (registered by its inference.py) holds the attention context.
+    inference_attention = sys.modules[type(model.gpt).__module__].inference_attention
     for label in ("first (new shapes)", "again (shapes seen)"):
         started = time.perf_counter()
         for batch in batches:

@@ -94,8 +94,8 @@ r = json.load(open(sys.argv[1]))
 cfg = r.get("config", {})
 print("status", r.get("status"), "| reason", r.get("status_reason") or r.get("reason"))
 print("score", r.get("score"), "| bits per byte", r.get("bits_per_byte"))
-print("isolation", cfg.get("isolation"), "| not isolated", cfg.get("not_isolated"))
-print("floor", cfg.get("isolation_floor"), "| timings", r.get("timings"))
+print("isolation", cfg.get("isolation"))
+print("timings", r.get("timings"))
 print("candidates", [(c.get("id"), c.get("public_score")) for c in r.get("candidates", [])])
 PY
     fi
