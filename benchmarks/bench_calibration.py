@@ -33,10 +33,10 @@ from pydantic import BaseModel, Field
 REPO = Path(__file__).resolve().parents[1]
 STARTER = REPO / "toolkit" / "starter"
 
-from toolkit.data import prepare_train_data  # noqa: E402
 from toolkit.grading.grade import grade_bundle  # noqa: E402
 from toolkit.run.inputs import DEMO_BANK, built_exam, public_set  # noqa: E402
-from toolkit.tracks import GradingParams  # noqa: E402
+from toolkit.text.data import prepare_train_data  # noqa: E402
+from toolkit.tracks.model import GradingParams  # noqa: E402
 
 
 class Point(BaseModel):

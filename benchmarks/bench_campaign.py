@@ -34,8 +34,8 @@ from toolkit.campaign.driver import Driver, Progress, View
 from toolkit.campaign.engine import Engine
 from toolkit.campaign.local_engine import LocalEngine, gpu_slots
 from toolkit.campaign.setup import open_campaign
-from toolkit.results import EffectiveConfig, RunResult, Score, Timings
-from toolkit.tracks import get_track
+from toolkit.results.model import EffectiveConfig, RunResult, Score, Timings
+from toolkit.tracks.model import get_track
 
 REPO = Path(__file__).resolve().parents[1]
 RUNS = 8

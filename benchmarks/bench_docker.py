@@ -28,9 +28,9 @@ from pathlib import Path
 from starter_bundle import fresh_bundle  # benchmarks/starter_bundle.py (the script's folder)
 from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
-from toolkit.chain import ChainedLog
 from toolkit.clock import Clock
 from toolkit.images import current
+from toolkit.results.chain import ChainedLog
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService

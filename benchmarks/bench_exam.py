@@ -22,7 +22,7 @@ from exam_builder.build import build_exam
 from exam_builder.exam_file import serialize
 from exam_builder.generate import GeneratedDocument, generate_documents
 from exam_builder.quality import NGRAM_ORDER, quality_report
-from toolkit.corpus import default_corpus
+from toolkit.text.corpus import default_corpus
 
 DEMO = Path(__file__).resolve().parents[1] / "exam_builder" / "banks" / "public" / "demo"
 SAMPLE = 1_000

@@ -53,7 +53,7 @@ from exam_builder.build import build_exam  # noqa: E402
 from exam_builder.exam_file import load_exam  # noqa: E402
 from toolkit.grading import grade_bundle  # noqa: E402
 from toolkit.grading.phases import asked_length  # noqa: E402
-from toolkit.tracks import GradingParams  # noqa: E402
+from toolkit.tracks.model import GradingParams  # noqa: E402
 
 
 def lower_bound_s(bundle: Path, exam: Path, device: str, batch_size: int) -> float:

@@ -42,7 +42,7 @@ from exam_builder.exam_file import Question, load_exam  # noqa: E402
 from toolkit.grading import phases  # noqa: E402
 from toolkit.grading.pack import pack_bundle  # noqa: E402
 from toolkit.grading.session import MAX_FRAME  # noqa: E402
-from toolkit.tracks import GradingParams  # noqa: E402
+from toolkit.tracks.model import GradingParams  # noqa: E402
 
 INSTANT = """
 import numpy as np

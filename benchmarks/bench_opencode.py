@@ -45,7 +45,7 @@ from toolkit.agents.scaffold import isolated_env, require  # noqa: E402
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set  # noqa: E402
 from toolkit.run.orchestrate import RunSpec, execute_run  # noqa: E402
 from toolkit.sandbox import Egress, create_sandbox  # noqa: E402
-from toolkit.tracks import get_track  # noqa: E402
+from toolkit.tracks.model import get_track  # noqa: E402
 
 
 def _script(commands: list[str]):  # type: ignore[no-untyped-def]

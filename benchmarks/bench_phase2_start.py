@@ -30,7 +30,7 @@ from starter_bundle import fresh_bundle  # noqa: E402  (this script's folder)
 from exam_builder.build import build_exam  # noqa: E402
 from toolkit.grading import grade_bundle  # noqa: E402
 from toolkit.grading.report import GradeReport  # noqa: E402
-from toolkit.tracks import GradingParams  # noqa: E402
+from toolkit.tracks.model import GradingParams  # noqa: E402
 
 
 def main() -> None:

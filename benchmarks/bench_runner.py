@@ -21,8 +21,8 @@ from pathlib import Path
 
 from timing import median_s  # benchmarks/timing.py (the script's own folder)
 
-from toolkit.chain import ChainedLog
 from toolkit.clock import Clock
+from toolkit.results.chain import ChainedLog
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
 from toolkit.runner.service import RunnerService

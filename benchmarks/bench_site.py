@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from toolkit import signing
+from toolkit.results import signing
 from toolkit.stats import leaderboard, load_results
 
 REPO = Path(__file__).resolve().parent.parent

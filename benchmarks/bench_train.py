@@ -37,8 +37,8 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 STARTER = REPO / "toolkit" / "starter"
 
-from toolkit.data import prepare_train_data  # noqa: E402
 from toolkit.grading.pack import pack_bundle  # noqa: E402
+from toolkit.text.data import prepare_train_data  # noqa: E402
 
 
 def train_one(workspace: Path, preset: str, device: str, budget_s: float) -> dict[str, object]:

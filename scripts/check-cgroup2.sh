@@ -97,8 +97,8 @@ left=$(find $CG -maxdepth 8 -type d -name 'ari-sandbox-*' 2>/dev/null | head -5)
 # 4. What doctor says of the official track's cgroup rows here.
 "$PY" - <<'PY'
 from pathlib import Path
-from toolkit.doctor import Doctor
-from toolkit.tracks import get_track
+from toolkit.host.doctor import Doctor
+from toolkit.tracks.model import get_track
 track = get_track(Path("results"), "v1-h100-1h")
 doctor = Doctor(track, "local")
 for check in (doctor._cgroups(), *doctor._isolation(None)):

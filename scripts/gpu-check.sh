@@ -49,7 +49,7 @@ EOF
 chmod +x "$WORK/toolkit"
 export PATH="$WORK:$PATH"
 if [ -z "${CORPUS:-}" ]; then
-    CORPUS=$("$PY" -c 'from toolkit.corpus import default_corpus_path; print(default_corpus_path())')
+    CORPUS=$("$PY" -c 'from toolkit.text.corpus import default_corpus_path; print(default_corpus_path())')
 fi
 
 say "host"

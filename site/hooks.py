@@ -25,10 +25,10 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
-from toolkit.results import ResultsError
+from toolkit.results.model import ResultsError
 from toolkit.stats import load_results
 from toolkit.stats.site_plan import Copy, SitePlan, plan_site
-from toolkit.tracks import RegistryError
+from toolkit.tracks.model import RegistryError
 
 TEMPLATES = Path(__file__).parent / "overrides" / "ari"
 MAINTAINERS = "maintainers/"

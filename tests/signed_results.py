@@ -1,6 +1,6 @@
 """Test data signed the way the harness signs it: this test session's key, listed in the folder.
 
-Result files written by hand (not through `toolkit.results.save_run`) are unsigned, and every
+Result files written by hand (not through `toolkit.results.model.save_run`) are unsigned, and every
 reader treats an unsigned file as unverified; tests that need a good file sign it here.
 """
 
@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from toolkit import signing
-from toolkit.results import RunResult
+from toolkit.results import signing
+from toolkit.results.model import RunResult
 
 
 def sign_run(results: Path, run: dict[str, Any]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from toolkit.corpus import default_corpus, extract_articles, wiki_to_text
+from toolkit.text.corpus import default_corpus, extract_articles, wiki_to_text
 
 
 def test_wiki_markup_is_stripped() -> None:

@@ -12,14 +12,14 @@ import pytest
 from click.testing import CliRunner
 
 from toolkit.cli import cli
-from toolkit.data import (
+from toolkit.text.data import (
     DataError,
     clean_utf8_v1,
     load_prepared,
     prepare_recipe,
     prepare_train_data,
 )
-from toolkit.tracks import Track, TrainDataRecipe, load_tracks
+from toolkit.tracks.model import Track, TrainDataRecipe, load_tracks
 
 SHARDS = ["sample/b_shard.parquet", "sample/a_shard.parquet", "sample/c_shard.parquet"]
 

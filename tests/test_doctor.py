@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from tests.sandbox.fake_cgroupfs import FakeCgroupfs
-from toolkit import floor
 from toolkit.cli import cli
-from toolkit.doctor import (
+from toolkit.host import floor
+from toolkit.host.doctor import (
     WORK_ROOM_BYTES,
     Doctor,
     TorchBuild,
@@ -24,10 +24,10 @@ from toolkit.doctor import (
     plan_disk,
     userns_state,
 )
-from toolkit.floor import HostIsolation
+from toolkit.host.floor import HostIsolation
 from toolkit.sandbox.local import host as local_host
 from toolkit.sandbox.local.cgroups import CgroupLayout
-from toolkit.tracks import get_track
+from toolkit.tracks.model import get_track
 
 REPO = Path(__file__).resolve().parents[1]
 H100_INFO = "Model: \t\t NVIDIA H100 80GB HBM3\nIRQ: 42\nGPU UUID: GPU-1234\nDevice Minor: 0\n"
@@ -300,7 +300,7 @@ def test_an_unknown_floor_word_is_refused(tmp_path: Path) -> None:
     tracks = json.loads((REPO / "results" / "tracks.json").read_text())
     tracks[0]["isolation_floor"] = ["roles-isolated", "vibes"]
     (tmp_path / "tracks.json").write_text(json.dumps(tracks))
-    from toolkit.tracks import RegistryError
+    from toolkit.tracks.model import RegistryError
 
     with pytest.raises(RegistryError, match="unknown isolation requirement 'vibes'"):
         get_track(tmp_path, "v1-h100-1h")

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.registry import carry_track
-from toolkit.tracks import RegistryError, get_track, load_fixes, load_tracks
+from toolkit.tracks.model import RegistryError, get_track, load_fixes, load_tracks
+from toolkit.tracks.registry import carry_track
 
 REPO = Path(__file__).resolve().parents[1]
 

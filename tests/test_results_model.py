@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from toolkit.results import ResultsError, RunResult, json_schema, load_run, save_run
+from toolkit.results.model import ResultsError, RunResult, json_schema, load_run, save_run
 
 SHA = "a" * 64
 

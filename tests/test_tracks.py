@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from toolkit.tracks import RegistryError, get_track, load_fixes, load_tracks
+from toolkit.tracks.model import RegistryError, get_track, load_fixes, load_tracks
 
 
 def track(**over: Any) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from exam_builder.manifest import load_manifest
 from toolkit.cli import cli
 from toolkit.commands.tracks import markdown_tables
 from toolkit.run.inputs import DEMO_BANK, built_exam
-from toolkit.tracks import get_track, load_tracks
+from toolkit.tracks.model import get_track, load_tracks
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -217,7 +217,7 @@ def test_a_campaign_builds_the_opencode_agent_with_its_provider_settings(
     variable: an OpenAI-compatible provider; the scripted agent takes no such setting."""
     from toolkit.campaign.config import CampaignError
     from toolkit.campaign.job import Job, build_agent
-    from toolkit.tracks import get_track
+    from toolkit.tracks.model import get_track
 
     monkeypatch.setenv("VLLM_API_KEY", "sk-test-0123456789")
     track = get_track(Path(__file__).resolve().parents[2] / "results", "demo-cpu")

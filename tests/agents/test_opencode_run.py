@@ -18,7 +18,7 @@ import pytest
 
 from tests.agents.conftest import KEY, AgentFactory, SpecFactory
 from tests.agents.fake_provider import FakeProvider, Reply, Request, bash, named_host, steps
-from toolkit.results import load_run
+from toolkit.results.model import load_run
 from toolkit.run.orchestrate import execute_run
 
 pytestmark = pytest.mark.slow

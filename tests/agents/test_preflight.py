@@ -21,7 +21,7 @@ from tests.agents.fake_provider import FakeProvider, Reply, Request
 from toolkit.agents.opencode import OpencodeAgent
 from toolkit.agents.provider_api import PROBE_TEXT
 from toolkit.cli import cli
-from toolkit.signing import local_key
+from toolkit.results.signing import local_key
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -30,8 +30,8 @@ from toolkit.agents.relay_budget import RelayLimits, Spend, limits_for
 from toolkit.campaign.config import CampaignFile
 from toolkit.campaign.job import make_job
 from toolkit.campaign.plan import RunKey
-from toolkit.results import Usage
-from toolkit.tracks import Track
+from toolkit.results.model import Usage
+from toolkit.tracks.model import Track
 
 PER_CALL = 1000 + 40  # the fake provider's usage of one call: prompt + completion tokens
 

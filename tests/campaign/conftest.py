@@ -15,7 +15,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from toolkit.results import RunResult, load_run
+from toolkit.results.model import RunResult, load_run
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLKIT = str(Path(sys.executable).parent / "toolkit")

@@ -17,7 +17,7 @@ from toolkit.campaign.claims import Claims, holder
 from toolkit.campaign.job import Report, make_job
 from toolkit.campaign.plan import KeyPlan, RunKey
 from toolkit.campaign.setup import open_campaign
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 
 # The driver: names itself for its run process, starts it, and dies at once (the run process
 # is then still importing the toolkit).

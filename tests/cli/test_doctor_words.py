@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from toolkit.cli import cli
-from toolkit.doctor import Doctor, TorchBuild
-from toolkit.floor import HostIsolation
+from toolkit.host.doctor import Doctor, TorchBuild
+from toolkit.host.floor import HostIsolation
 from toolkit.sandbox.local.cgroups import CgroupLayout
-from toolkit.tracks import get_track
+from toolkit.tracks.model import get_track
 
 REPO = Path(__file__).resolve().parents[2]
 SANDBOXES = Path("/sys/fs/cgroup/user.slice/ari-sandboxes")

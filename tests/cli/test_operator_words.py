@@ -17,10 +17,10 @@ from click.testing import CliRunner
 from tests.stats.results_factory import run_dict
 from toolkit.cli import cli
 from toolkit.commands.options import find_registry
-from toolkit.registry import carry_track
-from toolkit.results import RunResult, save_run
+from toolkit.results.model import RunResult, save_run
 from toolkit.run import journal
-from toolkit.tracks import get_track, load_tracks
+from toolkit.tracks.model import get_track, load_tracks
+from toolkit.tracks.registry import carry_track
 
 REPO = Path(__file__).resolve().parents[2]
 

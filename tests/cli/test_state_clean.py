@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from toolkit.cli import cli
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 from toolkit.run.recovery import MARKER, PIDS, Marker, process_start, write_marker
 
 SKELETON = {

@@ -25,7 +25,7 @@ from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
 from toolkit.sandbox.docker import engine as docker_engine
 from toolkit.sandbox.docker.egress import UPSTREAM_ENV, internal_network
-from toolkit.tracks import Track, get_track
+from toolkit.tracks.model import Track, get_track
 
 REPO = Path(__file__).resolve().parents[2]
 __all__ = ["ShellAgent"]

@@ -16,7 +16,7 @@ import pytest
 from tests.docker.conftest import ShellAgent, SpecFactory
 from tests.run.conftest import MAKE_BUNDLE
 from tests.teardown_attack import PHASE2_BUNDLE, RUNNER_SCRIPT
-from toolkit.chain import read_chain
+from toolkit.results.chain import read_chain
 from toolkit.run import roles
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
 from toolkit.run.orchestrate import execute_run

@@ -64,6 +64,6 @@ def demo_documents(demo_bank: Bank) -> list[GeneratedDocument]:
 @pytest.fixture(scope="session")
 def english() -> bytes:
     """The default corpus: the English text the context-free baseline learns from."""
-    from toolkit.corpus import default_corpus
+    from toolkit.text.corpus import default_corpus
 
     return default_corpus()

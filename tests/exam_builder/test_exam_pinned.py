@@ -14,7 +14,7 @@ from exam_helpers import DEMO, REPO, VALIDATION
 from exam_builder.bank import load_bank
 from exam_builder.exam_file import serialize, sha256_bytes
 from exam_builder.generate import generate_questions
-from toolkit.tracks import load_tracks
+from toolkit.tracks.model import load_tracks
 
 
 def _hash(bank_dir: Path) -> str:

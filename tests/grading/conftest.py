@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from grading_helpers import MakeBundle, MakeExam
 
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 
 @pytest.fixture

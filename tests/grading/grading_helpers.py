@@ -10,7 +10,7 @@ from tests.run.conftest import ShellAgent
 from toolkit.agents import Agent
 from toolkit.run.inputs import prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
-from toolkit.tracks import get_track
+from toolkit.tracks.model import get_track
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -25,7 +25,7 @@ from toolkit.grading.ablation import (
     ablate_folder,
     is_suspect,
 )
-from toolkit.results import Score
+from toolkit.results.model import Score
 
 
 def _rng() -> np.random.Generator:

@@ -29,12 +29,12 @@ from grading_helpers import (
 from exam_builder.build import build_exam
 from exam_builder.exam_file import load_exam
 from toolkit.cli import cli
-from toolkit.data import prepare_train_data
 from toolkit.grading import grade_bundle
 from toolkit.grading.ablation import NOTE_DONE, NOTE_FAILED
 from toolkit.grading.publish import coarse_ablation
-from toolkit.results import load_run
+from toolkit.results.model import load_run
 from toolkit.run.orchestrate import execute_run
+from toolkit.text.data import prepare_train_data
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = Path(__file__).with_name("bundles") / "rules"

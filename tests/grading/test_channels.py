@@ -27,8 +27,8 @@ from toolkit.grading.publish import (
     hidden_reason,
 )
 from toolkit.grading.session import Category, Kind, Where
-from toolkit.results import Score
-from toolkit.tracks import GradingParams
+from toolkit.results.model import Score
+from toolkit.tracks.model import GradingParams
 
 # Phase 2 rows that give every printable byte the same probability 2**-cost and the rest of
 # the mass to the other bytes: whatever the answer byte, it costs `cost` bits, so the bundle

@@ -19,7 +19,7 @@ from grading_helpers import ORACLE, code_questions, run_spec, submit_and_promote
 
 from toolkit.grading import secret_log
 from toolkit.grading.publish import PHASE1_REASONS
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 from toolkit.run.orchestrate import execute_run
 
 SLEEP_S = 4.0

@@ -18,7 +18,7 @@ from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 
 from tests.host_scratch import scratch_base
 from toolkit.grading import grade_bundle
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 # Every hostile bundle is graded on each backend, docker included (conftest).
 pytestmark = pytest.mark.usefixtures("grading_backend")

@@ -10,7 +10,7 @@ import pytest
 from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 
 from toolkit.grading import grade_bundle
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 ROWS = {
     "zeros": "np.zeros((n, 256))",

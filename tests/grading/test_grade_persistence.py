@@ -22,7 +22,7 @@ import pytest
 from grading_helpers import MakeBundle, MakeExam, code_questions
 
 from toolkit.grading import GradeReport, grade_bundle
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 SPY = """
 import json, os

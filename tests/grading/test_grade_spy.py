@@ -14,7 +14,7 @@ from grading_helpers import MakeBundle, MakeExam
 from exam_builder.exam_file import load_exam
 from toolkit.grading import grade_bundle
 from toolkit.grading.phases import asked_length
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 SPY = """
     import base64, json, os, sys, time

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from exam_builder.build import build_exam
-from toolkit.data import prepare_train_data
 from toolkit.grading import grade_bundle
+from toolkit.text.data import prepare_train_data
 
 REPO = Path(__file__).resolve().parents[2]
 STARTER = REPO / "toolkit" / "starter"

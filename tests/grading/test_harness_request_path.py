@@ -20,7 +20,7 @@ from exam_builder.exam_file import Question
 from toolkit.grading import phases, replies
 from toolkit.grading.session import WorkerFailure, WorkerSession, WorkerTimeout
 from toolkit.sandbox import create_sandbox
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 
 @pytest.mark.parametrize("text", ["AAA", "AA=A", "=AAA", " AAAA", "AAAA\n", "AA==AA==", "é"])

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from grading_helpers import code_questions, run_spec, submit_and_promote
 
 from toolkit.cli import cli
-from toolkit.results import InvalidEvidence, load_run, save_run
+from toolkit.results.model import InvalidEvidence, load_run, save_run
 from toolkit.run.orchestrate import execute_run
 
 BROKEN = """

@@ -17,7 +17,7 @@ from grading_helpers import MakeBundle, MakeExam, code_questions
 
 from tests.teardown_attack import LOAD_BUNDLE
 from toolkit.grading import grade_bundle
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 pytestmark = pytest.mark.usefixtures("grading_backend")
 

@@ -19,7 +19,7 @@ from exam_builder.exam_file import load_exam
 from toolkit.grading import grade_bundle
 from toolkit.grading.phases import ASKED_FLOOR, asked_length
 from toolkit.run.inputs import DEMO_BANK, built_exam
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 # Rules for three demo families; the output is the guess, then newlines: the same first bytes
 # whatever length is asked (as greedy decoding gives).

@@ -24,7 +24,7 @@ from grading_helpers import MakeBundle, MakeExam, code_questions
 
 from toolkit.grading import grade, grade_bundle
 from toolkit.grading.phases import PhaseWorker
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 pytestmark = pytest.mark.usefixtures("grading_backend")
 

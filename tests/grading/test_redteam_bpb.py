@@ -11,7 +11,7 @@ from __future__ import annotations
 from grading_helpers import MakeBundle, MakeExam, code_questions
 
 from toolkit.grading import grade_bundle
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 # Knows nothing: uniform rows, except where another context of the same request shows the
 # byte that comes next (that context is this one plus one byte, cut to the same window).

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 from grading_helpers import ORACLE, code_questions, run_spec, submit_and_promote
 
-from toolkit.chain import GENESIS, line_hash
 from toolkit.cli import cli
+from toolkit.results.chain import GENESIS, line_hash
 from toolkit.run.orchestrate import execute_run
 
 

@@ -34,7 +34,7 @@ from toolkit.grading.grade import GradingError, _run_phase
 from toolkit.grading.publish import BPB_STEP, coarse_bpb
 from toolkit.run.inputs import DEMO_BANK, built_exam
 from toolkit.sandbox import SandboxError
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 # What the hidden report says for each mode: a fixed phrase of `publish.py`, without batch
 # numbers or exit statuses (the bundle chooses those).

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 from grading_helpers import ORACLE, code_questions, run_spec, submit_and_promote
 
-from toolkit import signing
 from toolkit.cli import cli
-from toolkit.results import load_run, save_run
+from toolkit.results import signing
+from toolkit.results.model import load_run, save_run
 from toolkit.run.orchestrate import execute_run
 
 

@@ -22,7 +22,7 @@ from toolkit.agents import Agent, AgentContext, AgentOutcome
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
 from toolkit.run.orchestrate import RunSpec
 from toolkit.run.workspace import STARTER_DIR, TASK_FILE
-from toolkit.tracks import Track, get_track
+from toolkit.tracks.model import Track, get_track
 
 REPO = Path(__file__).resolve().parents[2]
 

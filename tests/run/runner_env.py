@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolkit.chain import ChainedLog, read_chain
 from toolkit.clock import Clock
+from toolkit.results.chain import ChainedLog, read_chain
 from toolkit.run.history import SubmissionHistory
 from toolkit.run.inputs import public_set
 from toolkit.run.submissions import Grader, Submissions
@@ -27,7 +27,7 @@ from toolkit.runner.channel import make_channel
 from toolkit.runner.client import CALLS, REQUESTS, install_client
 from toolkit.runner.service import Handler, RunnerService
 from toolkit.sandbox import Sandbox, create_sandbox
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.run.small_fs import fill, small_fs
-from toolkit.chain import AppendError, ChainedLog, read_chain
+from toolkit.results.chain import AppendError, ChainedLog, read_chain
 from toolkit.runner.audit_gate import AuditGate
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.chain import ChainedLog, ChainError, read_chain
-from toolkit.results import Candidate
+from toolkit.results.chain import ChainedLog, ChainError, read_chain
+from toolkit.results.model import Candidate
 from toolkit.run.history import SubmissionHistory
 
 

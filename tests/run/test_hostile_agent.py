@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from tests.run.conftest import REPO, Exposed, ShellAgent, SpecFactory, exam_marks
-from toolkit.chain import read_chain
+from toolkit.results.chain import read_chain
 from toolkit.run.inputs import DEMO_BANK, built_exam
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import runs_root

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from tests.run.conftest import ShellAgent, SpecFactory
-from toolkit.results import load_run
+from toolkit.results.model import load_run
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import execute_run
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from tests.teardown_attack import PHASE2_BUNDLE, RUNNER_SCRIPT
-from toolkit.chain import read_chain
+from toolkit.results.chain import read_chain
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.workspace import CHANNEL_DIR

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from tests.signed_results import sign_run
 from toolkit.cli import cli
-from toolkit.results import json_schema
+from toolkit.results.model import json_schema
 
 SCHEMA = Path(__file__).resolve().parents[2] / "toolkit" / "schemas" / "run.schema.json"
 
@@ -74,7 +74,7 @@ def test_validate_rejects_an_unknown_field(tmp_path: Path) -> None:
 def test_validate_catches_a_history_cut_short(tmp_path: Path) -> None:
     from datetime import UTC, datetime
 
-    from toolkit.results import Candidate
+    from toolkit.results.model import Candidate
     from toolkit.run.history import SubmissionHistory
 
     history = SubmissionHistory(tmp_path / "demo-cpu" / "r1" / "history.jsonl")

@@ -18,10 +18,10 @@ from click.testing import CliRunner
 from tests.processes import survivors
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.agents import ScriptedAgent
-from toolkit.chain import read_chain
 from toolkit.cli import cli
 from toolkit.grading.grade import host_memory_bytes
-from toolkit.results import load_run
+from toolkit.results.chain import read_chain
+from toolkit.results.model import load_run
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import MARKER, recover_runs, runs_root
 from toolkit.sandbox import capped

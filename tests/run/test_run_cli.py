@@ -45,7 +45,7 @@ def test_registry_demo_hashes_match_the_public_banks() -> None:
     """If the exam builder or the demo bank changes, the demo track's hashes must follow."""
     from exam_builder.exam_file import sha256_file
     from toolkit.run.inputs import DEMO_BANK, built_exam, public_set
-    from toolkit.tracks import get_track
+    from toolkit.tracks.model import get_track
 
     track = get_track(REPO / "results", "demo-cpu")
     assert track.matches_exam(sha256_file(built_exam(DEMO_BANK, "demo")))

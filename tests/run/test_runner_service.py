@@ -18,8 +18,8 @@ import pytest
 from tests.run.conftest import MAKE_BUNDLE
 from tests.run.runner_env import Env, make_env
 from tests.run.test_runner_interrupts import DEFAULT_SIGINT
-from toolkit.chain import read_chain
 from toolkit.clock import Clock
+from toolkit.results.chain import read_chain
 from toolkit.runner.service import KILLED, REFUSED
 
 

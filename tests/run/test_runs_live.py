@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from toolkit.results import load_run
+from toolkit.results.model import load_run
 from toolkit.run.live import read_live
 
 REPO = Path(__file__).resolve().parents[2]

@@ -23,7 +23,7 @@ from tests.leakscan import Secrets
 from tests.site.site_fixture import build
 from toolkit.cli import cli
 from toolkit.grading import grade as grade_module
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 from toolkit.run.orchestrate import execute_run
 from toolkit.sandbox import SandboxError
 

@@ -21,11 +21,11 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.signed_results import sign_run
-from toolkit import signing
 from toolkit.campaign.collect import pack_run, unpack_run
 from toolkit.cli import cli
 from toolkit.protected import protected_paths
-from toolkit.results import RunResult, load_run, save_run
+from toolkit.results import signing
+from toolkit.results.model import RunResult, load_run, save_run
 from toolkit.run.recovery import Marker, recover_runs, runs_root, write_marker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stats"))

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from tests.run.small_fs import small_fs
-from toolkit.chain import read_chain
 from toolkit.cli import cli
+from toolkit.results.chain import read_chain
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.storage import RESERVE_BYTES, StorageError
 from toolkit.runner.audit_gate import MALFORMED_LOGGED

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
 from toolkit.cli import cli
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 from toolkit.run.orchestrate import execute_run
 
 

@@ -20,8 +20,8 @@ from click.testing import CliRunner
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.signed_results import sign_run
-from toolkit import signing
 from toolkit.cli import cli
+from toolkit.results import signing
 from toolkit.stats import load_results
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "stats"))

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "stats"))
 
 from results_factory import run_dict, track_dict, write_registry, write_run
 
-from toolkit import signing
+from toolkit.results import signing
 
 REPO = Path(__file__).resolve().parent.parent.parent
 

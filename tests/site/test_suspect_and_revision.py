@@ -18,7 +18,7 @@ from site_fixture import REPO, build, run_dict, track_dict, write_registry, writ
 from toolkit.stats.board import leaderboard
 from toolkit.stats.export import to_csv
 from toolkit.stats.loading import load_results
-from toolkit.tracks import load_fixes, load_tracks
+from toolkit.tracks.model import load_fixes, load_tracks
 
 DEMO_RUN = "20261123T122528-scripted-baseline-s0-4712"  # committed, graded under revision 1
 ABLATED = {"percent": 90.0, "passed": 90, "total": 100}

@@ -19,7 +19,7 @@ from results_factory import run_dict, write_run
 from site_fixture import make_fixture
 from test_browser import start_browser
 
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 from toolkit.run import journal, recovery
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

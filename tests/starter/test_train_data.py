@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from toolkit.data import MAX_NOT_TEXT_SHARE, DataError, load_prepared, prepare_train_data
+from toolkit.text.data import MAX_NOT_TEXT_SHARE, DataError, load_prepared, prepare_train_data
 
 DOCS = [f"Document {i}: " + "some ordinary words, " * 20 for i in range(20)]
 JOINED = "\n".join(DOCS).encode()
@@ -165,7 +165,7 @@ def test_text_in_any_script_and_latin1_prose_pass(tmp_path: Path) -> None:
 
 
 def test_a_character_cut_by_a_block_boundary_is_text(tmp_path: Path, monkeypatch) -> None:
-    import toolkit.data as data
+    import toolkit.text.data as data
 
     monkeypatch.setattr(data, "_BLOCK", 7)  # blocks end inside multi-byte characters
     source = tmp_path / "cut.txt"

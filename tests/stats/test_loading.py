@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 from results_factory import run_dict, track_dict, write_registry, write_run
 
-from toolkit.results import ResultsError
+from toolkit.results.model import ResultsError
 from toolkit.stats import load_results, results_problems
-from toolkit.tracks import RegistryError
+from toolkit.tracks.model import RegistryError
 
 
 def _results(tmp_path: Path) -> Path:

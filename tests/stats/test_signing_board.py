@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from results_factory import run_dict, track_dict, write_registry, write_run
 
 from toolkit.cli import cli
-from toolkit.signing import KEYRING_FILE
+from toolkit.results.signing import KEYRING_FILE
 from toolkit.stats import leaderboard, load_results, results_problems, to_csv
-from toolkit.tracks import RegistryError
+from toolkit.tracks.model import RegistryError
 
 
 def _folder(tmp_path: Path) -> Path:

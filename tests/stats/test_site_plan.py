@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from results_factory import run_dict, track_dict, write_registry, write_run
 
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 from toolkit.runner.audit import encode_arg
 from toolkit.stats import leaderboard, load_results
 from toolkit.stats.chart import means_chart, timeline_chart

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from toolkit.results import Usage
+from toolkit.results.model import Usage
 from toolkit.sandbox import Egress, Sandbox
 
 TRANSCRIPT_FILE = "transcript.txt"

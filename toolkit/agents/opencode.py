@@ -53,7 +53,7 @@ from toolkit.agents.relay import ProviderRelay
 from toolkit.agents.relay_budget import RelayLimits, price
 from toolkit.agents.relay_endpoint import LOCAL, RelayEndpoint, RelayPlacementError, relay_endpoint
 from toolkit.agents.scaffold import OPENCODE_VERSION, ScaffoldError, isolated_env, require
-from toolkit.results import Usage
+from toolkit.results.model import Usage
 from toolkit.sandbox import Egress, Sandbox
 
 PLACEHOLDER_KEY = "ari-relay-sets-the-key"  # all the controller has; the relay sets the real one

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from toolkit.results import Usage
+from toolkit.results.model import Usage
 
 # Error names that mean the model provider failed, not the model or the scaffold's own logic.
 PROVIDER_ERRORS = ("APIError", "ProviderAuthError", "ProviderModelNotFoundError")

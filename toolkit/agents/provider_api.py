@@ -173,7 +173,7 @@ def probe(kind: str, model: str) -> tuple[str, dict[str, object], dict[str, str]
 
 @dataclass
 class Tokens:
-    """Token counts in the parts of `toolkit.results.Usage` (which do not overlap)."""
+    """Token counts in the parts of `toolkit.results.model.Usage` (which do not overlap)."""
 
     input: int = 0
     output: int = 0

@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass
 
 from toolkit.agents.provider_api import Tokens
-from toolkit.tracks import Track
+from toolkit.tracks.model import Track
 
 DEFAULT_MAX_OUTPUT_TOKENS = 32_000
 BYTES_PER_TOKEN = 4

@@ -42,9 +42,8 @@ from toolkit.campaign.job import (
     host_name,
     secret_values,
 )
-from toolkit.data import DataError
 from toolkit.paths import state_dir
-from toolkit.results import RunResult, write_json_atomic
+from toolkit.results.model import RunResult, write_json_atomic
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.orchestrate import RunSpec, execute_run, new_run_id
@@ -53,6 +52,7 @@ from toolkit.run.roles import detect_device
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import SandboxError
 from toolkit.sandbox.cores import pin_from_env
+from toolkit.text.data import DataError
 
 ORPHAN_CHECK_S = 0.5
 PARENT_ENV = "ARI_CAMPAIGN_PARENT"

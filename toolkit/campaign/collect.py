@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
 
-from toolkit.results import ResultsError, RunResult, save_run
+from toolkit.results.model import ResultsError, RunResult, save_run
 
 MAX_MEMBER_BYTES = 1 << 30
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from toolkit.agents import AGENTS
 from toolkit.sandbox import BACKENDS
-from toolkit.tracks import Track
+from toolkit.tracks.model import Track
 
 SCRIPTED_MODEL = "scripted-baseline"  # the scripted agent's model name (it has no model)
 SCRIPTED_PREFIX = "scripted-"  # what every name of a scripted campaign starts with

@@ -28,7 +28,7 @@ from toolkit.campaign.engine import Engine, Finished, Running
 from toolkit.campaign.job import Job, make_job
 from toolkit.campaign.plan import TO_RUN, KeyPlan, ResultsIndex, RunKey
 from toolkit.campaign.spend import Allowance, Spent, allowance
-from toolkit.tracks import Track
+from toolkit.tracks.model import Track
 
 WAIT_S = 0.5  # how often the view refreshes while nothing ends
 CLAIM_RETRY_S = 2.0  # how often a key claimed by another campaign is looked at again

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Protocol
 
 from toolkit.campaign.job import Job
-from toolkit.results import RunStatus
+from toolkit.results.model import RunStatus
 
 
 @dataclass

@@ -18,9 +18,9 @@ from toolkit.agents import AGENTS, Agent
 from toolkit.agents.relay_budget import limits_for
 from toolkit.campaign.config import CampaignError, CampaignFile, ModelEntry
 from toolkit.campaign.plan import RunKey
-from toolkit.data import load_prepared
-from toolkit.results import RunStatus
-from toolkit.tracks import Track
+from toolkit.results.model import RunStatus
+from toolkit.text.data import load_prepared
+from toolkit.tracks.model import Track
 
 # Environment variables whose values must never reach an agent's workspace (as `toolkit run`).
 SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")

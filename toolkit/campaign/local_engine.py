@@ -26,7 +26,7 @@ from toolkit.campaign.child import PARENT_ENV, parent_token
 from toolkit.campaign.claims import campaign_state
 from toolkit.campaign.engine import Finished, Running, now
 from toolkit.campaign.job import Job, Report, host_name
-from toolkit.results import load_run
+from toolkit.results.model import load_run
 from toolkit.run import recovery
 from toolkit.run.orchestrate import new_run_id
 from toolkit.sandbox.cores import CORES_ENV, slot_cores

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Literal
 
 from toolkit.campaign.config import CampaignFile, seeds_of
-from toolkit.results import ResultsError, RunResult, load_run
-from toolkit.tracks import Track
+from toolkit.results.model import ResultsError, RunResult, load_run
+from toolkit.tracks.model import Track
 
 KeyState = Literal["valid", "failed", "missing", "rerun", "exhausted"]
 TO_RUN: tuple[KeyState, ...] = ("missing", "rerun")

@@ -15,11 +15,11 @@ from toolkit.campaign.config import (
 from toolkit.campaign.driver import Campaign
 from toolkit.campaign.job import check_training_data
 from toolkit.campaign.local_engine import LocalEngine, Slot, cpu_slots, gpu_slots
-from toolkit.data import DataError
 from toolkit.paths import state_dir
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.sandbox.local.gpus import host_gpu_ids
-from toolkit.tracks import RegistryError, get_track
+from toolkit.text.data import DataError
+from toolkit.tracks.model import RegistryError, get_track
 
 CHECKOUT_RESULTS = Path(__file__).resolve().parents[2] / "results"
 

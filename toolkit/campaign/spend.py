@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from toolkit.results import RunResult, Usage
+from toolkit.results.model import RunResult, Usage
 
 
 def tokens_of(usage: Usage) -> int:

@@ -24,12 +24,12 @@ from toolkit.campaign.plan import TO_RUN, KeyPlan
 from toolkit.campaign.view import LiveView, PlainView, summary
 from toolkit.commands.console import make_console
 from toolkit.commands.leaderboard import leaderboard_command
-from toolkit.registry import carry_track
-from toolkit.results import ResultsError
+from toolkit.results.model import ResultsError
+from toolkit.results.signing import SigningError, local_key
 from toolkit.run.interrupt import Interrupted
 from toolkit.run.recovery import recover_runs
-from toolkit.signing import SigningError, local_key
-from toolkit.tracks import RegistryError
+from toolkit.tracks.model import RegistryError
+from toolkit.tracks.registry import carry_track
 
 FILE = click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 BUDGET = click.option(

@@ -8,14 +8,14 @@ from pathlib import Path
 import click
 
 from toolkit.commands.options import find_registry, registry_option, results_dir_option
-from toolkit.data import (
+from toolkit.text.data import (
     DataError,
     PreparedData,
     is_prepared,
     prepare_recipe,
     prepare_train_data,
 )
-from toolkit.tracks import RegistryError, Track, get_track
+from toolkit.tracks.model import RegistryError, Track, get_track
 
 
 @click.group("data")

@@ -10,9 +10,9 @@ from rich.table import Table
 
 from toolkit.commands.console import make_console
 from toolkit.commands.options import find_registry, registry_option, results_dir_option
-from toolkit.doctor import Check, Doctor, failed, opencode_check
+from toolkit.host.doctor import Check, Doctor, failed, opencode_check
 from toolkit.sandbox import BACKENDS
-from toolkit.tracks import RegistryError, Track, get_track
+from toolkit.tracks.model import RegistryError, Track, get_track
 
 
 def preflight(track: Track, backend: str) -> None:

@@ -31,7 +31,7 @@ from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
 from exam_builder.quality import GENERIC_LIMIT, FamilyQuality
 from toolkit.commands.console import make_console
-from toolkit.corpus import CorpusError, default_corpus
+from toolkit.text.corpus import CorpusError, default_corpus
 
 SHORT_HASH = 8
 """Hex digits of a published short hash (and the fewest `verify-exam` accepts)."""

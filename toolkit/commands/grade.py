@@ -30,9 +30,9 @@ from toolkit.commands.options import (
     results_dir_option,
 )
 from toolkit.grading import SIZE_LIMIT_BYTES, GradeReport, grade_bundle
-from toolkit.results import write_json_atomic
+from toolkit.results.model import write_json_atomic
 from toolkit.sandbox import BACKENDS
-from toolkit.tracks import GradingParams, RegistryError, Track, get_track, load_tracks
+from toolkit.tracks.model import GradingParams, RegistryError, Track, get_track, load_tracks
 
 
 def report_table(report: GradeReport) -> Table:

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from toolkit.commands.options import results_dir_option
-from toolkit.signing import (
+from toolkit.results.signing import (
     KEYRING_FILE,
     PINNED_FILE,
     SigningError,

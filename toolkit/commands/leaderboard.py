@@ -11,9 +11,9 @@ from rich.table import Table
 
 from toolkit.commands.console import make_console
 from toolkit.commands.options import results_dir_option
-from toolkit.results import ResultsError
+from toolkit.results.model import ResultsError
 from toolkit.stats import Row, leaderboard, load_results, to_csv, to_json
-from toolkit.tracks import RegistryError, Track
+from toolkit.tracks.model import RegistryError, Track
 
 
 def _num(value: float | None, fmt: str = "{:.1f}") -> str:
@@ -110,7 +110,7 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     if track_id is not None and track_id not in results.tracks:
         known = ", ".join(sorted(results.tracks)) or "none"
         from toolkit.commands.options import Refused, find_registry
-        from toolkit.tracks import load_tracks
+        from toolkit.tracks.model import load_tracks
 
         elsewhere = find_registry(results_dir, None, track_id)
         with contextlib.suppress(RegistryError):

@@ -49,7 +49,7 @@ def find_registry(results_dir: Path, registry: Path | None, track_id: str | None
     candidates = [results_dir, Path("results"), Path(__file__).resolve().parents[2] / "results"]
     held = [c for c in candidates if (c / "tracks.json").is_file()]
     if track_id is not None:
-        from toolkit.tracks import RegistryError, load_tracks
+        from toolkit.tracks.model import RegistryError, load_tracks
 
         for folder in held:
             try:

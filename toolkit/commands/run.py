@@ -35,17 +35,8 @@ from toolkit.commands.options import (
     registry_option,
     results_dir_option,
 )
-from toolkit.data import WARN_NOT_TEXT_SHARE, DataError, check_source, load_prepared
-from toolkit.registry import carry_track
-from toolkit.results import RunResult
-from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
-from toolkit.run.interrupt import Interrupted
-from toolkit.run.orchestrate import RunSpec, execute_run
-from toolkit.run.recovery import recover_runs
-from toolkit.run.roles import default_gpu, detect_device
-from toolkit.run.workspace import WorkspaceError
-from toolkit.sandbox import BACKENDS
-from toolkit.signing import (
+from toolkit.results.model import RunResult
+from toolkit.results.signing import (
     SigningError,
     check,
     keyring_path,
@@ -53,7 +44,16 @@ from toolkit.signing import (
     local_key,
     trusted_keyring,
 )
-from toolkit.tracks import RegistryError, Track, get_track
+from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
+from toolkit.run.interrupt import Interrupted
+from toolkit.run.orchestrate import RunSpec, execute_run
+from toolkit.run.recovery import recover_runs
+from toolkit.run.roles import default_gpu, detect_device
+from toolkit.run.workspace import WorkspaceError
+from toolkit.sandbox import BACKENDS
+from toolkit.text.data import WARN_NOT_TEXT_SHARE, DataError, check_source, load_prepared
+from toolkit.tracks.model import RegistryError, Track, get_track
+from toolkit.tracks.registry import carry_track
 
 # Environment variables whose values must never reach the agent's workspace (checked there).
 SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")

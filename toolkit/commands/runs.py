@@ -13,16 +13,11 @@ import click
 
 from exam_builder.exam_file import ExamFileError
 from toolkit import state
-from toolkit.chain import ChainError, read_chain
 from toolkit.commands.options import keys_option, refuse_device
 from toolkit.paths import state_dir
-from toolkit.results import ResultsError, json_schema, load_run
-from toolkit.run.artifacts import AUDIT_FILE, check_files
-from toolkit.run.history import HISTORY_FILE, check_against
-from toolkit.run.recovery import recover_runs
-from toolkit.run.verify import check_logs, verify_run
-from toolkit.sandbox import BACKENDS
-from toolkit.signing import (
+from toolkit.results.chain import ChainError, read_chain
+from toolkit.results.model import ResultsError, json_schema, load_run
+from toolkit.results.signing import (
     Keyring,
     SigningError,
     Verdict,
@@ -31,12 +26,17 @@ from toolkit.signing import (
     load_keyring,
     trusted_keyring,
 )
+from toolkit.run.artifacts import AUDIT_FILE, check_files
+from toolkit.run.history import HISTORY_FILE, check_against
+from toolkit.run.recovery import recover_runs
+from toolkit.run.verify import check_logs, verify_run
+from toolkit.sandbox import BACKENDS
 from toolkit.stats import results_problems
 from toolkit.stats.loading import signature_problem
 
 
 class _Keyrings:
-    """What each result file is checked against: the pinned keys (`toolkit.signing`; with
+    """What each result file is checked against: the pinned keys (`toolkit.results.signing`; with
     --keys, that list too), and its folder's signing_keys.json as a hint only."""
 
     def __init__(self, keys_file: Path | None) -> None:

@@ -24,7 +24,7 @@ from toolkit.commands.console import make_console
 from toolkit.commands.run import print_result
 from toolkit.commands.runs import runs_group
 from toolkit.paths import state_dir
-from toolkit.results import ResultsError, RunResult, load_run
+from toolkit.results.model import ResultsError, RunResult, load_run
 from toolkit.run import journal, recovery
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
 

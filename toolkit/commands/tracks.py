@@ -15,8 +15,8 @@ from exam_builder.exam_file import MANIFEST_FILE, ExamFileError, load_exam, sha2
 from exam_builder.manifest import ManifestError, load_manifest
 from toolkit.commands.console import make_console
 from toolkit.commands.options import find_registry, registry_option, results_dir_option
-from toolkit.results import write_json_atomic
-from toolkit.tracks import (
+from toolkit.results.model import write_json_atomic
+from toolkit.tracks.model import (
     TRACKS_FILE,
     GradingParams,
     ProtocolFix,

@@ -58,7 +58,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.grading.pack import BundleError, extract_bundle
 from toolkit.grading.session import WorkerFailure
-from toolkit.results import Score
+from toolkit.results.model import Score
 
 if TYPE_CHECKING:  # phases imports the report, which imports this module's models
     from toolkit.grading.phases import Outcome, Progress

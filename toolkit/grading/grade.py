@@ -38,8 +38,8 @@ from toolkit.grading.phases import Outcome, PhaseWorker, Progress, run_phase1, r
 from toolkit.grading.progress_bar import ProgressBar
 from toolkit.grading.report import GradeReport
 from toolkit.grading.session import Category, Kind, WorkerFailure
-from toolkit.results import FamilyScore, Score
-from toolkit.tracks import GradingParams
+from toolkit.results.model import FamilyScore, Score
+from toolkit.tracks.model import GradingParams
 
 SIZE_LIMIT_BYTES = 16_000_000
 

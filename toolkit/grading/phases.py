@@ -40,7 +40,7 @@ from toolkit.grading.session import (
     WorkerTimeout,
 )
 from toolkit.sandbox import Limits, create_sandbox
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 MAX_PROCESSES = 512  # threads count here too (pids cgroup): room for BLAS/OpenMP pools

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 from toolkit.grading.session import Category, Kind, Where
-from toolkit.results import Score
+from toolkit.results.model import Score
 
 BPB_MAX = 8.0
 """Bits per byte of a uniform guess over 256 byte values: the top of the published range."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.grading.ablation import Ablation
-from toolkit.results import FamilyScore, Score
+from toolkit.results.model import FamilyScore, Score
 
 REPORT_VERSION = 1
 

@@ -2,7 +2,7 @@
 
 On disk, for run R on track T (`toolkit run --results RESULTS`):
 
-    RESULTS/T/R.json              the published result (toolkit.results.RunResult), atomic
+    RESULTS/T/R.json              the published result (toolkit.results.model.RunResult), atomic
     RESULTS/T/R/audit.jsonl       every `runner` call: argv, times, exit code, output size+sha256
     RESULTS/T/R/history.jsonl     every submission, public score and promotion (hash-chained)
     RESULTS/T/R/candidates/       the packed bundles as submitted (cNNN.tar.gz); the graded one
@@ -23,6 +23,6 @@ Modules: `history` (candidates and promotions), `workspace` (assembly and leak c
 folder's files, their hashes and the heads of its chained logs), `storage` (the results
 volume: the harness's reserve, and whose doing a full volume was), `verify`, `transcript` (the
 agent's console, bounded), `orchestrate` (the whole run). The deadline (`toolkit.clock`) and
-the append-only hash-chained logs (`toolkit.chain`) live below both this package and
+the append-only hash-chained logs (`toolkit.results.chain`) live below both this package and
 `toolkit.runner`.
 """

@@ -28,8 +28,8 @@ import stat
 import tarfile
 from pathlib import Path
 
-from toolkit.chain import ChainError, chain_head
-from toolkit.results import LogHead, RunResult
+from toolkit.results.chain import ChainError, chain_head
+from toolkit.results.model import LogHead, RunResult
 from toolkit.run.history import HISTORY_FILE
 
 AUDIT_FILE = "audit.jsonl"

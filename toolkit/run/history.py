@@ -1,6 +1,6 @@
 """The submission history: every candidate the agent submitted and every promotion, in order.
 
-It is a chained log (`toolkit.chain`), written by the harness only. The graded candidate is
+It is a chained log (`toolkit.results.chain`), written by the harness only. The graded candidate is
 the one promoted last; the public-validation score recorded here is feedback for the agent and
 is never used to choose.
 """
@@ -11,8 +11,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from toolkit.chain import ChainedLog, ChainError, read_chain
-from toolkit.results import Candidate, PromotedCandidate, RunResult
+from toolkit.results.chain import ChainedLog, ChainError, read_chain
+from toolkit.results.model import Candidate, PromotedCandidate, RunResult
 
 HISTORY_FILE = "history.jsonl"
 

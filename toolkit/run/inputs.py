@@ -14,9 +14,9 @@ from pathlib import Path
 
 from exam_builder.build import build_exam
 from exam_builder.exam_file import EXAM_FILE, sha256_file
-from toolkit.data import prepare_train_data
 from toolkit.paths import state_dir
-from toolkit.tracks import Track
+from toolkit.text.data import prepare_train_data
+from toolkit.tracks.model import Track
 
 PUBLIC_BANKS = Path(__file__).resolve().parent.parent.parent / "exam_builder" / "banks" / "public"
 VALIDATION_BANK = PUBLIC_BANKS / "validation"

@@ -64,15 +64,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from exam_builder.exam_file import load_exam, sha256_file
-from toolkit import __version__, floor
+from toolkit import __version__
 from toolkit.agents import Agent, AgentContext
-from toolkit.chain import ChainedLog, ChainError
 from toolkit.clock import Clock
-from toolkit.data import load_prepared
 from toolkit.grading import secret_log
 from toolkit.grading.grade import GradingError, failure_name, fit_to_host
 from toolkit.grading.publish import coarse_seconds
-from toolkit.results import (
+from toolkit.host import floor
+from toolkit.results.chain import ChainedLog, ChainError
+from toolkit.results.model import (
     EffectiveConfig,
     FamilyScore,
     InvalidCheck,
@@ -114,7 +114,8 @@ from toolkit.sandbox import (
     SandboxTeardownTimeout,
     capped,
 )
-from toolkit.tracks import Track
+from toolkit.text.data import load_prepared
+from toolkit.tracks.model import Track
 
 EGRESS_LOG = "egress.jsonl"
 AGENT_HOME = "agent"  # in the channel folder: seen by the controller only

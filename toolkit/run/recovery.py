@@ -23,9 +23,9 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from toolkit.chain import ChainError, read_chain
 from toolkit.paths import state_dir
-from toolkit.results import InvalidEvidence, RunResult, save_run
+from toolkit.results.chain import ChainError, read_chain
+from toolkit.results.model import InvalidEvidence, RunResult, save_run
 from toolkit.run import journal
 from toolkit.run.artifacts import file_hashes, list_artifacts
 from toolkit.run.history import HISTORY_FILE, candidates_of, promoted_of

@@ -19,17 +19,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from toolkit.chain import disk_full
 from toolkit.clock import Clock
 from toolkit.grading import BundleError, grade_bundle, pack_bundle
 from toolkit.grading.grade import CANCELLED
 from toolkit.grading.report import GradeReport
-from toolkit.results import Candidate
+from toolkit.results.chain import disk_full
+from toolkit.results.model import Candidate
 from toolkit.run.history import SubmissionHistory
 from toolkit.runner.audit import clean_text, to_bytes
 from toolkit.runner.channel import Call
 from toolkit.runner.service import Handler
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 USAGE = 64
 REJECTED = 1

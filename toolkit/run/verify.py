@@ -19,7 +19,7 @@ archive fails the re-grade has the harness's reference bundle graded here too: i
 the failure was the bundle's, and `invalid` is a mismatch. Other contradictions: an archive
 that grades fine under a result that says the run failed grading, or was lost to an
 infrastructure failure; a valid result whose archive fails. The
-file's signature (`toolkit.signing`) is checked by the command, beside these.
+file's signature (`toolkit.results.signing`) is checked by the command, beside these.
 
 Every check that fails is one line; none stops the others. The re-grade runs on the device the
 run was graded on unless told otherwise: greedy generation on other hardware may differ. The
@@ -32,16 +32,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from exam_builder.exam_file import sha256_file
-from toolkit.chain import ChainError, chain_head, read_chain
 from toolkit.grading import grade_bundle
 from toolkit.grading.publish import BPB_STEP
 from toolkit.grading.report import GradeReport
-from toolkit.results import RunResult
+from toolkit.results.chain import ChainError, chain_head, read_chain
+from toolkit.results.model import RunResult
 from toolkit.run.artifacts import CANDIDATES_DIR, check_files
 from toolkit.run.history import check_against
 from toolkit.run.reference import grading_reference
 from toolkit.run.submissions import Grader
-from toolkit.tracks import GradingParams
+from toolkit.tracks.model import GradingParams
 
 BPB_TOLERANCE = BPB_STEP
 """Largest difference in bits per byte between the result and the re-grade: both are published

@@ -1,6 +1,7 @@
 """The audit log's entries: one per `runner` call, whatever became of the call.
 
-The log is a chained JSON-lines file (`toolkit.chain`): each line also carries `seq` and `prev`.
+The log is a chained JSON-lines file (`toolkit.results.chain`): each line also carries `seq`
+and `prev`.
 An entry holds:
 
     call            the call folder's name (8 characters), as the client sent it

@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from toolkit.chain import ChainedLog
+from toolkit.results.chain import ChainedLog
 
 MALFORMED_LOGGED = 100
 MAX_ENTRIES = 100_000

@@ -33,8 +33,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Protocol
 
-from toolkit.chain import ChainedLog, disk_full
 from toolkit.clock import Clock, format_duration
+from toolkit.results.chain import ChainedLog, disk_full
 from toolkit.runner.audit import Outcome, clean_text
 from toolkit.runner.audit_gate import AuditGate
 from toolkit.runner.channel import BadRequest, Call, CallsFolder, ClientGone, RequestLoop

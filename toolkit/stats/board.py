@@ -11,7 +11,7 @@ runs count:
   grading parameters or pinned training data differ is listed apart with what differed;
 - `invalid` runs (infrastructure failures) never count: awaiting rerun until their seed has a
   counted run;
-- only runs whose file is as a pinned key signed it (`toolkit.signing`): an *unverified* run
+- only runs whose file is as a pinned key signed it (`toolkit.results.signing`): an *unverified* run
   (unsigned, signed by a key nobody pinned, or changed since) is listed on the row, never
   counted.
 
@@ -47,10 +47,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 from toolkit.stats.loading import ResultsSet
 from toolkit.stats.rules import TrackRules
-from toolkit.tracks import ProtocolFix, Track
+from toolkit.tracks.model import ProtocolFix, Track
 
 # Below this float gap between two interval ends, the exact comparison decides.
 _FLOAT_MARGIN = 1e-9

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from toolkit.results import RunResult
+from toolkit.results.model import RunResult
 from toolkit.stats.board import Row
 
 

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from toolkit.stats.board import Row
-from toolkit.tracks import Track
+from toolkit.tracks.model import Track
 
 # (column, what it holds): the CSV header and the JSON keys, in this order.
 COLUMNS: list[tuple[str, str]] = [

@@ -1,6 +1,6 @@
 """Load and cross-check everything under `results/`: the registry and every per-run file.
 
-`toolkit.results.load_run` checks one file against the model. This module checks what only the
+`toolkit.results.model.load_run` checks one file against the model. This module checks what only the
 whole folder can tell: that a run's track is registered and matches the folder it sits in, that
 run ids are unique, that its score counts the track's questions (`score.total` equals the
 track's `exam_questions`), that its protocol revision exists, and that the artifacts it lists
@@ -9,7 +9,7 @@ file and the field, because `mkdocs build` shows exactly that line to whoever pu
 bad file.
 
 Each file's signature is checked against the pinned keys and pinned pre-signing files
-(`toolkit.signing.trusted_keyring`); the folder's own `signing_keys.json` is only a hint.
+(`toolkit.results.signing.trusted_keyring`); the folder's own `signing_keys.json` is only a hint.
 A file that is unsigned, signed by a key nobody pinned, or changed since it was signed is not
 an error here: the run is loaded and flagged `unverified` (with the reason), and the statistics
 never count it. `results_problems` (what `toolkit runs validate` reports) does list it, except a
@@ -30,8 +30,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from toolkit.results import ResultsError, RunResult, load_run
-from toolkit.signing import (
+from toolkit.results.model import ResultsError, RunResult, load_run
+from toolkit.results.signing import (
     Keyring,
     SigningError,
     check,
@@ -39,7 +39,7 @@ from toolkit.signing import (
     load_keyring,
     trusted_keyring,
 )
-from toolkit.tracks import ProtocolFix, RegistryError, Track, load_fixes, load_tracks
+from toolkit.tracks.model import ProtocolFix, RegistryError, Track, load_fixes, load_tracks
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ on a track that pins them, a run that did not record its data cannot show it had
 
 from __future__ import annotations
 
-from toolkit.results import RunResult
-from toolkit.tracks import Track
+from toolkit.results.model import RunResult
+from toolkit.tracks.model import Track
 
 # Relative tolerance for comparing recorded numbers (JSON may write 300 as 300.0).
 _REL = 1e-9

@@ -21,13 +21,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from toolkit import __version__
-from toolkit.results import RunResult, Usage, json_schema
+from toolkit.results.model import RunResult, Usage, json_schema
 from toolkit.runner.audit import decode_arg
 from toolkit.stats.board import Row, RunEntry, leaderboard
 from toolkit.stats.chart import MeansChart, TimelineChart, means_chart, timeline_chart
 from toolkit.stats.export import COLUMNS, to_csv, to_json
 from toolkit.stats.loading import LoadedRun, ResultsSet
-from toolkit.tracks import ProtocolFix, Track
+from toolkit.tracks.model import ProtocolFix, Track
 
 ARTIFACT_PAGE_BYTES = 96 * 1024  # one page of a transcript view: big enough, fast to load
 TOP_ROWS = 5  # rows shown on the home page per track

@@ -3,9 +3,10 @@
 The checks read the host (cgroups, namespaces, loop devices, the Docker engine and its GPU
 support, the GPUs and their driver, torch's build, free disk, the opencode binary, and, when
 asked, the provider's key through one tiny request) and compare it with what the track needs:
-its isolation floor (`toolkit.floor`), its GPU model, its workspace size. A check that fails and
-is *required* means a run here would not be valid under the track's rules: `toolkit doctor`
-exits non-zero, and `toolkit run` (which runs the fast checks first) refuses before any work.
+its isolation floor (`toolkit.host.floor`), its GPU model, its workspace size. A check that
+fails and is *required* means a run here would not be valid under the track's rules:
+`toolkit doctor` exits non-zero, and `toolkit run` (which runs the fast checks first) refuses
+before any work.
 
 Every probe is one function that takes where to look, so the tests can point it at a fake
 cgroup tree or a fake `/proc/driver/nvidia`.
@@ -21,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.floor import FLOOR_WORDS, HostIsolation, docker_isolation, local_isolation
+from toolkit.host.floor import FLOOR_WORDS, HostIsolation, docker_isolation, local_isolation
 from toolkit.paths import state_dir
 from toolkit.sandbox.local.cgroups import TOP, CgroupLayout
-from toolkit.tracks import Track
+from toolkit.tracks.model import Track
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NVIDIA_PROC = Path("/proc/driver/nvidia")

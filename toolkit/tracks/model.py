@@ -8,7 +8,7 @@ introduced, and whether runs graded before it are rerun or kept as legacy.
 Files: `results/tracks.json` (a list of tracks) and `results/protocol_fixes.json` (a list of
 fixes). Both are validated here; errors name the file and the field. Beside them,
 `results/signing_keys.json` names the keys its result files were signed with, a hint only:
-signatures count under the keys the maintainers pin (`toolkit.signing`).
+signatures count under the keys the maintainers pin (`toolkit.results.signing`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from toolkit.floor import FLOOR_WORDS
+from toolkit.host.floor import FLOOR_WORDS
 
 T = TypeVar("T")
 
@@ -79,7 +79,7 @@ class TrainDataRecipe(_Model):
     source_sha256: str | None = Field(
         default=None,
         pattern=r"^[0-9a-f]{64}$",
-        description="SHA-256 over the shard files read (as `toolkit.data.source_sha256`); "
+        description="SHA-256 over the shard files read (as `toolkit.text.data.source_sha256`); "
         "none: not recorded yet.",
     )
 
@@ -123,7 +123,7 @@ class Track(_Model):
     )
     isolation_floor: list[str] = Field(
         default_factory=list,
-        description="Isolation a valid run needs (words of toolkit.floor: roles-isolated, "
+        description="Isolation a valid run needs (words of toolkit.host.floor: roles-isolated, "
         "no-network, memory-per-tree, processes-per-tree, gpu-pinned); a run that cannot have "
         "one refuses to start. Empty: the run degrades and records what it lacked.",
     )

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from toolkit.results import write_json_atomic
-from toolkit.tracks import (
+from toolkit.results.model import write_json_atomic
+from toolkit.tracks.model import (
     FIXES_FILE,
     TRACKS_FILE,
     RegistryError,

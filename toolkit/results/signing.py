@@ -1,6 +1,6 @@
 """Result signatures: a result file is bound to the harness that wrote it (ed25519).
 
-The harness signs every result file it writes (`toolkit.results.save_run`, the one place that
+The harness signs every result file it writes (`toolkit.results.model.save_run`, the one place that
 writes them) with a private key kept on the operator's machine, outside the results folder:
 `$ARI_HOME/keys/result-signing.ed25519` (a folder of mode 0700, a file of mode 0600, made on
 first use; every sandbox hides `$ARI_HOME`). What is signed is the canonical JSON of the whole
@@ -8,7 +8,7 @@ file less its `signature` field: identity, status and reason, score, families, b
 hashes, log heads, everything.
 
 Whose signatures count is the maintainers' decision, never the folder's: a signature holds only
-under a *pinned* key (`pinned_keys`): the toolkit's own list (`toolkit/pinned_keys.json`,
+under a *pinned* key (`pinned_keys`): the toolkit's own list (`toolkit/results/pinned_keys.json`,
 shipped with it, changed by `toolkit keys pin` and reviewed like code), the key lists named in
 `$ARI_TRUSTED_KEYS` (paths separated by `:`), those given to a command (`--keys FILE`), and
 this machine's own key when it has one (what its harness signed). A results folder's

@@ -24,8 +24,8 @@ from pydantic import (
     model_validator,
 )
 
-from toolkit import signing
-from toolkit.signing import Signature
+from toolkit.results import signing
+from toolkit.results.signing import Signature
 
 SCHEMA_VERSION = 1
 
@@ -389,7 +389,7 @@ class RunResult(_Model):
     signature: Signature | None = Field(
         default=None,
         description="The harness's ed25519 signature of this file less this field (see "
-        "toolkit/signing.py; the key is listed in the results folder's signing_keys.json); "
+        "toolkit/results/signing.py; the key is listed in the results folder's signing_keys.json); "
         "null only in files written before results were signed.",
     )
 
@@ -496,7 +496,7 @@ def save_run(result: RunResult, results_dir: Path) -> Path:
 
     Every writer of result files (a run, a recovered run, a campaign's driver) comes here: this
     is the one place that signs. A results folder without a key list gets one listing this
-    machine's key (`toolkit.signing.start_keyring`)."""
+    machine's key (`toolkit.results.signing.start_keyring`)."""
     path = results_dir / result.track / f"{result.run_id}.json"
     result.signature = None
     result.signature = signing.sign(json.loads(result.model_dump_json()))

@@ -8,7 +8,7 @@ validation; taking the tail (not random documents) keeps preparation a single st
 Sources (`--train-data PATH`): a `.txt` file (one document), a `.jsonl` file with a `text`
 field per line, a `.parquet` file with a `text` column (read a row group at a time), or a folder
 of any of those (found recursively, read in sorted path order, e.g. FineWeb parquet shards).
-`None` means the default corpus (`toolkit.corpus`). Large inputs are streamed: memory stays at
+`None` means the default corpus (`toolkit.text.corpus`). Large inputs are streamed: memory stays at
 one block or row group, never the whole corpus.
 
 Every run must get the same training text, so the preparation is pinned by hash: of the source
@@ -35,9 +35,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from toolkit import corpus
-from toolkit.results import TrainData
-from toolkit.tracks import TrainDataRecipe
+from toolkit.results.model import TrainData
+from toolkit.text import corpus
+from toolkit.tracks.model import TrainDataRecipe
 
 TRAIN_FILE = "train.bin"
 VAL_FILE = "val.bin"
