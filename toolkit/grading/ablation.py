@@ -51,17 +51,14 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
 
 from toolkit.grading.pack import BundleError, extract_bundle
+from toolkit.grading.phases import Outcome, Progress
+from toolkit.grading.report import Ablation, AblationCounts
 from toolkit.grading.session import WorkerFailure
 from toolkit.results.model import Score
-
-if TYPE_CHECKING:  # phases imports the report, which imports this module's models
-    from toolkit.grading.phases import Outcome, Progress
 
 SUSPECT_SHARE = 0.5
 """A bundle is a suspect when its ablated score is at least this share of its real score..."""
@@ -76,39 +73,6 @@ MAX_PICKLE_BYTES = 64 * 2**20  # a torch file's data.pkl larger than this is not
 NOTE_DONE = "ablated phase 1 completed"
 NOTE_FAILED = "the bundle failed on the ablated files (expected for a model): ablated score 0"
 NOTE_SKIPPED = "not run: phase 1 did not complete"
-
-
-class AblationCounts(BaseModel):
-    """What the ablation did to the bundle's files."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    python_kept: int = Field(default=0, description="Python source files (*.py) left as they are.")
-    tensor_files: int = Field(
-        default=0, description="Files of a known tensor format given same-shaped noise."
-    )
-    tensors: int = Field(default=0, description="Tensors (or torch storages) given noise.")
-    random_files: int = Field(
-        default=0, description="Other files (or tensor files that did not parse): random bytes."
-    )
-
-
-class Ablation(BaseModel):
-    """The weights ablation of one grading, as the grade report carries it."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    score: Score | None = Field(
-        default=None, description="Phase 1 score with the weights replaced by noise; None: not run."
-    )
-    model_free_suspect: bool | None = Field(
-        default=None,
-        description="The ablated score keeps most of the real one (see SUSPECT_SHARE and "
-        "SUSPECT_FLOOR_PERCENT); None: not run.",
-    )
-    note: str = Field(description="One fixed line: how the ablated pass went.")
-    counts: AblationCounts = Field(default_factory=AblationCounts, description="What was replaced.")
-    seconds: float = Field(default=0.0, description="Wall-clock seconds: ablating and phase 1.")
 
 
 def is_suspect(real: Score, ablated: Score) -> bool:

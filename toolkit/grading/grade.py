@@ -36,7 +36,7 @@ from toolkit.grading import publish, secret_log
 from toolkit.grading.pack import BundleError, PackedBundle, extract_bundle, pack_bundle
 from toolkit.grading.phases import Outcome, PhaseWorker, Progress, run_phase1, run_phase2
 from toolkit.grading.progress_bar import ProgressBar
-from toolkit.grading.report import GradeReport
+from toolkit.grading.report import Ablation, GradeReport
 from toolkit.grading.session import Category, Kind, WorkerFailure
 from toolkit.results.model import FamilyScore, Score
 from toolkit.tracks.model import GradingParams
@@ -398,7 +398,7 @@ def _record_secrets(out: Outcome, exam_sha: str, bundle_sha: str | None) -> None
         secret_log.record("problems", detail, exam=exam_sha, bundle=bundle_sha)
 
 
-def _ablate(job: _Job, out: Outcome, packed: PackedBundle | None) -> weights_ablation.Ablation:
+def _ablate(job: _Job, out: Outcome, packed: PackedBundle | None) -> Ablation:
     """The weights ablation: phase 1 in a fresh sandbox on the bundle with noise for weights."""
 
     def phase1(archive: Path, into: Outcome) -> None:

@@ -13,10 +13,43 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from toolkit.grading.ablation import Ablation
 from toolkit.results.model import FamilyScore, Score
 
 REPORT_VERSION = 1
+
+
+class AblationCounts(BaseModel):
+    """What the ablation did to the bundle's files."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    python_kept: int = Field(default=0, description="Python source files (*.py) left as they are.")
+    tensor_files: int = Field(
+        default=0, description="Files of a known tensor format given same-shaped noise."
+    )
+    tensors: int = Field(default=0, description="Tensors (or torch storages) given noise.")
+    random_files: int = Field(
+        default=0, description="Other files (or tensor files that did not parse): random bytes."
+    )
+
+
+class Ablation(BaseModel):
+    """The weights ablation of one grading, as the grade report carries it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    score: Score | None = Field(
+        default=None, description="Phase 1 score with the weights replaced by noise; None: not run."
+    )
+    model_free_suspect: bool | None = Field(
+        default=None,
+        description="The ablated score keeps most of the real one (see "
+        "`ablation.SUSPECT_SHARE` and "
+        "`SUSPECT_FLOOR_PERCENT`); None: not run.",
+    )
+    note: str = Field(description="One fixed line: how the ablated pass went.")
+    counts: AblationCounts = Field(default_factory=AblationCounts, description="What was replaced.")
+    seconds: float = Field(default=0.0, description="Wall-clock seconds: ablating and phase 1.")
 
 
 class Timings(BaseModel):

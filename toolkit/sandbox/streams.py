@@ -12,10 +12,21 @@ import os
 import select
 import selectors
 import time
-from typing import IO, TYPE_CHECKING
+from typing import IO, Protocol
 
-if TYPE_CHECKING:
-    from toolkit.sandbox.base import SandboxProcess
+
+class PipedProcess(Protocol):
+    """What `communicate` needs of a process: its three pipes and a way to kill its tree
+    (`toolkit.sandbox.base.SandboxProcess` is one; declared here so that this low module does
+    not import the sandbox's base, which imports it)."""
+
+    @property
+    def stdin(self) -> IO[bytes] | None: ...
+    @property
+    def stdout(self) -> IO[bytes] | None: ...
+    @property
+    def stderr(self) -> IO[bytes] | None: ...
+    def kill(self) -> None: ...
 
 
 class LineReader:
@@ -60,7 +71,7 @@ class LineReader:
 
 
 def communicate(
-    process: SandboxProcess, data: bytes | None, timeout: float | None, max_bytes: int
+    process: PipedProcess, data: bytes | None, timeout: float | None, max_bytes: int
 ) -> tuple[bytes, bytes, bool]:
     """Feed `data`, collect stdout/stderr until both close; kill the tree at `timeout`. Of each
     stream, the first `max_bytes` are kept; the rest is read and dropped (a flood must not
