@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 from export import import_bundle, quantize_state, write_bundle
-from model import GPT, ContextCache, ModelConfig
+from inference import ContextCache
+from model import GPT, ModelConfig
 
 
 @pytest.fixture(scope="module", params=[False, True], ids=["eager", "step-graphs"])

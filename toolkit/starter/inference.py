@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import torch
@@ -42,6 +43,58 @@ def dequantize(stored: dict[str, object]) -> dict[str, torch.Tensor]:
         else:
             state[name] = value.float()  # type: ignore[union-attr]
     return state
+
+
+class ContextCache:
+    """What `next_byte_logprobs` keeps between calls: the last call's contexts (one cache row
+    each, left-padded as in a batch) with their keys, values, the mask of their real columns
+    (as wide as the buffers) and last positions. Its caches are the model's (`model.LayerCache`,
+    or a `model.StepGraph`'s on a GPU)."""
+
+    ROOM = 64  # columns a cache grows by when a step would overflow it
+
+    def __init__(self) -> None:
+        self.clear()
+
+    def clear(self) -> None:
+        self.rows: dict[bytes, int] = {}
+        self.graph: Any = None  # model.StepGraph
+        """Where `layers` are a captured step's (on a GPU): stepped in place, rows never move."""
+        self.layers: list[Any] = []  # model.LayerCache
+        self.valid = torch.zeros(0, 0, dtype=torch.bool)
+        self.last = torch.zeros(0, dtype=torch.long)
+
+    def in_place(self, parents: list[int]) -> bool:
+        """Whether a step can leave every row where it is: each parent extended once, and a
+        free column in the caches."""
+        free = self.graph is not None and self.layers[0].length < self.graph.capacity
+        return free and len(set(parents)) == len(parents)
+
+    def detach(self) -> None:
+        """Take the graph's buffers over as plain ones (before rows move or the caches grow)."""
+        graph, self.graph = self.graph, None
+        if graph is None:
+            return
+        copies = [layer.copy() for layer in graph.caches]
+        self.layers, self.valid, self.last = copies, graph.valid.clone(), graph.last.clone()
+
+    def parents(self, rows: list[bytes]) -> list[int] | None:
+        """For each row, the cache row it extends by exactly one byte; None if any has none."""
+        found = [self.rows.get(r[:-1]) for r in rows]
+        return None if any(i is None for i in found) else [i for i in found if i is not None]
+
+    def keep(self, parents: list[int]) -> None:
+        """Reorder (and drop) cache rows to `parents`, with room for one more column."""
+        if parents != list(range(len(self.rows))):  # rows ended or moved: gather them
+            index = torch.tensor(parents, device=self.valid.device)
+            self.valid, self.last = self.valid[index], self.last[index]
+            for layer in self.layers:
+                layer.k, layer.v = layer.k[index], layer.v[index]
+        if self.layers and self.layers[0].length == self.layers[0].k.shape[2]:
+            for layer in self.layers:
+                layer.grow(self.ROOM)
+            room = self.valid.new_zeros(len(self.valid), self.ROOM)
+            self.valid = torch.cat([self.valid, room], dim=1)
 
 
 class BundleModel:
@@ -73,4 +126,4 @@ def load(bundle_dir: str, device: str = "cpu") -> BundleModel:
     gpt.eval()
     if device.startswith("cuda"):
         gpt = gpt.to(device=device, dtype=torch.bfloat16)  # fast path on a GPU
-    return BundleModel(gpt, device, model_mod.ContextCache())
+    return BundleModel(gpt, device, ContextCache())

@@ -28,6 +28,7 @@ import math
 import sys
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -412,7 +413,7 @@ class GPT(nn.Module):
 
     @torch.no_grad()
     def next_byte_logprobs(
-        self, contexts: list[bytes], chunk: int = 64, cache: ContextCache | None = None
+        self, contexts: list[bytes], chunk: int = 64, cache: Any = None
     ) -> Tensor:
         """(len(contexts), 256) log-probabilities of the byte that follows each context.
 
@@ -460,13 +461,13 @@ class GPT(nn.Module):
             out[mine] = logprobs[row_at, col_at].cpu()  # one transfer per chunk
         return out
 
-    def _cached_logprobs(self, rows: list[bytes], cache: ContextCache) -> Tensor:
+    def _cached_logprobs(self, rows: list[bytes], cache: Any) -> Tensor:
         """Log-probs after each of `rows` (distinct), stepping `cache` on by a byte if it can."""
         parents = cache.parents(rows)
         device = self.head.weight.device
         if parents is None:  # a whole pass, kept in a fresh cache
             ids, positions, valid = self._pad_left(rows)
-            capacity = ids.shape[1] + ContextCache.ROOM
+            capacity = ids.shape[1] + cache.ROOM
             cache.graph = self._step_graph("logprobs", len(rows), capacity)
             graph = cache.graph
             cache.layers = graph.caches if graph else self._new_caches(len(rows), capacity)
@@ -492,56 +493,6 @@ class GPT(nn.Module):
             logits, cache.last, cache.valid = self._step(ids, cache.last, cache.valid, cache.layers)
             cache.rows = {r: i for i, r in enumerate(rows)}
         return F.log_softmax(logits.float(), -1).cpu()
-
-
-class ContextCache:
-    """What `next_byte_logprobs` keeps between calls: the last call's contexts (one cache row
-    each, left-padded as in a batch) with their keys, values, the mask of their real columns
-    (as wide as the buffers) and last positions."""
-
-    ROOM = 64  # columns a cache grows by when a step would overflow it
-
-    def __init__(self) -> None:
-        self.clear()
-
-    def clear(self) -> None:
-        self.rows: dict[bytes, int] = {}
-        self.graph: StepGraph | None = None
-        """Where `layers` are a captured step's (on a GPU): stepped in place, rows never move."""
-        self.layers: list[LayerCache] = []
-        self.valid = torch.zeros(0, 0, dtype=torch.bool)
-        self.last = torch.zeros(0, dtype=torch.long)
-
-    def in_place(self, parents: list[int]) -> bool:
-        """Whether a step can leave every row where it is: each parent extended once, and a
-        free column in the caches."""
-        free = self.graph is not None and self.layers[0].length < self.graph.capacity
-        return free and len(set(parents)) == len(parents)
-
-    def detach(self) -> None:
-        """Take the graph's buffers over as plain ones (before rows move or the caches grow)."""
-        graph, self.graph = self.graph, None
-        if graph is None:
-            return
-        copies = [layer.copy() for layer in graph.caches]
-        self.layers, self.valid, self.last = copies, graph.valid.clone(), graph.last.clone()
-
-    def parents(self, rows: list[bytes]) -> list[int] | None:
-        """For each row, the cache row it extends by exactly one byte; None if any has none."""
-        found = [self.rows.get(r[:-1]) for r in rows]
-        return None if any(i is None for i in found) else [i for i in found if i is not None]
-
-    def keep(self, parents: list[int]) -> None:
-        """Reorder (and drop) cache rows to `parents`, with room for one more column."""
-        if parents != list(range(len(self.rows))):  # rows ended or moved: gather them
-            index = torch.tensor(parents, device=self.valid.device)
-            self.valid, self.last = self.valid[index], self.last[index]
-            for layer in self.layers:
-                layer.k, layer.v = layer.k[index], layer.v[index]
-        if self.layers and self.layers[0].length == self.layers[0].k.shape[2]:
-            for layer in self.layers:
-                layer.grow(self.ROOM)
-            self.valid = GPT._widen(self.valid, self.valid.shape[1] + self.ROOM)
 
 
 class StepGraph:
