@@ -22,10 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolkit.host.floor import FLOOR_WORDS, HostIsolation, docker_isolation, local_isolation
+from toolkit.host.floor import HostIsolation, docker_isolation, local_isolation
 from toolkit.paths import state_dir
 from toolkit.sandbox.local.cgroups import TOP, CgroupLayout
-from toolkit.tracks.model import Track
+from toolkit.tracks.model import FLOOR_WORDS, Track
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 NVIDIA_PROC = Path("/proc/driver/nvidia")

@@ -23,13 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-FLOOR_WORDS: dict[str, str] = {
-    "roles-isolated": "every role in its own PID and mount namespaces (or container)",
-    "no-network": "no network for runner and grader; the controller reaches only its relay",
-    "memory-per-tree": "a memory cap on each role's process tree (cgroup)",
-    "processes-per-tree": "a process and thread cap on each role's tree (pids cgroup)",
-    "gpu-pinned": "the runner and grader see exactly the run's GPU",
-}
+from toolkit.tracks.model import FLOOR_WORDS
+
 OFFICIAL_FLOOR = tuple(FLOOR_WORDS)
 
 

@@ -20,9 +20,17 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from toolkit.host.floor import FLOOR_WORDS
-
 T = TypeVar("T")
+
+# The words a track's isolation floor is written in, and what each means; a host is checked
+# against them by `toolkit.host.floor`.
+FLOOR_WORDS: dict[str, str] = {
+    "roles-isolated": "every role in its own PID and mount namespaces (or container)",
+    "no-network": "no network for runner and grader; the controller reaches only its relay",
+    "memory-per-tree": "a memory cap on each role's process tree (cgroup)",
+    "processes-per-tree": "a process and thread cap on each role's tree (pids cgroup)",
+    "gpu-pinned": "the runner and grader see exactly the run's GPU",
+}
 
 TRACKS_FILE = "tracks.json"
 FIXES_FILE = "protocol_fixes.json"
