@@ -29,7 +29,7 @@ sys.path.insert(0, str(REPO))  # the scripted provider lives with the tests
 
 from tests.agents.fake_provider import FakeProvider, Reply  # noqa: E402
 from toolkit.agents.provider_api import Credential  # noqa: E402
-from toolkit.agents.relay import ProviderRelay  # noqa: E402
+from toolkit.agents.relay.front import ProviderRelay  # noqa: E402
 
 BODY = json.dumps(
     {

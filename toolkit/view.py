@@ -33,7 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from toolkit.agents.relay import LOG_FILE as PROVIDER_LOG
+from toolkit.agents.relay.accounting import LOG_FILE as PROVIDER_LOG
 from toolkit.run import journal, recovery
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE, TRANSCRIPT_FILE
 from toolkit.run.history import HISTORY_FILE

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tests.agents.fake_provider import FakeProvider
 from toolkit.agents.provider_api import CREDENTIALS
-from toolkit.agents.relay import ProviderRelay
-from toolkit.agents.relay_budget import RelayLimits
+from toolkit.agents.relay.budget import RelayLimits
+from toolkit.agents.relay.front import ProviderRelay
 
 KEY = "sk-ari-policy-test-77aa"
 MODEL = "fake-model"

@@ -267,7 +267,7 @@ def test_usage_comes_from_the_provider_where_it_reported_any(tmp_path: Path) -> 
     agent.tally.event(STEP_FINISH)  # the scaffold says: 70 in, 15 out, 5 reasoning, 30 cached
     usage = agent.usage()
     assert (usage.source, usage.input_tokens, usage.model_calls) == ("scaffold", 70, None)
-    from toolkit.agents.relay import ProviderRelay
+    from toolkit.agents.relay.front import ProviderRelay
 
     agent.relay = ProviderRelay(
         kind="openai-compatible",

@@ -30,8 +30,8 @@ from tests.agents.relay_calls import (
 from toolkit.agents.opencode import OpencodeAgent
 from toolkit.agents.provider_api import PROBE_TEXT
 from toolkit.agents.providers import Provider
-from toolkit.agents.relay import ProviderRelay
-from toolkit.agents.relay_retry import RetryPolicy, retry_after_s
+from toolkit.agents.relay.front import ProviderRelay
+from toolkit.agents.relay.retry import RetryPolicy, retry_after_s
 from toolkit.run.orchestrate import execute_run
 
 QUICK = RetryPolicy(retries=3, base_s=0.05, max_wait_s=0.5, window_s=30.0, jitter=lambda: 0.5)

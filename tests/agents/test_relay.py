@@ -19,7 +19,7 @@ import pytest
 from tests.agents.fake_provider import TLS_DIR, FakeProvider, Reply, Request
 from toolkit.agents.provider_api import PROBE_TEXT, Credential
 from toolkit.agents.providers import load_providers
-from toolkit.agents.relay import ProviderRelay
+from toolkit.agents.relay.front import ProviderRelay
 
 KEY = "sk-ari-relay-test-5f1d2c3b4a"
 MODEL = "fake-model"

@@ -25,8 +25,8 @@ from tests.agents.relay_calls import (
 from toolkit.agents.opencode import OpencodeAgent
 from toolkit.agents.provider_api import PROBE_TEXT, Tokens
 from toolkit.agents.providers import Provider
-from toolkit.agents.relay import ProviderRelay
-from toolkit.agents.relay_budget import RelayLimits, Spend, limits_for
+from toolkit.agents.relay.budget import RelayLimits, Spend, limits_for
+from toolkit.agents.relay.front import ProviderRelay
 from toolkit.campaign.config import CampaignFile
 from toolkit.campaign.job import make_job
 from toolkit.campaign.plan import RunKey

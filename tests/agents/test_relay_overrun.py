@@ -12,6 +12,7 @@ weighs a call's input against what is left before passing it on (`relay_budget.p
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 
 from tests.agents.fake_provider import FakeProvider, Reply, Request
 from tests.agents.relay_calls import RelayFactory, body_for, relay_factory, send
-from toolkit.agents.relay_budget import RelayLimits
+from toolkit.agents.relay.budget import RelayLimits
 
 BUDGET = 5000
 CAP = 300  # the most output one call may ask for (the track's max_output_tokens)
@@ -84,6 +85,11 @@ def test_a_provider_billing_more_than_bytes_over_4_overruns_by_one_output_cap_at
             thread.start()
         for thread in threads:
             thread.join(timeout=120)
+        # A client has its answer before the relay settles that call (the last chunk goes out
+        # first): wait until no call is in flight before reading what the relay counted.
+        deadline = time.monotonic() + 30
+        while relay.spend.in_flight and time.monotonic() < deadline:
+            time.sleep(0.01)
         counted, cost = relay.spend.tokens, relay.spend.cost_usd
         relay.close()
     billed = _billed(p)

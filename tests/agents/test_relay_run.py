@@ -13,7 +13,7 @@ import pytest
 
 from tests.agents.conftest import AgentFactory, SpecFactory
 from tests.agents.fake_provider import FakeProvider, Reply, Request, bash
-from toolkit.agents.relay_budget import RelayLimits
+from toolkit.agents.relay.budget import RelayLimits
 from toolkit.run.orchestrate import execute_run
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from tests.agents.conftest import opencode_binary
 from tests.agents.fake_provider import FakeProvider, Reply, Request, bash, steps
 from tests.docker.conftest import SpecFactory
 from toolkit.agents.opencode import OpencodeAgent
-from toolkit.agents.relay_endpoint import RELAY_HOST
+from toolkit.agents.relay.endpoint import RELAY_HOST
 from toolkit.run.orchestrate import execute_run
 from toolkit.sandbox.docker import engine as docker_engine
 from toolkit.sandbox.docker.egress import UPSTREAM_ENV

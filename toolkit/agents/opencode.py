@@ -48,10 +48,10 @@ from typing import Any
 from toolkit.agents.base import Agent, AgentContext, AgentOutcome
 from toolkit.agents.opencode_events import EventTally
 from toolkit.agents.providers import NPM, Provider, ProviderError, override
-from toolkit.agents.relay import LOG_FILE as PROVIDER_LOG
-from toolkit.agents.relay import ProviderRelay
-from toolkit.agents.relay_budget import RelayLimits, price
-from toolkit.agents.relay_endpoint import LOCAL, RelayEndpoint, RelayPlacementError, relay_endpoint
+from toolkit.agents.relay.accounting import LOG_FILE as PROVIDER_LOG
+from toolkit.agents.relay.budget import RelayLimits, price
+from toolkit.agents.relay.endpoint import LOCAL, RelayEndpoint, RelayPlacementError, relay_endpoint
+from toolkit.agents.relay.front import ProviderRelay
 from toolkit.agents.scaffold import OPENCODE_VERSION, ScaffoldError, isolated_env, require
 from toolkit.results.model import Usage
 from toolkit.sandbox import Egress, Sandbox

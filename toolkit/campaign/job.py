@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from toolkit.agents import AGENTS, Agent
-from toolkit.agents.relay_budget import limits_for
+from toolkit.agents.relay.budget import limits_for
 from toolkit.campaign.config import CampaignError, CampaignFile, ModelEntry
 from toolkit.campaign.plan import RunKey
 from toolkit.results.model import RunStatus

@@ -19,7 +19,7 @@ from exam_builder.exam_file import ExamFileError
 from toolkit import state
 from toolkit.agents import AGENTS, AgentSetupError, get_agent
 from toolkit.agents.providers import cost_cap_check, cost_cap_note
-from toolkit.agents.relay_budget import limits_for
+from toolkit.agents.relay.budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.campaign.claims import Claims, holder
 from toolkit.campaign.plan import RunKey

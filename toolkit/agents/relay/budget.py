@@ -126,6 +126,12 @@ class Spend:
         self._in_flight = 0
         self._lock = threading.Condition()
 
+    @property
+    def in_flight(self) -> int:
+        """Calls admitted and not yet settled."""
+        with self._lock:
+            return self._in_flight
+
     def _over(self, in_flight: bool, prompt: int = 0, prompt_cost: float = 0.0) -> str | None:
         """Why the budget is spent by what was counted (and, `in_flight`, what the calls in
         flight may still add, and a new call's input); None while it is not."""

@@ -1,0 +1,250 @@
+"""Passing the provider's answer back to the controller: an error answer read whole (the key
+blanked), a good one passed on chunk by chunk as it comes (SSE, never buffered) while its usage
+is read on the way; then the call is counted, logged and settled against the budget.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+from http.server import BaseHTTPRequestHandler
+
+from toolkit.agents.provider_api import Tokens, UsageReader, is_failure
+from toolkit.agents.relay.accounting import _short
+from toolkit.agents.relay.budget import Reservation
+from toolkit.agents.relay.forward import MAX_ERROR_BODY
+from toolkit.agents.relay.policy import error_body
+from toolkit.agents.relay.verdict import RelayVerdict, _Spell
+
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
+
+DROPPED_BACK = frozenset({"set-cookie", "date", "server"}) | HOP_BY_HOP
+
+
+class RelayStreaming(RelayVerdict):
+    """The layer of `ProviderRelay` that answers the controller with what the provider said."""
+
+    _answered_once: bool
+
+    def _forward(
+        self,
+        handler: BaseHTTPRequestHandler,
+        path: str,
+        query: str,
+        body: bytes,
+        headers: dict[str, str],
+        notes: dict[str, list[str]],
+        arrived: float,
+        held: Reservation,
+    ) -> None:
+        entry: dict[str, object] = {"kind": "call", "method": "POST", "path": path}
+        entry.update(status=None, bytes_up=len(body), bytes_down=0, error=None, usage=None)
+        entry.update(notes)
+        started = time.monotonic()
+        sent = self._send_with_retries(path, query, body, headers, started)
+        if sent.retries:
+            entry["retries"] = sent.retries
+        if sent.answer is None:
+            error = sent.error or "unreachable"
+            self._done(entry, started, arrived, held, failure=error)
+            self._answer_error(handler, 502, f"the provider is unreachable ({error})")
+            return
+        conn, answer = sent.answer
+        entry["status"] = answer.status
+        if answer.status >= 300:
+            self._relay_error(handler, conn, answer, entry, started, arrived, held)
+            return
+        self._stream(handler, conn, answer, entry, started, arrived, held)
+
+    def _answer_error(self, handler: BaseHTTPRequestHandler, status: int, message: str) -> None:
+        data = error_body(self.kind, status, f"ari relay: {message}")
+        try:
+            handler.send_response(status)
+            handler.send_header("content-type", "application/json")
+            handler.send_header("content-length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            handler.wfile.flush()
+        except OSError:
+            handler.close_connection = True
+
+    def _head(self, handler: BaseHTTPRequestHandler, answer: http.client.HTTPResponse) -> None:
+        handler.send_response(answer.status, answer.reason)
+        for name, value in answer.getheaders():
+            if name.lower() not in DROPPED_BACK:
+                handler.send_header(name, value)
+
+    def _relay_error(
+        self,
+        handler: BaseHTTPRequestHandler,
+        conn: http.client.HTTPConnection,
+        answer: http.client.HTTPResponse,
+        entry: dict[str, object],
+        started: float,
+        arrived: float,
+        held: Reservation,
+    ) -> None:
+        """An error answer: small, read whole, passed on with the key (should the provider
+        quote it) blanked."""
+        try:
+            data = answer.read(MAX_ERROR_BODY)
+            complete = answer.isclosed() or answer.length == 0
+        except (OSError, http.client.HTTPException) as e:
+            data, complete = b"", False
+            entry["error"] = f"{type(e).__name__}: {_short(e)}"
+        entry["bytes_down"] = len(data)
+        entry["ttfb_s"] = round(time.monotonic() - started, 4)
+        self._release(conn, complete and not answer.will_close)
+        data = data.replace(self._key.encode(), b"[redacted]")
+        status = answer.status
+        failure = f"HTTP {status}" if is_failure(status) else None
+        retry = answer.getheader("retry-after")
+        if retry:
+            entry["retry_after"] = retry[:40]
+        self._done(entry, started, arrived, held, failure=failure)
+        try:
+            self._head(handler, answer)
+            handler.send_header("content-length", str(len(data)))
+            handler.end_headers()
+            handler.wfile.write(data)
+            handler.wfile.flush()
+        except OSError:
+            handler.close_connection = True
+
+    def _stream(
+        self,
+        handler: BaseHTTPRequestHandler,
+        conn: http.client.HTTPConnection,
+        answer: http.client.HTTPResponse,
+        entry: dict[str, object],
+        started: float,
+        arrived: float,
+        held: Reservation,
+    ) -> None:
+        """A good answer, passed on chunk by chunk as it comes (no buffering: SSE)."""
+        reader = UsageReader(answer.getheader("content-type") or "")
+        length = answer.getheader("content-length")
+        chunked = length is None
+        failure: str | None = None
+        client_gone = False
+        down = 0
+        try:
+            self._head(handler, answer)
+            if chunked:
+                handler.send_header("transfer-encoding", "chunked")
+            else:
+                handler.send_header("content-length", str(length))
+            handler.end_headers()
+            handler.wfile.flush()
+        except OSError:
+            client_gone = True
+        while not client_gone:
+            try:
+                data = answer.read1(65536)
+            except (OSError, http.client.HTTPException) as e:
+                failure = f"the answer broke off: {type(e).__name__}: {_short(e)}"
+                break
+            if not data:
+                break
+            if down == 0:
+                entry["ttfb_s"] = round(time.monotonic() - started, 4)
+                with self._lock:
+                    self._answered_once = True
+            down += len(data)
+            reader.feed(data)
+            try:
+                handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
+                handler.wfile.flush()
+            except OSError:
+                client_gone = True
+        if not client_gone and failure is None and chunked:
+            try:
+                handler.wfile.write(b"0\r\n\r\n")
+                handler.wfile.flush()
+            except OSError:
+                client_gone = True
+        complete = failure is None and not client_gone and answer.isclosed()
+        self._release(conn, complete and not answer.will_close)
+        if failure is not None or client_gone:
+            handler.close_connection = True
+        reader.finish()
+        entry["bytes_down"] = down
+        tokens = reader.tokens()
+        if tokens is not None:
+            entry["usage"] = tokens.as_dict()
+        if reader.error and failure is None:
+            failure = _short(reader.error)
+        if client_gone:
+            entry["error"] = "the controller closed the connection"
+        self._done(
+            entry,
+            started,
+            arrived,
+            held,
+            failure=failure,
+            tokens=tokens,
+            cost=reader.cost(),
+            cut_short=client_gone,
+        )
+
+    def _done(
+        self,
+        entry: dict[str, object],
+        started: float,
+        arrived: float,
+        held: Reservation,
+        *,
+        failure: str | None,
+        tokens: Tokens | None = None,
+        cost: float | None = None,
+        cut_short: bool = False,
+    ) -> None:
+        """Count and log one call; a failure starts or continues a spell, an answer ends it.
+        What the provider said it used goes to the budget."""
+        now = time.monotonic()
+        entry["duration_s"] = round(now - started, 4)
+        entry["relay_s"] = round(started - arrived, 4)
+        if failure is not None:
+            entry["error"] = entry.get("error") or failure
+        entry["outcome"] = "provider-failure" if failure else "answered"
+        retries = int(str(entry.get("retries", 0)))
+        with self._lock:
+            t = self.totals
+            t.calls += 1
+            t.retries += retries
+            t.retried_calls += 1 if retries else 0
+            t.bytes_up += int(str(entry["bytes_up"]))
+            t.bytes_down += int(str(entry["bytes_down"]))
+            if tokens is not None:
+                t.with_usage += 1
+                t.tokens.add(tokens)
+            if failure is None:
+                t.answered += 1
+                self._spell = None
+            else:
+                t.failed += 1
+                if self._spell is None:
+                    self._spell = _Spell(since=self.clock())
+                spell = self._spell
+                spell.failures += 1
+                spell.kinds[failure.split(":", 1)[0]] += 1
+                spell.last = failure
+        moved = int(str(entry["bytes_up"])) + int(str(entry["bytes_down"]))
+        answered = failure is None
+        spent = self.spend.settle(held, tokens, cost, answered, moved, cut_short)
+        self.record(entry)
+        if spent is not None:
+            self._announce(spent)
