@@ -43,7 +43,8 @@ from toolkit.agents.opencode import (  # noqa: E402
 from toolkit.agents.providers import Provider  # noqa: E402
 from toolkit.agents.scaffold import isolated_env, require  # noqa: E402
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set  # noqa: E402
-from toolkit.run.orchestrate import RunSpec, execute_run  # noqa: E402
+from toolkit.run.orchestrate import execute_run  # noqa: E402
+from toolkit.run.spec import RunSpec  # noqa: E402
 from toolkit.sandbox import Egress, create_sandbox  # noqa: E402
 from toolkit.tracks.model import get_track  # noqa: E402
 

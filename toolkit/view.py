@@ -69,7 +69,7 @@ class SiteBuilder:
 
     def _stamp(self) -> frozenset[tuple[str, int, int, int]]:
         """Name, time, size and inode of every result file: a result written atomically gets a
-        new inode even where its time was set back (`orchestrate._clamp_mtimes`)."""
+        new inode even where its time was set back (`toolkit.run.outcome._backdate`)."""
         files = [*self.results.glob("*.json"), *self.results.glob("*/*.json")]
         seen = set()
         for f in files:

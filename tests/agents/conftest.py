@@ -18,7 +18,7 @@ from toolkit.agents.opencode import OpencodeAgent, _ripgrep
 from toolkit.agents.providers import get_provider
 from toolkit.agents.scaffold import ScaffoldError, require
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
-from toolkit.run.orchestrate import RunSpec
+from toolkit.run.spec import RunSpec
 from toolkit.tracks.model import Track, get_track
 
 REPO = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from toolkit.agents import Agent
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.images import current, pin
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
-from toolkit.run.orchestrate import RunSpec
+from toolkit.run.spec import RunSpec
 from toolkit.sandbox.docker import engine as docker_engine
 from toolkit.sandbox.docker.egress import UPSTREAM_ENV, internal_network
 from toolkit.tracks.model import Track, get_track

@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.run.conftest import ShellAgent
 from toolkit.agents import Agent
 from toolkit.run.inputs import prepare_data, public_set
-from toolkit.run.orchestrate import RunSpec
+from toolkit.run.spec import RunSpec
 from toolkit.tracks.model import get_track
 
 REPO = Path(__file__).resolve().parents[2]

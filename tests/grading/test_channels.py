@@ -95,7 +95,7 @@ ABLATION_SPLITTER = ORACLE.replace(
 
 
 def published(report: GradeReport) -> str:
-    """What a run copies from a grading into its result (`orchestrate._grade_and_publish`)."""
+    """What a run copies from a grading into its result (`run.final_grading`)."""
     fields = {
         "ok": report.ok,
         "reason": report.reason if not report.ok else None,

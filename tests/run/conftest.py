@@ -20,7 +20,7 @@ import pytest
 from exam_builder.exam_file import load_exam
 from toolkit.agents import Agent, AgentContext, AgentOutcome
 from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
-from toolkit.run.orchestrate import RunSpec
+from toolkit.run.spec import RunSpec
 from toolkit.run.workspace import STARTER_DIR, TASK_FILE
 from toolkit.tracks.model import Track, get_track
 

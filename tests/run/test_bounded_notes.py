@@ -6,7 +6,8 @@ sent it: a megabyte of it must not become a megabyte in the result (or in every 
 from __future__ import annotations
 
 from tests.run.conftest import ShellAgent, SpecFactory
-from toolkit.run.orchestrate import LOG_LINE_CHARS, STATUS_REASON_CHARS, bounded, execute_run
+from toolkit.run.agent_log import LOG_LINE_CHARS, STATUS_REASON_CHARS, bounded
+from toolkit.run.orchestrate import execute_run
 
 QUOTED = "provider said: " + "A" * 1_000_000 + " (the end)"
 

@@ -46,9 +46,10 @@ from toolkit.paths import state_dir
 from toolkit.results.model import RunResult, write_json_atomic
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.run.interrupt import Interrupted
-from toolkit.run.orchestrate import RunSpec, execute_run, new_run_id
+from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import process_start
 from toolkit.run.roles import detect_device
+from toolkit.run.spec import RunSpec, new_run_id
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import SandboxError
 from toolkit.sandbox.cores import pin_from_env

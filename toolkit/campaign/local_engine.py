@@ -28,7 +28,7 @@ from toolkit.campaign.engine import Finished, Running, now
 from toolkit.campaign.job import Job, Report, host_name
 from toolkit.results.model import load_run
 from toolkit.run import recovery
-from toolkit.run.orchestrate import new_run_id
+from toolkit.run.spec import new_run_id
 from toolkit.sandbox.cores import CORES_ENV, slot_cores
 
 STOP_GRACE_S = 60.0  # a stopped run tears down and writes its invalid result in this time

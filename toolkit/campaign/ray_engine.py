@@ -36,7 +36,7 @@ from toolkit.campaign.job import Job
 from toolkit.campaign.local_engine import Command, child_command, outcome_of
 from toolkit.paths import state_dir
 from toolkit.results.model import ResultsError
-from toolkit.run.orchestrate import new_run_id
+from toolkit.run.spec import new_run_id
 
 TASK_RETRIES = 3  # Ray's own retries of a task whose worker or node died
 LOG_TAIL = 2000

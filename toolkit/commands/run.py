@@ -46,9 +46,10 @@ from toolkit.results.signing import (
 )
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.run.interrupt import Interrupted
-from toolkit.run.orchestrate import RunSpec, execute_run
+from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.roles import default_gpu, detect_device
+from toolkit.run.spec import RunSpec
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
 from toolkit.text.data import WARN_NOT_TEXT_SHARE, DataError, check_source, load_prepared
