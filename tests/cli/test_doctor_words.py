@@ -53,7 +53,7 @@ def test_an_absent_docker_engine_is_said_once(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_the_torch_fix_points_at_a_page_that_exists() -> None:
-    text = (REPO / "toolkit" / "doctor.py").read_text(encoding="utf-8")
+    text = (REPO / "toolkit" / "host" / "doctor.py").read_text(encoding="utf-8")
     assert "GPU install" not in text
     assert (REPO / "site" / "docs" / "operators" / "gpu.md").is_file()
     assert "A GPU box" in (REPO / "site" / "docs" / "operators" / "gpu.md").read_text()
