@@ -15,7 +15,7 @@ import os
 import socket
 from pathlib import Path
 
-from toolkit.campaign.plan import RunKey
+from toolkit.campaign.plan import TO_RUN, KeyPlan, RunKey
 
 STATE_DIR = ".campaign"  # inside the results folder; hidden from the site's `*/*.json` glob
 
@@ -88,3 +88,23 @@ def holder(results_dir: Path, key: RunKey) -> str | None:
         return None
     finally:
         os.close(fd)
+
+
+def shown_state(results_dir: Path, plan: KeyPlan) -> str:
+    """The key's state, or `running` while a campaign holds its claim (in flight, or queued
+    for another try)."""
+    if plan.state in TO_RUN and holder(results_dir, plan.key) is not None:
+        return "running"
+    return plan.state
+
+
+def plan_record(plan: KeyPlan, results_dir: Path) -> dict[str, object]:
+    return {
+        "track": plan.key.track,
+        "model": plan.key.model,
+        "effort": plan.key.effort,
+        "seed": plan.key.seed,
+        "state": shown_state(results_dir, plan),
+        "invalid": plan.invalid_count,
+        "results": [{"path": str(p), "status": r.status} for p, r in plan.results],
+    }

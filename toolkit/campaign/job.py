@@ -19,11 +19,11 @@ from toolkit.agents.relay.budget import limits_for
 from toolkit.campaign.config import CampaignError, CampaignFile, ModelEntry
 from toolkit.campaign.plan import RunKey
 from toolkit.results.model import RunStatus
+from toolkit.run.spec import env_secrets, scaled_budget
 from toolkit.text.data import load_prepared
 from toolkit.tracks.model import Track
 
 # Environment variables whose values must never reach an agent's workspace (as `toolkit run`).
-SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
 
 
 class _Model(BaseModel):
@@ -75,19 +75,11 @@ class Report(_Model):
     gpu: str | None = None
 
 
-def budget_override(track: Track, budget_s: float | None) -> tuple[float | None, ...]:
-    """(budget, per-call, reserved) for a demo budget override, scaled as `toolkit run` does."""
-    if budget_s is None:
-        return (None, None, None)
-    scale = budget_s / track.budget_s
-    return (budget_s, min(budget_s, track.per_call_limit_s * scale), track.reserved_s * scale)
-
-
 def make_job(
     campaign: CampaignFile, track: Track, key: RunKey, *, attempt: int, results_dir: Path
 ) -> Job:
     entry: ModelEntry = next(m for m in campaign.models if m.name == key.model)
-    budget, per_call, reserved = budget_override(track, campaign.budget_s)
+    budget, per_call, reserved = scaled_budget(track, campaign.budget_s)
     return Job(
         track=track,
         model=key.model,
@@ -148,7 +140,7 @@ def build_agent(job: Job) -> Agent:
 
 def secret_values(job: Job) -> list[str]:
     """Values that must never reach the agent's workspace: keys in the environment."""
-    found = [v for k, v in os.environ.items() if k.endswith(SECRET_ENV_SUFFIXES) and v]
+    found = env_secrets()
     if job.key_env and os.environ.get(job.key_env):
         found.append(os.environ[job.key_env])
     return found

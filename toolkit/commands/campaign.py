@@ -16,17 +16,17 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from toolkit.campaign.claims import holder
+from toolkit.campaign.claims import plan_record, shown_state
 from toolkit.campaign.config import CampaignError
 from toolkit.campaign.driver import Campaign, Driver, Progress
 from toolkit.campaign.engine import Engine
-from toolkit.campaign.plan import TO_RUN, KeyPlan
+from toolkit.campaign.plan import KeyPlan
 from toolkit.campaign.view import LiveView, PlainView, summary
 from toolkit.commands.console import make_console
 from toolkit.commands.leaderboard import leaderboard_command
 from toolkit.results.model import ResultsError
 from toolkit.results.signing import SigningError, local_key
-from toolkit.run.interrupt import Interrupted
+from toolkit.run.interrupt import raise_interrupted
 from toolkit.run.recovery import recover_runs
 from toolkit.tracks.model import RegistryError
 from toolkit.tracks.registry import carry_track
@@ -98,7 +98,7 @@ def plan_command(file: Path, fmt: str, budget: float | None) -> None:
     campaign = _open(file, budget)
     plans = sorted(_plan(campaign), key=lambda p: p.key.sort_key())
     if fmt == "json":
-        click.echo(json.dumps([_plan_record(p, campaign.results_dir) for p in plans], indent=2))
+        click.echo(json.dumps([plan_record(p, campaign.results_dir) for p in plans], indent=2))
         return
     console = make_console()
     table = Table(
@@ -119,7 +119,7 @@ def plan_command(file: Path, fmt: str, budget: float | None) -> None:
         counts: dict[str, int] = {}
         for _, result in plan.results:
             counts[result.status] = counts.get(result.status, 0) + 1
-        state = _shown_state(campaign.results_dir, plan)
+        state = shown_state(campaign.results_dir, plan)
         colour = colours.get(state, "")
         table.add_row(
             plan.key.model,
@@ -129,33 +129,9 @@ def plan_command(file: Path, fmt: str, budget: float | None) -> None:
             ", ".join(f"{n} {s}" for s, n in sorted(counts.items())) or "—",
             plan.results[-1][0].name if plan.results else "",
         )
-    states = [_shown_state(campaign.results_dir, p) for p in plans]
+    states = [shown_state(campaign.results_dir, p) for p in plans]
     table.caption = ", ".join(f"{states.count(s)} {s}" for s in dict.fromkeys(states))
     console.print(table)
-
-
-def _shown_state(results_dir: Path, plan: KeyPlan) -> str:
-    """The key's state, or `running` while a campaign holds its claim (in flight, or queued
-    for another try)."""
-    if plan.state in TO_RUN and holder(results_dir, plan.key) is not None:
-        return "running"
-    return plan.state
-
-
-def _plan_record(plan: KeyPlan, results_dir: Path) -> dict[str, object]:
-    return {
-        "track": plan.key.track,
-        "model": plan.key.model,
-        "effort": plan.key.effort,
-        "seed": plan.key.seed,
-        "state": _shown_state(results_dir, plan),
-        "invalid": plan.invalid_count,
-        "results": [{"path": str(p), "status": r.status} for p, r in plan.results],
-    }
-
-
-def _terminate(signum: int, _frame: object) -> None:
-    raise Interrupted(signal.Signals(signum).name, 128 + signum)
 
 
 @campaign_group.command("run")
@@ -240,7 +216,7 @@ def run_command(
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
     prepared: Path | None = None
     runner: Engine
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, raise_interrupted)
     try:
         if engine == "local":
             the_slots = setup.local_slots(gpus, slots)

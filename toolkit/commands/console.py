@@ -8,7 +8,10 @@ natural width. `FORCE_COLOR` / `TTY_COMPATIBLE` (rich's own switches) still forc
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 # Width of "unlimited" for a stream that is not a terminal: wide enough for any line we print.
 PLAIN_WIDTH = 10_000
@@ -28,3 +31,28 @@ def make_console(*, stderr: bool = False) -> Console:
         emoji=False,
         markup=True,  # markup is still parsed (and dropped), so no '[bold]' leaks out
     )
+
+
+def run_progress(
+    console: Console, total_s: float, quiet: bool
+) -> tuple[Progress, Callable[[str], None], Callable[[float, float], None]]:
+    """A run's progress bar over its budget, with what a run calls: `echo` (a line of the
+    agent's console, above the bar; nothing when `quiet`) and `tick` (the clock moved)."""
+    progress = Progress(
+        TextColumn("[bold]run[/bold]"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f}s"),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
+    task = progress.add_task("run", total=total_s)
+
+    def echo(line: str) -> None:
+        if not quiet:
+            progress.console.print(line, markup=False, highlight=False)
+
+    def tick(elapsed: float, total: float) -> None:
+        progress.update(task, completed=min(elapsed, total))
+
+    return progress, echo, tick

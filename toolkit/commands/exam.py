@@ -23,115 +23,17 @@ from rich.progress import (
     TextColumn,
     TimeElapsedColumn,
 )
-from rich.table import Table
 
 from exam_builder.bank import BankError
 from exam_builder.build import BuildError, build_exam, prepare_exam
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
-from exam_builder.quality import GENERIC_LIMIT, FamilyQuality
 from toolkit.commands.console import make_console
+from toolkit.commands.exam_tables import generic_table, pct, quality_table
 from toolkit.text.corpus import CorpusError, default_corpus
 
 SHORT_HASH = 8
 """Hex digits of a published short hash (and the fewest `verify-exam` accepts)."""
-
-
-def _pct(value: float | None) -> str:
-    return "—" if value is None else f"{value:.1f}"
-
-
-def quality_table(manifest: Manifest) -> Table:
-    """The per-family quality report as a rich table."""
-    report = manifest.quality
-    table = Table(
-        title="Quality report (percent exact)", title_justify="left", caption_justify="left"
-    )
-    columns: tuple[str, ...] = ("family", "questions", "reference", "baseline", "copy")
-    columns += ("public engine", "generic", "chance", "pool")
-    for name in (*columns, "longest prompt"):
-        family = name == "family"  # never wrapped: the narrow terminal squeezes the numbers
-        table.add_column(name, justify="left" if family else "right", no_wrap=family)
-
-    def add(name: str, fq: FamilyQuality) -> None:
-        table.add_row(
-            name,
-            str(fq.questions),
-            _pct(fq.reference),
-            _pct(fq.baseline),
-            _pct(fq.copy_),
-            _pct(fq.public_engine),
-            _pct(fq.generic_any),
-            _pct(fq.chance),
-            _pct(fq.pool),
-            f"{fq.max_prompt_bytes} B",
-        )
-
-    for name, fq in report.families.items():
-        add(name, fq)
-    table.add_section()
-    add("all", report.total)
-    table.caption = (
-        f"Solvers see each prompt's last {report.context_bytes} bytes. reference: the family's "
-        "own solver (must be 100); baseline: "
-        + (report.baseline.kind + " of English text" if report.baseline else "not run")
-        + " (must be <= 5); copy: longest earlier match continued; public engine: the "
-        "built-in solvers with default parameters ("
-        + ("public bank: not gated" if report.public_bank else "must be <= 5")
-        + "); generic: some generic solver (the best per question; table below); chance: "
-        "the blind guesser's floor, its best strategy picking among the prompt's values of the "
-        "answer's shape ("
-        + (
-            "public bank: not gated"
-            if report.public_bank or report.chance_limit is None
-            else f"must be <= {report.chance_limit:g}"
-        )
-        + "; the exam's floor is the 'all' row); pool: "
-        + (
-            "no private pool was run (the bank's solvers/ folder, or --pool DIR)."
-            if not report.pool_solvers
-            else f"the best of {report.pool_solvers} private pool solvers ("
-            + ("public bank: not gated" if report.public_bank else f"must be <= {GENERIC_LIMIT:g}")
-            + ")."
-        )
-    )
-    return table
-
-
-def generic_table(manifest: Manifest) -> Table | None:
-    """Generic solver x family (percent exact), the table the generic gate reads; None when
-    the manifest predates the generic solvers."""
-    report = manifest.quality
-    if not report.generic_solvers:
-        return None
-    table = Table(
-        title="Generic model-free solvers (percent exact)",
-        title_justify="left",
-        caption_justify="left",
-    )
-    table.add_column("solver", no_wrap=True)
-    for name in report.families:
-        table.add_column(name, justify="right")
-    table.add_column("structure it reads")
-    for solver, structure in report.generic_solvers.items():
-        cells = []
-        for fq in report.families.values():
-            pct = fq.generic.get(solver)
-            text = _pct(pct)
-            cells.append(
-                f"[bold]{text}[/bold]" if pct is not None and pct > GENERIC_LIMIT else text
-            )
-        table.add_row(solver, *cells, structure)
-    table.caption = (
-        "Each solver reads the prompt's structure, not its wording, and guesses without the "
-        "answer's length (right when its guess starts with the answer). "
-        + (
-            "Public bank: not gated."
-            if report.public_bank
-            else f"Each must be <= {GENERIC_LIMIT:g} per family (bold: above)."
-        )
-    )
-    return table
 
 
 def _english_text(train_data: Path | None) -> bytes:
@@ -172,7 +74,7 @@ def _summary(console: Console, manifest: Manifest) -> None:
     console.print(
         f"bank {manifest.bank_id} (sha256 {manifest.bank_sha256[:SHORT_HASH]}), "
         f"builder {manifest.builder_version}, {manifest.questions} questions, "
-        f"chance floor {_pct(manifest.quality.chance_floor)}%"
+        f"chance floor {pct(manifest.quality.chance_floor)}%"
     )
 
 

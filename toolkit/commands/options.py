@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 
 import click
 
+from toolkit.agents.scripted import BASELINE_MODEL
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -159,3 +161,29 @@ def device_option(help: str) -> Callable[[F], F]:
         help=f"{help} auto: cuda when this host's torch can use a GPU, else cpu; cuda:N pins "
         "GPU N.",
     )
+
+
+def refuse_stray_results(results_dir: Path) -> None:
+    """`--results` left out (and no ARI_RESULTS_DIR) where ./results does not exist: a run
+    would silently make a results folder in whatever folder the operator stands in."""
+    source = click.get_current_context().get_parameter_source("results_dir")
+    if source == click.core.ParameterSource.DEFAULT and not results_dir.is_dir():
+        raise Refused(
+            f"no results folder here ({Path.cwd() / results_dir} does not exist): pass "
+            "--results DIR (a scratch folder for a try-out: --results /tmp/ari-results), or "
+            "run from the checkout"
+        )
+
+
+def model_for(agent: str, model: str | None) -> str:
+    """The row's model name: the scripted agent's is fixed (it uses no model)."""
+    if agent == "scripted":
+        if model not in (None, BASELINE_MODEL):
+            raise click.UsageError(
+                f"--agent scripted uses no model, so its runs are recorded as "
+                f"'{BASELINE_MODEL}': leave --model out (got '{model}')"
+            )
+        return BASELINE_MODEL
+    if not model:
+        raise click.UsageError(f"--agent {agent} needs --model (the model under test)")
+    return model

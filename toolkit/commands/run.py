@@ -6,14 +6,10 @@ Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result:
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from exam_builder.exam_file import ExamFileError
 from toolkit import state
@@ -23,7 +19,7 @@ from toolkit.agents.relay.budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.campaign.claims import Claims, holder
 from toolkit.campaign.plan import RunKey
-from toolkit.commands.console import make_console
+from toolkit.commands.console import make_console, run_progress
 from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
@@ -31,128 +27,28 @@ from toolkit.commands.options import (
     cpus_option,
     device_option,
     find_registry,
+    model_for,
     refuse_device,
+    refuse_stray_results,
     registry_option,
     results_dir_option,
 )
-from toolkit.results.model import RunResult
 from toolkit.results.signing import (
     SigningError,
-    check,
-    keyring_path,
-    load_keyring,
     local_key,
-    trusted_keyring,
 )
-from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
-from toolkit.run.interrupt import Interrupted
+from toolkit.results.summary import note_untrusted_key, print_result, warn_if_in_worktree
+from toolkit.run.inputs import InputError, prepare_inputs
+from toolkit.run.interrupt import raise_interrupted
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.roles import default_gpu, detect_device
-from toolkit.run.spec import RunSpec
+from toolkit.run.spec import RunSpec, env_secrets, scaled_budget
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
-from toolkit.text.data import WARN_NOT_TEXT_SHARE, DataError, check_source, load_prepared
-from toolkit.tracks.model import RegistryError, Track, get_track
+from toolkit.text.data import DataError, check_source
+from toolkit.tracks.model import RegistryError, get_track
 from toolkit.tracks.registry import carry_track
-
-# Environment variables whose values must never reach the agent's workspace (checked there).
-SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
-
-
-def _secrets() -> list[str]:
-    return [v for k, v in os.environ.items() if k.endswith(SECRET_ENV_SUFFIXES) and v]
-
-
-def _terminate(signum: int, _frame: object) -> None:
-    raise Interrupted(signal.Signals(signum).name, 128 + signum)
-
-
-def print_result(result: RunResult, path: Path, console: Console) -> None:
-    colour = {"valid": "green", "failed": "yellow", "invalid": "red"}[result.status]
-    s = result.score
-    console.print(
-        f"[bold {colour}]{result.status}[/bold {colour}] · score {s.percent:.1f}% "
-        f"({s.passed}/{s.total}) · bpb "
-        f"{'—' if result.bits_per_byte is None else f'{result.bits_per_byte:.4f}'}"
-    )
-    if result.status_reason:
-        console.print(f"reason: {result.status_reason}")
-    if result.weights_ablation is not None:
-        a = result.weights_ablation
-        suspect = " · model-free suspect" if result.model_free_suspect else ""
-        console.print(f"weights ablation: {a.passed}/{a.total}{suspect}")
-    promoted = result.promoted.id if result.promoted else "none"
-    public = result.best_public_score
-    console.print(
-        f"candidates {len(result.candidates)} · promoted {promoted} · best public "
-        f"{'—' if public is None else f'{public:.1f}%'} · used {result.timings.used_s:.0f}s of "
-        f"{result.timings.budget_s:.0f}s"
-    )
-    console.print(f"result: {path.resolve()}")
-
-
-def git_worktree_of(path: Path) -> Path | None:
-    """The git working tree that `path` lies in (its top folder), or None."""
-    for folder in [path.resolve(), *path.resolve().parents]:
-        if (folder / ".git").exists():
-            return folder
-    return None
-
-
-def _git_ignored(tree: Path, path: Path) -> bool:
-    """Whether git ignores `path` in `tree` (False when git cannot tell: then we warn)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(tree), "check-ignore", "-q", str(path)],
-            capture_output=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return done.returncode == 0
-
-
-def warn_if_in_worktree(results_dir: Path, track: Track, console: Console) -> None:
-    """A run written into a git working tree (the repository's committed results/, say) is one
-    `git add` away from being published: say so, loudly, with where it went. A folder git
-    ignores (`make demo` writes under .ari/) is not."""
-    tree = git_worktree_of(results_dir)
-    where = (results_dir / track.id).resolve()
-    if tree is None or _git_ignored(tree, where):
-        return
-    kind = "demo-track " if track.demo else ""
-    console.print(
-        f"[bold yellow]note:[/bold yellow] this {kind}run is written into the git working tree "
-        f"{tree}, at {where}: commit it only to publish it; for a try-out pass a scratch folder "
-        "(--results /tmp/ari-results)"
-    )
-
-
-def _refuse_stray_results(results_dir: Path) -> None:
-    """`--results` left out (and no ARI_RESULTS_DIR) where ./results does not exist: a run
-    would silently make a results folder in whatever folder the operator stands in."""
-    source = click.get_current_context().get_parameter_source("results_dir")
-    if source == click.core.ParameterSource.DEFAULT and not results_dir.is_dir():
-        raise Refused(
-            f"no results folder here ({Path.cwd() / results_dir} does not exist): pass "
-            "--results DIR (a scratch folder for a try-out: --results /tmp/ari-results), or "
-            "run from the checkout"
-        )
-
-
-def _model_for(agent: str, model: str | None) -> str:
-    """The row's model name: the scripted agent's is fixed (it uses no model)."""
-    if agent == "scripted":
-        if model not in (None, BASELINE_MODEL):
-            raise click.UsageError(
-                f"--agent scripted uses no model, so its runs are recorded as "
-                f"'{BASELINE_MODEL}': leave --model out (got '{model}')"
-            )
-        return BASELINE_MODEL
-    if not model:
-        raise click.UsageError(f"--agent {agent} needs --model (the model under test)")
-    return model
 
 
 @click.command("run")
@@ -275,8 +171,8 @@ def run_command(
     """
     console = make_console(stderr=True)
     refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
-    _refuse_stray_results(results_dir)
-    model = _model_for(agent, model)
+    refuse_stray_results(results_dir)
+    model = model_for(agent, model)
     try:
         local_key()  # the result will be signed: a key that cannot sign stops the run now
     except SigningError as exc:
@@ -286,16 +182,12 @@ def run_command(
         the_track = get_track(registry_dir, track)
     except RegistryError as exc:
         raise click.UsageError(str(exc)) from exc
-    budget_s = per_call = reserved = None
-    if budget is not None:
-        if not the_track.demo:
-            raise click.UsageError(
-                f"--budget is for trying things out: track '{track}' is official and its "
-                "budget is part of what it freezes"
-            )
-        scale = budget / the_track.budget_s
-        budget_s, per_call = budget, min(budget, the_track.per_call_limit_s * scale)
-        reserved = the_track.reserved_s * scale
+    if budget is not None and not the_track.demo:
+        raise click.UsageError(
+            f"--budget is for trying things out: track '{track}' is official and its "
+            "budget is part of what it freezes"
+        )
+    budget_s, per_call, reserved = scaled_budget(the_track, budget)
     try:
         the_agent = get_agent(
             agent,
@@ -351,36 +243,13 @@ def run_command(
         raise click.UsageError("--images pins Docker images: use it with --backend docker")
     for path in recover_runs():
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
-    data_dir: Path | None = None
+    data_dir = state.new_data_dir()
     try:
-        exam_path = resolve_exam(the_track, exam)
-        public = public_set()
-        check_public_set(the_track, public)
-        data_dir = state.new_data_dir()
-        console.print("preparing the training data...")
-        prepare_data(train_data, data_dir)
-        data = load_prepared(data_dir)
-        console.print(
-            f"training data: {data.train_bytes:,} bytes (sha256 {data.train_sha256[:12]}...), "
-            f"validation {data.val_bytes:,} bytes (sha256 {data.val_sha256[:12]}...)"
-        )
-        if data.not_text_share > WARN_NOT_TEXT_SHARE:
-            console.print(
-                f"[bold yellow]warning:[/bold yellow] {100 * data.not_text_share:.1f}% of the "
-                "training bytes are not text (invalid UTF-8 or control characters); recorded "
-                "with the run"
-            )
-        mismatch = the_track.train_data_mismatch(data.train_sha256, data.val_sha256)
-        if mismatch:
-            raise InputError(
-                f"{train_data or 'the default corpus'}: not the training data of track "
-                f"'{the_track.id}' ({mismatch}); pass the track's training text with --train-data"
-            )
+        exam_path, public = prepare_inputs(the_track, exam, train_data, data_dir, console.print)
     except (InputError, ExamFileError, DataError) as exc:
-        if data_dir is not None:
-            state.remove_tree(data_dir)  # nothing of a failed start stays in $ARI_HOME
+        state.remove_tree(data_dir)  # nothing of a failed start stays in $ARI_HOME
         raise click.UsageError(str(exc)) from exc
-    warn_if_in_worktree(results_dir, the_track, console)
+    warn_if_in_worktree(results_dir, the_track.id, the_track.demo, console)
     resolved_device = detect_device() if device == "auto" else device
     spec = RunSpec(
         track=the_track,
@@ -400,28 +269,13 @@ def run_command(
         budget_s=budget_s,
         per_call_limit_s=per_call,
         reserved_s=reserved,
-        secrets=_secrets(),
+        secrets=env_secrets(),
         image_digests=image_digests,
     )
-    progress = Progress(
-        TextColumn("[bold]run[/bold]"),
-        BarColumn(),
-        TextColumn("{task.completed:.0f}/{task.total:.0f}s"),
-        TimeRemainingColumn(),
-        console=console,
-        transient=True,
-    )
-    task = progress.add_task("run", total=spec.budget[0])
-
-    def echo(line: str) -> None:
-        if not quiet:
-            progress.console.print(line, markup=False, highlight=False)
-
-    def tick(elapsed: float, total: float) -> None:
-        progress.update(task, completed=min(elapsed, total))
+    progress, echo, tick = run_progress(console, spec.budget[0], quiet)
 
     # SIGTERM ends the run like Ctrl-C: everything is stopped and the run recorded as invalid.
-    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGTERM, raise_interrupted)
     try:
         with progress:
             result = execute_run(spec, echo=echo, tick=tick)
@@ -433,22 +287,7 @@ def run_command(
     state.discard_run(result.run_id)
     path = results_dir / result.track / f"{result.run_id}.json"
     print_result(result, path, make_console())
-    _note_untrusted_key(path, results_dir, console)
-    warn_if_in_worktree(results_dir, the_track, console)
+    note_untrusted_key(path, results_dir, console)
+    warn_if_in_worktree(results_dir, the_track.id, the_track.demo, console)
     if result.status == "invalid":
         raise SystemExit(1)
-
-
-def _note_untrusted_key(path: Path, results_dir: Path, console: Console) -> None:
-    """The run is signed; say so when no pinned key accepts the signature."""
-    try:
-        folder = load_keyring(keyring_path(results_dir))
-        verdict = check(path.read_bytes(), trusted_keyring(()), folder)
-    except (OSError, SigningError) as exc:
-        console.print(f"[bold yellow]note:[/bold yellow] cannot check the signature: {exc}")
-        return
-    if not verdict.verified:
-        console.print(
-            f"[bold yellow]note:[/bold yellow] {verdict.reason}: readers of {results_dir} will "
-            "see this run as unverified unless they pin this machine's key (toolkit keys pin)"
-        )

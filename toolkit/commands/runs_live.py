@@ -21,10 +21,10 @@ import click
 from rich.table import Table
 
 from toolkit.commands.console import make_console
-from toolkit.commands.run import print_result
 from toolkit.commands.runs import runs_group
 from toolkit.paths import state_dir
 from toolkit.results.model import ResultsError, RunResult, load_run
+from toolkit.results.summary import print_result
 from toolkit.run import journal, recovery
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
 

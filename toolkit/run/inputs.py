@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from exam_builder.build import build_exam
 from exam_builder.exam_file import EXAM_FILE, sha256_file
 from toolkit.paths import state_dir
-from toolkit.text.data import prepare_train_data
+from toolkit.text.data import WARN_NOT_TEXT_SHARE, load_prepared, prepare_train_data
 from toolkit.tracks.model import Track
 
 PUBLIC_BANKS = Path(__file__).resolve().parent.parent.parent / "exam_builder" / "banks" / "public"
@@ -82,3 +83,38 @@ def prepare_data(source: Path | None, out_dir: Path) -> Path:
     """Prepared training data (train.bin, val.bin, meta.json) in `out_dir`."""
     prepare_train_data(source, out_dir)
     return out_dir
+
+
+def prepare_inputs(
+    track: Track,
+    exam: Path | None,
+    train_data: Path | None,
+    data_dir: Path,
+    say: Callable[[str], None],
+) -> tuple[Path, Path]:
+    """A run's exam and public set (checked against the track), and its training text
+    prepared into `data_dir` (its hashes said, and refused when the track pins other data).
+    `InputError`, `ExamFileError` or `DataError` say what to do."""
+    exam_path = resolve_exam(track, exam)
+    public = public_set()
+    check_public_set(track, public)
+    say("preparing the training data...")
+    prepare_data(train_data, data_dir)
+    data = load_prepared(data_dir)
+    say(
+        f"training data: {data.train_bytes:,} bytes (sha256 {data.train_sha256[:12]}...), "
+        f"validation {data.val_bytes:,} bytes (sha256 {data.val_sha256[:12]}...)"
+    )
+    if data.not_text_share > WARN_NOT_TEXT_SHARE:
+        say(
+            f"[bold yellow]warning:[/bold yellow] {100 * data.not_text_share:.1f}% of the "
+            "training bytes are not text (invalid UTF-8 or control characters); recorded "
+            "with the run"
+        )
+    mismatch = track.train_data_mismatch(data.train_sha256, data.val_sha256)
+    if mismatch:
+        raise InputError(
+            f"{train_data or 'the default corpus'}: not the training data of track "
+            f"'{track.id}' ({mismatch}); pass the track's training text with --train-data"
+        )
+    return exam_path, public

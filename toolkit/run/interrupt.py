@@ -10,6 +10,8 @@ run's infrastructure failing).
 
 from __future__ import annotations
 
+import signal
+
 
 class Interrupted(SystemExit):
     """The run was stopped from outside; `reason` says by what (for the result)."""
@@ -26,3 +28,8 @@ def interrupted_by(exc: BaseException) -> str:
     if isinstance(exc, KeyboardInterrupt):
         return "Ctrl-C"
     return type(exc).__name__
+
+
+def raise_interrupted(signum: int, _frame: object) -> None:
+    """A signal handler (SIGTERM) that stops the run like Ctrl-C, saying which signal."""
+    raise Interrupted(signal.Signals(signum).name, 128 + signum)

@@ -4,6 +4,7 @@ names a run carries: its id and the toolkit's commit.
 
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 from dataclasses import dataclass, field
@@ -79,3 +80,21 @@ def git_commit() -> str | None:
     if head.returncode != 0:
         return None
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+# Environment variables whose values must never reach the agent's workspace (checked there).
+SECRET_ENV_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+
+
+def env_secrets() -> list[str]:
+    """Values in this process's environment that must never reach the agent: keys, tokens."""
+    return [v for k, v in os.environ.items() if k.endswith(SECRET_ENV_SUFFIXES) and v]
+
+
+def scaled_budget(track: Track, budget_s: float | None) -> tuple[float | None, ...]:
+    """(budget, per-call, reserved) for a demo budget override, the last two scaled with it;
+    (None, None, None) keeps the track's."""
+    if budget_s is None:
+        return (None, None, None)
+    scale = budget_s / track.budget_s
+    return (budget_s, min(budget_s, track.per_call_limit_s * scale), track.reserved_s * scale)
