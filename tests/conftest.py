@@ -1,4 +1,6 @@
-"""Session-wide test settings: the toolkit's state dir is a temporary folder, never ~/.cache."""
+"""Session-wide test settings: the toolkit's state dir is a temporary folder, never ~/.cache;
+under pytest-xdist (`make test` runs the suite on several workers), the tests that share one
+host-wide resource run on one worker (`xdist_group`, with `--dist loadgroup`)."""
 
 from __future__ import annotations
 
@@ -40,3 +42,42 @@ def docker_engine() -> Iterator[object]:
     print(f"\ndocker engine: {engine.how} in {engine.setup_s:.1f}s ({engine.host})")
     yield engine
     support.stop_engine(engine)
+
+
+# -- parallel runs (pytest-xdist) ----------------------------------------------------------------
+# Each worker is a process of its own, with its own ARI_HOME (set above at import). What cannot
+# be had twice on one host runs on one worker: the Docker engine and its images (a second
+# session would start a second dockerd and build the images again), the Ray cluster, the
+# real-kernel cgroup tests (they make and remove the toolkit's top-level cgroup), and the tests
+# that scan the host's shared scratch places (/tmp, /var/tmp, /dev/shm) for what a sandbox left.
+_GROUPS: dict[str, tuple[str, ...]] = {
+    "ray": ("tests/campaign/test_ray_campaign.py",),
+    "cgroup-kernel": ("tests/sandbox/test_cgroup2_real.py", "tests/sandbox/test_cgroup2_kernel.py"),
+    "host-scratch": (
+        "tests/sandbox/test_sandbox_persistence.py",
+        "tests/grading/test_grade_persistence.py",
+    ),
+}
+
+
+def _group(item: pytest.Item) -> str | None:
+    rel = Path(str(item.path)).resolve().relative_to(Path(__file__).resolve().parent.parent)
+    # A backend parameter ("docker") asks for the engine inside the test (getfixturevalue).
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if (
+        rel.parts[:2] == ("tests", "docker")
+        or "docker_engine" in getattr(item, "fixturenames", ())
+        or "docker" in params.values()
+    ):
+        return "docker"
+    for group, files in _GROUPS.items():
+        if rel.as_posix() in files:
+            return group
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        group = _group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -23,7 +23,7 @@ export` gives `transcript.json`.
 The key never enters the controller. The scaffold's shell runs the model's commands as the
 scaffold's own user, so whatever the scaffold can read (its environment, its files) and write
 (its own output, through /proc) belongs to the model. So the harness starts a provider relay
-on the host for the run (`relay.py`): the scaffold's provider `baseURL` points at it, with a
+on the host for the run (`relay/`): the scaffold's provider `baseURL` points at it, with a
 placeholder key; the controller's egress allow-list holds the relay's address and port and
 nothing else; the relay sets the real key on each model call it passes on, logs every call to
 `provider.jsonl`, and reads the provider's own usage counts. Whether the provider failed (the

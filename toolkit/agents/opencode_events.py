@@ -9,7 +9,7 @@ failed calls in its log).
 
 All of it comes from the controller, where the model's commands run as the scaffold's user and
 can write into the scaffold's own output: so it is a claim, never evidence. A provider failure
-is decided by the harness's relay (`relay.py`); `claim()` only adds the scaffold's words to the
+is decided by the harness's relay (`relay/`); `claim()` only adds the scaffold's words to the
 reason, and a forged `step_finish` only changes the scaffold-side usage, which the relay's own
 counts replace wherever the provider reports usage.
 

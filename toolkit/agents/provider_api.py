@@ -1,6 +1,6 @@
 """What the provider relay must know of each provider API (kinds of `providers.toml`).
 
-The relay (`relay.py`) stands between the controller and the model provider and holds the key.
+The relay (`relay/`) stands between the controller and the model provider and holds the key.
 Per kind it needs to know:
 
 - where a model call goes: the endpoints under the base URL the scaffold uses (checked against

@@ -4,7 +4,7 @@ The file is data, not code: which API a provider speaks, where it lives, which e
 variable holds its key (never the key itself) and which header carries the key (`key_header`,
 `key_prefix`: the kind's own by default). `toolkit/agents/providers.toml` ships the common
 ones; an operator passes another with `--providers FILE` or `ARI_PROVIDERS`. The key stays in
-the harness: its relay (`relay.py`) sets that header on each call it passes to the base URL.
+the harness: its relay (`relay/`) sets that header on each call it passes to the base URL.
 """
 
 from __future__ import annotations

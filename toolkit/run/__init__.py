@@ -21,8 +21,11 @@ Modules: `history` (candidates and promotions), `workspace` (assembly and leak c
 (controller and runner sandboxes), `submissions` (`runner submit/promote/history`), `recovery`
 (runs whose harness died), `inputs` (exam, public set, training data), `artifacts` (the run
 folder's files, their hashes and the heads of its chained logs), `storage` (the results
-volume: the harness's reserve, and whose doing a full volume was), `verify`, `transcript` (the
-agent's console, bounded), `orchestrate` (the whole run). The deadline (`toolkit.clock`) and
+volume: the harness's reserve, and whose doing a full volume was), `verify` (re-grading a
+published run), `transcript` (the agent's console, bounded), `spec` (what defines a run),
+`agent_log` (the harness's notes), and the run in progress, one object in layers:
+`outcome` (its state and result) < `start` < `supervise` < `teardown` < `final_grading` <
+`orchestrate` (the sequence of them; `execute_run`). The deadline (`toolkit.clock`) and
 the append-only hash-chained logs (`toolkit.results.chain`) live below both this package and
 `toolkit.runner`.
 """
