@@ -24,12 +24,14 @@ venv: $(STAMP)  ## create .venv and install the project
 demo: $(STAMP)  ## the main job end to end on the embedded defaults (no GPU, no Docker)
 	DEMO_DIR=$(DEMO_DIR) BIN=$(BIN) bash scripts/demo.sh
 
-# Workers of the suite (pytest-xdist; tests that share a host resource run on one worker).
+# Workers of the suite (pytest-xdist; tests that share a host resource run on one worker), and
+# more pytest arguments (e.g. PYTEST_ARGS=--junitxml=suite.xml for scripts/suite-durations.py).
 TEST_WORKERS ?= 3
+PYTEST_ARGS ?=
 
 test: $(STAMP)  ## the whole test suite
 	bash scripts/test-setup.sh
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 opencode: $(STAMP)  ## install the pinned opencode scaffold into .tools/opencode (npm), and ripgrep
 	BIN=$(BIN) bash scripts/install-opencode.sh
