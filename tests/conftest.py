@@ -13,8 +13,15 @@ import pytest
 
 # One state dir for the whole session so that the default corpus is extracted once (a few
 # seconds), not once per test. Set at import time so that subprocesses inherit it too.
+# Under pytest-xdist the workers are started by the controller, after it imported this file:
+# they inherit its ARI_HOME, so a worker takes a folder of its own in place of the one the
+# controller made (one the user set is kept). A shared one would let two workers extract the
+# corpus into one file at once (its fixed temporary name: one of them fails) and see each
+# other's runs in the journal.
+_OURS = "ARI_TEST_HOME"  # the folder this file chose, as opposed to a user's ARI_HOME
 _STATE = Path(tempfile.mkdtemp(prefix="ari-test-home-"))
-os.environ.setdefault("ARI_HOME", str(_STATE))
+if os.environ.get("ARI_HOME") in (None, "", os.environ.get(_OURS)):
+    os.environ["ARI_HOME"] = os.environ[_OURS] = str(_STATE)
 
 
 @pytest.fixture
@@ -61,7 +68,10 @@ _GROUPS: dict[str, tuple[str, ...]] = {
 
 
 def _group(item: pytest.Item) -> str | None:
-    rel = Path(str(item.path)).resolve().relative_to(Path(__file__).resolve().parent.parent)
+    try:
+        rel = Path(str(item.path)).resolve().relative_to(Path(__file__).resolve().parent.parent)
+    except ValueError:
+        return None  # a test file outside the checkout (a suite a test runs): no group
     # A backend parameter ("docker") asks for the engine inside the test (getfixturevalue).
     params = getattr(getattr(item, "callspec", None), "params", {})
     if (
@@ -81,3 +91,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = _group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if config.getoption("loadgroup", False):  # set on a worker of `--dist loadgroup`
+        _name_groups(items)
+
+
+def _name_groups(items: list[pytest.Item]) -> None:
+    """Put each test's group at the end of its node id ("...@docker"), where xdist's scheduler
+    looks for it. xdist 3.8 writes it to `item._nodeid`, which pytest 9.2 no longer reads (the
+    id is `item._id`): the groups were then silently ignored and, say, two workers each started
+    a dockerd. Done here only where the id came out without its group (pytest 9's ids)."""
+    try:
+        from _pytest.nodeid import NodeId  # pytest 9.2's ids; older ones: xdist's rename works
+    except ImportError:
+        return
+    for item in items:
+        marks = item.iter_markers("xdist_group")
+        names = sorted(
+            {str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks}
+        )
+        suffix = "@" + "_".join(names)
+        if names and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]

@@ -1,0 +1,92 @@
+"""The suite on pytest-xdist workers (`make test`), checked by running a small suite on two
+workers with the real tests/conftest.py and looking at what each test saw.
+
+- Each worker has a state dir (ARI_HOME) of its own, and a user's is kept. The controller
+  imports tests/conftest.py before it starts the workers, which inherit its environment: without
+  care they would share its ARI_HOME, and two of them extracting the default corpus at once
+  collide on its temporary file (one fails).
+- Tests of one `xdist_group` run on one worker under `--dist loadgroup` (with pytest 9.2,
+  xdist 3.8 alone ignores the groups: tests/conftest.py names them in the node ids).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROBE = textwrap.dedent(
+    """
+    import os, time
+    from pathlib import Path
+
+    import pytest
+
+    @pytest.mark.parametrize("i", range(8))
+    def test_probe(i, worker_id):
+        time.sleep(0.2)  # long enough that both workers get some of the tests
+        out = Path(os.environ["PROBE_OUT"]) / f"{i}.txt"
+        out.write_text(worker_id + " " + os.environ.get("ARI_HOME", ""))
+
+    @pytest.mark.xdist_group("together")
+    @pytest.mark.parametrize("i", range(6))
+    def test_grouped(i, worker_id):
+        time.sleep(0.2)
+        (Path(os.environ["PROBE_OUT"]) / f"group-{i}.txt").write_text(worker_id)
+    """
+)
+
+
+def _run(tmp_path: Path, **env: str) -> tuple[dict[str, set[str]], set[str]]:
+    """Run the probe on 2 workers: each worker's ARI_HOMEs, the workers of the group's tests."""
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(PROBE)
+    out = tmp_path / "out"
+    out.mkdir()
+    environ = {k: v for k, v in os.environ.items() if k not in ("ARI_HOME", "ARI_TEST_HOME")}
+    environ.update(PROBE_OUT=str(out), **env)
+    environ.pop("PYTEST_XDIST_WORKER", None)  # this test may itself run on a worker
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    command += ["-n", "2", "--dist=loadgroup", "-p", "tests.conftest"]  # the real conftest
+    command += ["--rootdir", str(REPO), "-c", str(REPO / "pyproject.toml"), str(probe)]
+    done = subprocess.run(
+        command,
+        cwd=REPO,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    seen: dict[str, set[str]] = {}
+    for file in sorted(out.glob("[0-9]*.txt")):
+        worker, home = file.read_text().split(" ", 1)
+        seen.setdefault(worker, set()).add(home)
+    grouped = {file.read_text() for file in out.glob("group-*.txt")}
+    assert len(list(out.glob("group-*.txt"))) == 6, done.stdout
+    return seen, grouped
+
+
+def test_each_worker_has_a_state_dir_of_its_own(tmp_path: Path) -> None:
+    seen, _ = _run(tmp_path)
+    assert len(seen) == 2, seen  # both workers ran tests
+    homes = [home for found in seen.values() for home in found]
+    assert all(len(found) == 1 for found in seen.values()), seen  # one per worker
+    assert len(set(homes)) == 2, f"the workers share a state dir: {seen}"
+    assert all(Path(home).name.startswith("ari-test-home-") for home in homes), seen
+
+
+def test_a_state_dir_the_user_set_is_kept(tmp_path: Path) -> None:
+    mine = tmp_path / "my-home"
+    seen, _ = _run(tmp_path, ARI_HOME=str(mine))
+    assert {home for found in seen.values() for home in found} == {str(mine)}, seen
+
+
+def test_the_tests_of_a_group_run_on_one_worker(tmp_path: Path) -> None:
+    seen, grouped = _run(tmp_path)
+    assert len(seen) == 2, seen  # both workers had tests: the group could have been split
+    assert len(grouped) == 1, f"the group's tests ran on {sorted(grouped)}"
