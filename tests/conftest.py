@@ -57,6 +57,7 @@ def docker_engine() -> Iterator[object]:
 # session would start a second dockerd and build the images again), the Ray cluster, the
 # real-kernel cgroup tests (they make and remove the toolkit's top-level cgroup), and the tests
 # that scan the host's shared scratch places (/tmp, /var/tmp, /dev/shm) for what a sandbox left.
+# A module with a module-scoped set-up keeps its tests on one worker (`_builds_per_module`).
 _GROUPS: dict[str, tuple[str, ...]] = {
     "ray": ("tests/campaign/test_ray_campaign.py",),
     "cgroup-kernel": ("tests/sandbox/test_cgroup2_real.py", "tests/sandbox/test_cgroup2_kernel.py"),
@@ -68,10 +69,11 @@ _GROUPS: dict[str, tuple[str, ...]] = {
 
 
 def _group(item: pytest.Item) -> str | None:
+    path = Path(str(item.path)).resolve()
     try:
-        rel = Path(str(item.path)).resolve().relative_to(Path(__file__).resolve().parent.parent)
+        rel = path.relative_to(Path(__file__).resolve().parent.parent)
     except ValueError:
-        return None  # a test file outside the checkout (a suite a test runs): no group
+        rel = path  # a test file outside the checkout (a suite a test runs)
     # A backend parameter ("docker") asks for the engine inside the test (getfixturevalue).
     params = getattr(getattr(item, "callspec", None), "params", {})
     if (
@@ -83,7 +85,24 @@ def _group(item: pytest.Item) -> str | None:
     for group, files in _GROUPS.items():
         if rel.as_posix() in files:
             return group
+    if _builds_per_module(item):
+        return f"module:{rel.as_posix()}"
     return None
+
+
+def _builds_per_module(item: pytest.Item) -> bool:
+    """Does the test use a module- or class-scoped fixture written in its own module (a trained
+    bundle, a built exam)? Its module's tests then share a worker, which builds it once: spread
+    over the workers, each of them would build it again."""
+    info = getattr(item, "_fixtureinfo", None)
+    module = Path(str(item.path)).resolve()
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        for fixturedef in defs:
+            code = getattr(getattr(fixturedef, "func", None), "__code__", None)
+            here = code is not None and Path(code.co_filename).resolve() == module
+            if here and fixturedef.scope in ("module", "class"):
+                return True
+    return False
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

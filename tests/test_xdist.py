@@ -6,7 +6,8 @@ workers with the real tests/conftest.py and looking at what each test saw.
   care they would share its ARI_HOME, and two of them extracting the default corpus at once
   collide on its temporary file (one fails).
 - Tests of one `xdist_group` run on one worker under `--dist loadgroup` (with pytest 9.2,
-  xdist 3.8 alone ignores the groups: tests/conftest.py names them in the node ids).
+  xdist 3.8 alone ignores the groups: tests/conftest.py names them in the node ids), and so do
+  the tests of a module with a module-scoped fixture (it is built once, not once per worker).
 """
 
 from __future__ import annotations
@@ -37,12 +38,22 @@ PROBE = textwrap.dedent(
     def test_grouped(i, worker_id):
         time.sleep(0.2)
         (Path(os.environ["PROBE_OUT"]) / f"group-{i}.txt").write_text(worker_id)
+
+    @pytest.fixture(scope="module")
+    def built_once():
+        return "a costly set-up"
+
+    @pytest.mark.parametrize("i", range(6))
+    def test_shared_setup(i, built_once, worker_id):
+        time.sleep(0.2)
+        (Path(os.environ["PROBE_OUT"]) / f"module-{i}.txt").write_text(worker_id)
     """
 )
 
 
-def _run(tmp_path: Path, **env: str) -> tuple[dict[str, set[str]], set[str]]:
-    """Run the probe on 2 workers: each worker's ARI_HOMEs, the workers of the group's tests."""
+def _run(tmp_path: Path, **env: str) -> tuple[dict[str, set[str]], set[str], set[str]]:
+    """Run the probe on 2 workers: each worker's ARI_HOMEs, the workers that ran the group's
+    tests, and those that ran the tests of the module-scoped fixture."""
     probe = tmp_path / "test_probe.py"
     probe.write_text(PROBE)
     out = tmp_path / "out"
@@ -68,11 +79,13 @@ def _run(tmp_path: Path, **env: str) -> tuple[dict[str, set[str]], set[str]]:
         seen.setdefault(worker, set()).add(home)
     grouped = {file.read_text() for file in out.glob("group-*.txt")}
     assert len(list(out.glob("group-*.txt"))) == 6, done.stdout
-    return seen, grouped
+    module = {file.read_text() for file in out.glob("module-*.txt")}
+    assert len(list(out.glob("module-*.txt"))) == 6, done.stdout
+    return seen, grouped, module
 
 
 def test_each_worker_has_a_state_dir_of_its_own(tmp_path: Path) -> None:
-    seen, _ = _run(tmp_path)
+    seen, _, _ = _run(tmp_path)
     assert len(seen) == 2, seen  # both workers ran tests
     homes = [home for found in seen.values() for home in found]
     assert all(len(found) == 1 for found in seen.values()), seen  # one per worker
@@ -82,11 +95,12 @@ def test_each_worker_has_a_state_dir_of_its_own(tmp_path: Path) -> None:
 
 def test_a_state_dir_the_user_set_is_kept(tmp_path: Path) -> None:
     mine = tmp_path / "my-home"
-    seen, _ = _run(tmp_path, ARI_HOME=str(mine))
+    seen, _, _ = _run(tmp_path, ARI_HOME=str(mine))
     assert {home for found in seen.values() for home in found} == {str(mine)}, seen
 
 
 def test_the_tests_of_a_group_run_on_one_worker(tmp_path: Path) -> None:
-    seen, grouped = _run(tmp_path)
+    seen, grouped, module = _run(tmp_path)
     assert len(seen) == 2, seen  # both workers had tests: the group could have been split
     assert len(grouped) == 1, f"the group's tests ran on {sorted(grouped)}"
+    assert len(module) == 1, f"the module-scoped fixture was built on {sorted(module)}"
