@@ -16,8 +16,8 @@ import pytest
 # Under pytest-xdist the workers are started by the controller, after it imported this file:
 # they inherit its ARI_HOME, so a worker takes a folder of its own in place of the one the
 # controller made (one the user set is kept). A shared one would let two workers extract the
-# corpus into one file at once (its fixed temporary name: one of them fails) and see each
-# other's runs in the journal.
+# corpus into one file at once (its fixed temporary name: one of them fails) and share one run
+# journal.
 _OURS = "ARI_TEST_HOME"  # the folder this file chose, as opposed to a user's ARI_HOME
 _STATE = Path(tempfile.mkdtemp(prefix="ari-test-home-"))
 if os.environ.get("ARI_HOME") in (None, "", os.environ.get(_OURS)):
