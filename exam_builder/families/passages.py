@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, last_line
@@ -93,6 +93,12 @@ class PassagesParams(Params):
             raise ValueError(f"{v!r} must start with {{first}} and end with {{second}}")
         return v
 
+    @model_validator(mode="after")
+    def _two_facts(self) -> PassagesParams:
+        if self.people * min(self.facts_per_person, len(self.relations)) < 2:
+            raise ValueError("a question asks two facts: people x facts_per_person must be >= 2")
+        return self
+
     @field_validator("openings")
     @classmethod
     def _openings(cls, v: list[str]) -> list[str]:
@@ -110,8 +116,6 @@ def generate(rng: random.Random, p: PassagesParams, lex: Lexicon) -> Document:
     opening = rng.choice(p.openings).format(place=lex.name(), n=len(people))
     sentences = [rel.fact.format(a=a, b=b) for a, rel, b in facts]
     doc.say(opening + " " + " ".join(sentences) + "\n")
-    if len(facts) < 2:
-        raise ValueError("a passage needs at least two facts (people x facts_per_person)")
     pairs = [(x, y) for x in facts for y in facts if x is not y]
     for first, second in rng.sample(pairs, min(p.questions, len(pairs))):
         asked = " ".join(rel.question.format(a=a) for a, rel, _ in (first, second))

@@ -64,7 +64,9 @@ class RecordsPhrases(Phrases):
 
 
 class RecordsParams(Params):
-    rows: int = Field(default=5, ge=2, le=12, description="Rows in the table.")
+    rows: int = Field(
+        default=5, ge=3, le=12, description="Rows in the table (a look-up names three)."
+    )
     columns: list[Column] = Field(
         default_factory=lambda: list(DEFAULT_COLUMNS), min_length=1, description="Columns."
     )
@@ -80,8 +82,6 @@ class RecordsParams(Params):
         names = [c.name for c in self.columns]
         if len(set(names)) != len(names) or "name" in names:
             raise ValueError("column names must be distinct and not 'name'")
-        if self.rows < 3:
-            raise ValueError("rows must be at least 3 (a look-up names three rows)")
         for c in self.columns:
             if c.kind == "number" and c.high - c.low + 1 < self.rows:
                 raise ValueError(f"column {c.name}: range {c.low}..{c.high} too small for rows")

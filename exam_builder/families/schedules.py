@@ -5,11 +5,11 @@
       Orvel to Kesh: 47 min
       Pim to Dask: 21 min
       Tamsik leaves Orvel at 08:15 for Pim, calling at Kesh
-      Velor leaves Pim at 09:40 for Dask, calling at Kesh
+      Velor leaves Dask at 09:40 for Kesh, calling at Pim
     The Tamsik reaches its last stop at 09:36.
 
 An arrival is the departure plus the two legs of the route, each found in the legs table by
-its two stops (clock arithmetic defined by the prompt). No line that names the departure holds
+its two stops, either way round (clock arithmetic defined by the prompt). No line that names the departure holds
 a duration, and the sum of two legs is no number of the prompt, so neither a rule that adds
 the minutes written beside a name nor a blind "a time plus a number of the prompt" finds it.
 Vehicles, sizes and phrases are bank parameters.
@@ -17,6 +17,7 @@ Vehicles, sizes and phrases are bank parameters.
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from typing import ClassVar
@@ -46,7 +47,9 @@ class SchedulesPhrases(Phrases):
 
 class SchedulesParams(Params):
     departures: int = Field(default=4, ge=2, le=10, description="Departures in the timetable.")
-    stops: int = Field(default=5, ge=3, le=10, description="Stops the routes go between.")
+    stops: int = Field(
+        default=6, ge=3, le=10, description="Stops on the line; a route calls at three in a row."
+    )
     vehicles: list[str] = Field(
         default_factory=lambda: ["ferry", "coach", "barge", "tram", "sled"],
         min_length=1,
@@ -89,17 +92,15 @@ def generate(rng: random.Random, p: SchedulesParams, lex: Lexicon) -> Document:
     stops = lex.names(p.stops)
     slots = range(p.first_hour * 12, p.last_hour * 12 + 12)  # 5-minute slots
     starts = [5 * s for s in rng.sample(slots, p.departures)]
+    # The stops lie on one line; a leg joins two neighbours and is run both ways. A route is
+    # three neighbours in a row, either way: so there are never more legs than stops.
     half = p.longest_journey // 2
-    legs: dict[tuple[str, str], int] = {}  # a leg's minutes: any number, not a round one
+    legs = {(a, b): rng.randint(min(7, half), half) for a, b in itertools.pairwise(stops)}
     routes = []
     for _ in names:
-        origin, via, stop = rng.sample(stops, 3)
-        for leg in ((origin, via), (via, stop)):
-            legs.setdefault(leg, rng.randint(min(7, half), half))
-        routes.append((origin, via, stop))
-    for _ in range(2):  # legs no departure takes: their minutes are distractors too
-        a, b = rng.sample(stops, 2)
-        legs.setdefault((a, b), rng.randint(min(7, half), half))
+        k = rng.randrange(len(stops) - 2)
+        route = stops[k : k + 3]
+        routes.append(tuple(reversed(route)) if rng.random() < 0.5 else tuple(route))
     vehicle = rng.choice(p.vehicles)
     say = p.phrases
     doc = Document()
@@ -108,8 +109,9 @@ def generate(rng: random.Random, p: SchedulesParams, lex: Lexicon) -> Document:
         doc.say(say.leg.format(start=a, end=b, minutes=minutes) + "\n")
     for n, t, (origin, via, stop) in zip(names, starts, routes, strict=True):
         doc.say(say.line.format(name=n, origin=origin, time=_clock(t), stop=stop, via=via) + "\n")
+    both_ways = {**legs, **{(b, a): m for (a, b), m in legs.items()}}
     arrivals = {
-        n: t + legs[origin, via] + legs[via, stop]
+        n: t + both_ways[origin, via] + both_ways[via, stop]
         for n, t, (origin, via, stop) in zip(names, starts, routes, strict=True)
     }
     for n in rng.sample(names, min(p.questions, len(names))):
@@ -133,21 +135,20 @@ _SLOTS = {
 
 def solve(prompt: str, p: SchedulesParams) -> str:
     say = p.phrases
-    legs = {
-        (m["start"], m["end"]): int(m["minutes"])
-        for m in re.finditer(f"^{template_regex(say.leg, **_SLOTS)}$", prompt, re.M)
-    }
+    legs: dict[tuple[str, str], int] = {}  # a leg is run both ways
+    for leg in re.finditer(f"^{template_regex(say.leg, **_SLOTS)}$", prompt, re.M):
+        legs[leg["start"], leg["end"]] = legs[leg["end"], leg["start"]] = int(leg["minutes"])
     routes = {
         m["name"]: (_minutes(m["time"]), m["origin"], m["via"], m["stop"])
         for m in re.finditer(f"^{template_regex(say.line, **_SLOTS)}$", prompt, re.M)
     }
     question = last_line(prompt)
-    m = re.fullmatch(template_regex(say.arrives, **_SLOTS), question)
-    if not m or m["name"] not in routes:
+    asked = re.fullmatch(template_regex(say.arrives, **_SLOTS), question)
+    if not asked or asked["name"] not in routes:
         raise SolveError(f"not a timetable question: {question!r}")
-    start, origin, via, stop = routes[m["name"]]
+    start, origin, via, stop = routes[asked["name"]]
     if (origin, via) not in legs or (via, stop) not in legs:
-        raise SolveError(f"a leg of the {m['name']} is not in the timetable")
+        raise SolveError(f"a leg of the {asked['name']} is not in the timetable")
     return _clock(start + legs[origin, via] + legs[via, stop])
 
 
