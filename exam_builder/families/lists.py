@@ -6,11 +6,13 @@
     On either side of lunda in the Dorvel: mobek and fesk.
     The Dorvel backwards: orvi, fesk, lunda, mobek, tarsi.
 
-A stretch read backwards, every second item, the two neighbours of an item, and the whole list
-reversed: every answer is several items in an order the list does not have, so it is written
-nowhere in the prompt and a blind pick among the list's items scores nothing (a single item
-asked by position or successor was right one time in five by such a pick). Sizes and every
-phrase are bank parameters.
+A stretch read backwards, every second item, the two neighbours of an item, and (not by
+default) the whole list reversed: every answer is several items in an order the list does not
+have, so it is written nowhere in the prompt and a blind pick among the list's items scores
+nothing (a single item asked by position or successor was right one time in five by such a
+pick). The whole list reversed is left out by default because a generic rule that reverses
+the list reads it, and a stretch never reaches the last item, which would begin that reversed
+list. Sizes and every phrase are bank parameters.
 """
 
 from __future__ import annotations
@@ -53,9 +55,10 @@ class ListsParams(Params):
     min_length: int = Field(default=5, ge=3, le=20, description="Fewest items in a list.")
     max_length: int = Field(default=8, ge=3, le=20, description="Most items in a list.")
     kinds: list[str] = Field(
-        default_factory=lambda: list(KINDS),
+        default_factory=lambda: ["stretch", "alternate", "around"],
         min_length=1,
-        description=f"Question kinds to use, from {KINDS}.",
+        description=f"Question kinds to use, from {KINDS} ('backwards' is not a default: "
+        "a generic rule reverses a list).",
     )
     phrases: ListsPhrases = Field(default_factory=ListsPhrases, description="Wording.")
 
@@ -79,8 +82,10 @@ def generate(rng: random.Random, p: ListsParams, lex: Lexicon) -> Document:
     def draw() -> tuple[str, str]:
         kind = rng.choice(p.kinds)
         if kind == "stretch":
-            n = rng.randrange(len(items) - 1)
-            m = rng.randrange(n + 1, min(n + 4, len(items)))  # 2 to 4 items
+            # 2 to 4 items, never up to the last: read backwards from the end, that stretch
+            # would begin the whole list reversed, which a generic rule writes out.
+            n = rng.randrange(len(items) - 2)
+            m = rng.randrange(n + 1, min(n + 4, len(items) - 1))
             question = say.stretch.format(n=n + 1, m=m + 1, list=title)
             return question, ", ".join(reversed(items[n : m + 1]))
         if kind == "alternate":
