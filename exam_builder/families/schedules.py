@@ -9,9 +9,10 @@
     The Tamsik reaches its last stop at 09:36.
 
 An arrival is the departure plus the two legs of the route, each found in the legs table by
-its two stops, either way round (clock arithmetic defined by the prompt). No line that names the departure holds
-a duration, and the sum of two legs is no number of the prompt, so neither a rule that adds
-the minutes written beside a name nor a blind "a time plus a number of the prompt" finds it.
+its two stops, either way round (clock arithmetic defined by the prompt). No line that names
+the departure holds a duration, and the sum of two legs is rarely a number of the prompt, so
+neither a rule that adds the minutes written beside a name nor a blind "a time plus a number
+of the prompt" finds it.
 Vehicles, sizes and phrases are bank parameters.
 """
 

@@ -52,9 +52,13 @@ BAD = [
         'track = "demo-cpu-2"\nagent = "scripted"\n[[models]]\nname = "x"\nprovider = "openai"\n',
         "field 'models.0'",
     ),
-    ('track = "demo-cpu-2"\nagent = "scripted"\ntypo = 1\n[[models]]\nname = "x"\n', "field 'typo'"),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\n[[models]]\nname = "x"\n[[models]]\nname = "x"\n',
+        'track = "demo-cpu-2"\nagent = "scripted"\ntypo = 1\n[[models]]\nname = "x"\n',
+        "field 'typo'",
+    ),
+    (
+        'track = "demo-cpu-2"\nagent = "scripted"\n'
+        '[[models]]\nname = "x"\n[[models]]\nname = "x"\n',
         "listed twice",
     ),
     ('track = "demo-cpu-2"\nagent = \n', "invalid TOML"),

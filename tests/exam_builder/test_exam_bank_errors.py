@@ -68,7 +68,8 @@ def test_family_listed_twice(make_bank: MakeBank, tmp_path: Path) -> None:
         ),
         (
             'phrases = {forward = "The {row} of it is "}',
-            "params.phrases: forward: 'The {row} of it is ' must use {key}, {value}, {row}, {other}",
+            "params.phrases: forward: 'The {row} of it is ' must use {key}, {value}, {row}, "
+            "{other}",
         ),
         ('phrases = {reverse = "{column} {row}"}', "phrases: reverse:"),
         ('phrases = {title = "Register {place:>9} {group}"}', "slots are plain {names}"),

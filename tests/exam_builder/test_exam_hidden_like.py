@@ -45,12 +45,14 @@ count = 6
 [families.params]
 rows = 7
 groups = ["observatory"]
-phrases = {forward = "{row} and {other} show, in {key}'s {value} place: ", reverse = "Whose are {value} and {other}? "}
 columns = [
   {name = "comet", kind = "name"},
   {name = "orbit", kind = "number", low = 1000, high = 9999},
   {name = "seal", kind = "code"},
 ]
+[families.params.phrases]
+forward = "{row} and {other} show, in {key}'s {value} place: "
+reverse = "Whose are {value} and {other}? "
 
 [[families]]
 family = "vocabulary"
