@@ -82,7 +82,7 @@ def _template(path: Path, track: str, budget: float) -> None:
         config=EffectiveConfig(
             toolkit_version="bench",
             task_brief_sha256="0" * 64,
-            exam_sha256="e26505dfded91d9f49fc55d1d32c3d591e75bfc2b060c120601c223fc75bd075",
+            exam_sha256="52ad29494ae4af50115d51cd6d485bd4ee34c4286af69f5af1594249c8dea9d3",
             public_set_sha256="0" * 64,
             backend="local",
             protocol_revision=get_track(REPO / "results", track).protocol_revision,
@@ -96,7 +96,7 @@ def _campaign(folder: Path) -> Path:
     shutil.copy(REPO / "results" / "tracks.json", folder / "results" / "tracks.json")
     file = folder / "campaign.toml"
     file.write_text(
-        'track = "demo-cpu"\nagent = "scripted"\nbudget_s = 10\n'
+        'track = "demo-cpu-2"\nagent = "scripted"\nbudget_s = 10\n'
         f'seeds = {list(range(RUNS))}\n\n[[models]]\nname = "scripted-bench"\n'
     )
     return file
@@ -181,7 +181,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-campaign-") as tmp:
         work = Path(tmp)
         template = work / "result.json"
-        _template(template, "demo-cpu", 10.0)
+        _template(template, "demo-cpu-2", 10.0)
         script = work / "fake_run.py"
         script.write_text(FAKE_RUN.format(sleep=args.sleep, template=template))
         print(f"{RUNS} runs of {args.sleep:g}s each; N slots; speed-up = wall(1) / wall(N)")

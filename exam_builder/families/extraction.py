@@ -1,4 +1,4 @@
-"""Extraction: copy a field out of one of several messages.
+"""Extraction: copy one field out of two of several messages.
 
     Message 1
     From: Orvak Tellis <orvak@kelmo.vesk>
@@ -6,12 +6,13 @@
     Ref: KX-4821
     Subject: zimbar for Dessa
     ...
-    The Ref of the message from Orvak Tellis: KX-4821.
-    The sender of the message with Ref KX-4821: Orvak Tellis.
-    The address of the sender of message 2: orvak@kelmo.vesk.
+    Where message 1 has KX-4821, messages 3 and 2 have: ZT-1190 and LM-5532.
 
-The field must be found in the right message (by sender, by number or by Ref), so that copying
-the nearest similar text is not enough. Sizes, address domains and question phrases are bank
+The question never names the field: it shows the value one message has there, so the field is
+found by that value (a rule that maps the question's words to a field, such as "address" or
+"sent", has nothing to read). The answer joins the field of two other messages (`both`), in
+the order asked, so it is written nowhere in the prompt and a blind pick among the prompt's
+values of its shape scores nothing. Sizes, address domains and the wording are bank
 parameters.
 """
 
@@ -36,24 +37,19 @@ _MESSAGE = re.compile(
 
 
 class ExtractionPhrases(Phrases):
-    """Question wording; {sender} is a full name, {number} a message number, {ref} a Ref."""
+    """Question wording; {key}, {first} and {second} are message numbers, {value} the key
+    message's field; `both` joins the answer's two fields."""
 
     SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
-        "ref_by_sender": ("sender",),
-        "sender_by_ref": ("ref",),
-        "address_by_number": ("number",),
-        "subject_by_sender": ("sender",),
-        "sent_by_number": ("number",),
+        "question": ("key", "value", "first", "second"),
+        "both": ("one", "two"),
     }
-    ref_by_sender: str = "The Ref of the message from {sender}: "
-    sender_by_ref: str = "The sender of the message with Ref {ref}: "
-    address_by_number: str = "The address of the sender of message {number}: "
-    subject_by_sender: str = "The subject of the message from {sender}: "
-    sent_by_number: str = "When message {number} was sent: "
+    question: str = "Where message {key} has {value}, messages {first} and {second} have: "
+    both: str = "{one} and {two}"
 
 
 class ExtractionParams(Params):
-    messages: int = Field(default=3, ge=1, le=6, description="Messages in the document.")
+    messages: int = Field(default=4, ge=3, le=6, description="Messages in the document.")
     domains: list[str] = Field(
         default_factory=lambda: ["vesk", "orb", "tarn", "mul"],
         min_length=1,
@@ -97,17 +93,12 @@ def generate(rng: random.Random, p: ExtractionParams, lex: Lexicon) -> Document:
     say = p.phrases
 
     def draw() -> tuple[str, str]:
-        num, sender, address, sent, ref, subject = rng.choice(msgs)
-        kind = rng.randrange(5)
-        if kind == 0:
-            return say.ref_by_sender.format(sender=sender), ref
-        if kind == 1:
-            return say.sender_by_ref.format(ref=ref), sender
-        if kind == 2:
-            return say.address_by_number.format(number=num), address
-        if kind == 3:
-            return say.subject_by_sender.format(sender=sender), subject
-        return say.sent_by_number.format(number=num), sent
+        key, first, second = rng.sample(msgs, 3)
+        field = rng.randrange(1, len(key))  # sender, address, sent, ref or subject
+        question = say.question.format(
+            key=key[0], value=key[field], first=first[0], second=second[0]
+        )
+        return question, say.both.format(one=first[field], two=second[field])
 
     for question, answer in distinct(draw, p.questions):
         doc.say(question)
@@ -117,28 +108,18 @@ def generate(rng: random.Random, p: ExtractionParams, lex: Lexicon) -> Document:
 
 
 def solve(prompt: str, p: ExtractionParams) -> str:
-    msgs: list[tuple[str, ...]] = _MESSAGE.findall(prompt)
+    by_num = {m[0]: m for m in _MESSAGE.findall(prompt)}
     q = last_line(prompt)
-    by_sender: dict[str, tuple[str, ...]] = {m[1]: m for m in msgs}
-    by_num = {m[0]: m for m in msgs}
-    by_ref = {m[4]: m for m in msgs}
     say = p.phrases
-    slots = {"sender": r"[A-Z][a-z]+ [A-Z][a-z]+", "ref": r"[A-Z]{2}-\d{4}", "number": r"\d+"}
-
-    def match(template: str) -> re.Match[str] | None:
-        return re.fullmatch(template_regex(template, **slots), q)
-
-    if m := match(say.ref_by_sender):
-        return by_sender[m["sender"]][4]
-    if m := match(say.sender_by_ref):
-        return by_ref[m["ref"]][1]
-    if m := match(say.address_by_number):
-        return by_num[m["number"]][2]
-    if m := match(say.subject_by_sender):
-        return by_sender[m["sender"]][5]
-    if m := match(say.sent_by_number):
-        return by_num[m["number"]][3]
-    raise SolveError(f"not an extraction question: {q!r}")
+    slots = {"key": r"\d+", "first": r"\d+", "second": r"\d+", "value": r".+"}
+    m = re.fullmatch(template_regex(say.question, **slots), q)
+    if not m or not {m["key"], m["first"], m["second"]} <= set(by_num):
+        raise SolveError(f"not an extraction question: {q!r}")
+    key = by_num[m["key"]]
+    if m["value"] not in key[1:]:
+        raise SolveError(f"message {m['key']} has no field {m['value']!r}")
+    field = key.index(m["value"], 1)
+    return say.both.format(one=by_num[m["first"]][field], two=by_num[m["second"]][field])
 
 
 FAMILY = Family(

@@ -1,12 +1,18 @@
 """Lists: an invented list, then its order asked about.
 
     List of the Dorvel: tarsi, mobek, lunda, fesk, orvi.
-    Item 3 of the Dorvel: lunda.
-    After fesk in the Dorvel comes orvi.
+    Items 2 to 4 of the Dorvel, last first: fesk, lunda, mobek.
+    Every second item of the Dorvel: tarsi, lunda, orvi.
+    On either side of lunda in the Dorvel: mobek and fesk.
     The Dorvel backwards: orvi, fesk, lunda, mobek, tarsi.
 
-Position, successor, predecessor, last item, first in alphabetical order, and the whole list
-reversed. Sizes and every phrase are bank parameters.
+A stretch read backwards, every second item, the two neighbours of an item, and (not by
+default) the whole list reversed: every answer is several items in an order the list does not
+have, so it is written nowhere in the prompt and a blind pick among the list's items scores
+nothing (a single item asked by position or successor was right one time in five by such a
+pick). The whole list reversed is left out by default because a generic rule that reverses
+the list reads it, and a stretch never reaches the last item, which would begin that reversed
+list. Sizes and every phrase are bank parameters.
 """
 
 from __future__ import annotations
@@ -22,37 +28,37 @@ from exam_builder.families.base import Family, Params, SolveError, distinct, las
 from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
 
-KINDS = ["item", "after", "before", "last", "alphabetical", "backwards"]
+KINDS = ["stretch", "alternate", "around", "backwards"]
 
 
 class ListsPhrases(Phrases):
-    """Wording; {list} is the list's name, {n} a position, {item} a list item."""
+    """Wording; {list} is the list's name, {n} and {m} positions, {item} a list item;
+    `around` answers with `both` (the item before, then the one after)."""
 
     SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
         "heading": ("list",),
-        "item": ("n", "list"),
-        "after": ("item", "list"),
-        "before": ("item", "list"),
-        "last": ("list",),
-        "alphabetical": ("list",),
+        "stretch": ("n", "m", "list"),
+        "alternate": ("list",),
+        "around": ("item", "list"),
         "backwards": ("list",),
+        "both": ("before", "after"),
     }
     heading: str = "List of the {list}: "
-    item: str = "Item {n} of the {list}: "
-    after: str = "After {item} in the {list} comes "
-    before: str = "Before {item} in the {list} comes "
-    last: str = "The last item of the {list}: "
-    alphabetical: str = "The {list} in alphabetical order starts with "
+    stretch: str = "Items {n} to {m} of the {list}, last first: "
+    alternate: str = "Every second item of the {list}: "
+    around: str = "On either side of {item} in the {list}: "
     backwards: str = "The {list} backwards: "
+    both: str = "{before} and {after}"
 
 
 class ListsParams(Params):
     min_length: int = Field(default=5, ge=3, le=20, description="Fewest items in a list.")
     max_length: int = Field(default=8, ge=3, le=20, description="Most items in a list.")
     kinds: list[str] = Field(
-        default_factory=lambda: list(KINDS),
+        default_factory=lambda: ["stretch", "alternate", "around"],
         min_length=1,
-        description=f"Question kinds to use, from {KINDS}.",
+        description=f"Question kinds to use, from {KINDS} ('backwards' is not a default: "
+        "a generic rule reverses a list).",
     )
     phrases: ListsPhrases = Field(default_factory=ListsPhrases, description="Wording.")
 
@@ -75,17 +81,19 @@ def generate(rng: random.Random, p: ListsParams, lex: Lexicon) -> Document:
 
     def draw() -> tuple[str, str]:
         kind = rng.choice(p.kinds)
-        k = rng.randrange(len(items) - 1)  # an item that has a successor
-        if kind == "item":
-            return say.item.format(n=k + 1, list=title), items[k]
-        if kind == "after":
-            return say.after.format(item=items[k], list=title), items[k + 1]
-        if kind == "before":
-            return say.before.format(item=items[k + 1], list=title), items[k]
-        if kind == "last":
-            return say.last.format(list=title), items[-1]
-        if kind == "alphabetical":
-            return say.alphabetical.format(list=title), min(items)
+        if kind == "stretch":
+            # 2 to 4 items, never up to the last: read backwards from the end, that stretch
+            # would begin the whole list reversed, which a generic rule writes out.
+            n = rng.randrange(len(items) - 2)
+            m = rng.randrange(n + 1, min(n + 4, len(items) - 1))
+            question = say.stretch.format(n=n + 1, m=m + 1, list=title)
+            return question, ", ".join(reversed(items[n : m + 1]))
+        if kind == "alternate":
+            return say.alternate.format(list=title), ", ".join(items[::2])
+        if kind == "around":
+            k = rng.randrange(1, len(items) - 1)  # an item with both neighbours
+            answer = say.both.format(before=items[k - 1], after=items[k + 1])
+            return say.around.format(item=items[k], list=title), answer
         return say.backwards.format(list=title), ", ".join(reversed(items))
 
     for question, answer in distinct(draw, p.questions):
@@ -95,7 +103,7 @@ def generate(rng: random.Random, p: ListsParams, lex: Lexicon) -> Document:
     return doc
 
 
-_SLOTS = {"list": r"[A-Z][a-z]+", "n": r"\d+", "item": r"[a-z]+"}
+_SLOTS = {"list": r"[A-Z][a-z]+", "n": r"\d+", "m": r"\d+", "item": r"[a-z]+"}
 
 
 def solve(prompt: str, p: ListsParams) -> str:
@@ -110,16 +118,13 @@ def solve(prompt: str, p: ListsParams) -> str:
         m = re.fullmatch(template_regex(getattr(say, kind), **_SLOTS), q)
         if not m:
             continue
-        if kind == "item":
-            return items[int(m.group("n")) - 1]
-        if kind == "after":
-            return items[items.index(m.group("item")) + 1]
-        if kind == "before":
-            return items[items.index(m.group("item")) - 1]
-        if kind == "last":
-            return items[-1]
-        if kind == "alphabetical":
-            return min(items)
+        if kind == "stretch":
+            return ", ".join(reversed(items[int(m["n"]) - 1 : int(m["m"])]))
+        if kind == "alternate":
+            return ", ".join(items[::2])
+        if kind == "around":
+            k = items.index(m["item"])
+            return say.both.format(before=items[k - 1], after=items[k + 1])
         return ", ".join(reversed(items))
     raise SolveError(f"not a list question: {q!r}")
 

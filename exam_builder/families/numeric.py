@@ -3,11 +3,15 @@
     Sequence Tarvik: 7, 12, 17, 22, 27, ...
     Term 8 of Tarvik: 42.
 
-    To morsk a number, multiply it by 3, then add 14.
+    What morsk does to a number:
+    morsk 12 = 50
+    morsk 31 = 107
     morsk 25 = 89
 
 Sequences are arithmetic, geometric, Fibonacci-like or quadratic and must be recognised from the
-terms shown; operations are defined in words under an invented verb. Magnitudes are bank
+terms shown; an operation (a number times m, plus c) is shown by worked examples under an
+invented verb and never spelt in words, so a rule that applies English operator words
+("multiply", "add") to their nearest number has nothing to read. Magnitudes are bank
 parameters (kept large enough that guessing a number is hopeless).
 """
 
@@ -35,16 +39,12 @@ class NumericPhrases(Phrases):
     SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
         "sequence": ("name", "terms"),
         "term": ("n", "name"),
-        "define": ("verb", "steps"),
-        "multiply_add": ("m", "c"),
-        "add_multiply": ("c", "m"),
+        "define": ("verb",),
         "apply": ("verb", "x"),
     }
     sequence: str = "Sequence {name}: {terms}, ..."
     term: str = "Term {n} of {name}: "
-    define: str = "To {verb} a number, {steps}."
-    multiply_add: str = "multiply it by {m}, then add {c}"
-    add_multiply: str = "add {c}, then multiply by {m}"
+    define: str = "What {verb} does to a number:"
     apply: str = "{verb} {x} = "
 
 
@@ -55,6 +55,9 @@ class NumericParams(Params):
         default=0.4, ge=0, le=1, description="Share of documents that define an operation."
     )
     largest_start: int = Field(default=60, ge=2, le=10_000, description="Largest first term.")
+    examples: int = Field(
+        default=3, ge=2, le=8, description="Worked examples that show an operation."
+    )
     phrases: NumericPhrases = Field(default_factory=NumericPhrases, description="Wording.")
 
     @model_validator(mode="after")
@@ -111,25 +114,32 @@ def _infer(terms: list[int]) -> Seq:
     raise SolveError(f"no known rule fits {terms}")
 
 
-def _operation(
-    rng: random.Random, lex: Lexicon, say: NumericPhrases
-) -> tuple[str, Callable[[int], int], str]:
-    verb = lex.word()
-    m, c = rng.randint(2, 9), rng.randint(3, 49)
-    if rng.random() < 0.5:
-        return verb, lambda x: m * x + c, say.multiply_add.format(m=m, c=c)
-    return verb, lambda x: m * (x + c), say.add_multiply.format(m=m, c=c)
+def _pairs(numbers: list[int]) -> set[int]:
+    """Every a + b, a - b and a * b of two of `numbers`: a term that is one of them is found
+    by a blind guesser that combines the prompt's numbers (an arithmetic sequence whose start
+    is a multiple of its step has such terms), so the generator draws again."""
+    return {
+        v
+        for i, a in enumerate(numbers)
+        for j, b in enumerate(numbers)
+        if i != j
+        for v in (a + b, a - b, a * b)
+    }
 
 
 def generate(rng: random.Random, p: NumericParams, lex: Lexicon) -> Document:
     say = p.phrases
     doc = Document()
     if rng.random() < p.operations:
-        verb, op, steps = _operation(rng, lex, say)
-        doc.say(say.define.format(verb=verb, steps=steps) + "\n")
-        for x in rng.sample(range(10, 100), p.questions):
+        verb = lex.word()
+        m, c = rng.randint(2, 9), rng.randint(3, 199)
+        doc.say(say.define.format(verb=verb) + "\n")
+        xs = rng.sample(range(10, 100), p.examples + p.questions)
+        for x in xs[: p.examples]:
+            doc.say(say.apply.format(verb=verb, x=x) + f"{m * x + c}\n")
+        for x in xs[p.examples :]:
             doc.say(say.apply.format(verb=verb, x=x))
-            doc.ask(str(op(x)))
+            doc.ask(str(m * x + c))
             doc.say("\n")
         return doc
     name = lex.name()
@@ -137,8 +147,12 @@ def generate(rng: random.Random, p: NumericParams, lex: Lexicon) -> Document:
         seq = _sequence(rng, p.largest_start)
         shown = [seq(n) for n in range(1, p.shown + 1)]
         asked = [seq(n) for n in range(1, p.furthest_term + 1)]
-        if all(_infer(shown)(n) == v for n, v in enumerate(asked, 1)) and all(
-            abs(v) < 10**7 for v in asked
+        if (
+            all(_infer(shown)(n) == v for n, v in enumerate(asked, 1))
+            and all(abs(v) < 10**7 for v in asked)
+            and not _pairs([*shown, *range(p.shown + 1, p.furthest_term + 1)]).intersection(
+                asked[p.shown :]
+            )
         ):
             break
     else:
@@ -153,7 +167,7 @@ def generate(rng: random.Random, p: NumericParams, lex: Lexicon) -> Document:
     return doc
 
 
-_SLOTS = {"n": r"\d+", "x": r"\d+", "m": r"\d+", "c": r"\d+", "verb": "[a-z]+"}
+_SLOTS = {"n": r"\d+", "x": r"\d+", "verb": "[a-z]+"}
 
 
 def solve(prompt: str, p: NumericParams) -> str:
@@ -166,15 +180,17 @@ def solve(prompt: str, p: NumericParams) -> str:
             raise SolveError("no sequence in the prompt")
         return str(_infer([int(t) for t in found["terms"].split(", ")])(int(m["n"])))
     if m := re.fullmatch(template_regex(say.apply, **_SLOTS), q):
-        line = template_regex(say.define, verb=re.escape(m["verb"]), steps=".+")
-        found = re.search(f"^{line}$", prompt, re.M)
-        if not found:
-            raise SolveError("no definition of the operation")
-        x = int(m["x"])
-        if s := re.fullmatch(template_regex(say.multiply_add, **_SLOTS), found["steps"]):
-            return str(int(s["m"]) * x + int(s["c"]))
-        if s := re.fullmatch(template_regex(say.add_multiply, **_SLOTS), found["steps"]):
-            return str(int(s["m"]) * (x + int(s["c"])))
+        shown = template_regex(say.apply, verb=re.escape(m["verb"]), x=r"\d+")
+        examples = [
+            (int(e["x"]), int(e["y"])) for e in re.finditer(f"^{shown}(?P<y>-?\\d+)$", prompt, re.M)
+        ]
+        if len(examples) < 2:
+            raise SolveError(f"fewer than two worked examples of {m['verb']!r}")
+        (x1, y1), (x2, y2) = examples[:2]
+        slope, rest = divmod(y2 - y1, x2 - x1)
+        if rest or any(y != y1 + slope * (x - x1) for x, y in examples):
+            raise SolveError(f"the examples of {m['verb']!r} are not a number times m plus c")
+        return str(y1 + slope * (int(m["x"]) - x1))
     raise SolveError(f"not a numeric question: {q!r}")
 
 

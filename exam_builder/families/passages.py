@@ -1,11 +1,16 @@
-"""Passages: facts stated in a short invented text, then asked about.
+"""Passages: facts stated in a short invented text, then asked about two at a time.
 
     In Dorvask there were three neighbours. Talmi lives in Vosk. Talmi keeps a pet named
     Murbel. Keshan lives in Ildor. ...
-    Q: Where does Talmi live? A: Vosk.
+    Q: Where is Talmi's home? What does Keshan call the animal at home? A: Vosk and Murbel.
 
 Several people share the same relations, so an answer needs the right person bound to the
-right fact. Relations are bank parameters (a statement and a question template each).
+right fact. Every question asks two facts and its answer joins them (`both`): the answer is
+written nowhere in the passage, so a blind pick among the passage's names scores nothing, and
+a rule that copies one name beside the asked person is never right. The default questions share
+no word with their facts but the person's name (a question that repeats its fact's verb is read
+by a rule that matches words). Relations are bank parameters (a statement and a question
+template each).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from exam_builder.document import Document
 from exam_builder.families.base import Family, Params, SolveError, last_line
@@ -41,12 +46,12 @@ class Relation(BaseModel):
 
 
 DEFAULT_RELATIONS = [
-    Relation(fact="{a} lives in {b}.", question="Where does {a} live?"),
-    Relation(fact="{a} keeps a pet named {b}.", question="What is the name of {a}'s pet?"),
-    Relation(fact="{a} works as a {b} maker.", question="What does {a} make?"),
-    Relation(fact="The boat of {a} is called {b}.", question="What is {a}'s boat called?"),
-    Relation(fact="{a} was born in the month of {b}.", question="In which month was {a} born?"),
-    Relation(fact="{a} always sings the song {b}.", question="Which song does {a} sing?"),
+    Relation(fact="{a} lives in {b}.", question="Where is {a}'s home?"),
+    Relation(fact="{a} keeps a pet named {b}.", question="What does {a} call the animal at home?"),
+    Relation(fact="{a} works as a {b} maker.", question="Which trade is {a}'s?"),
+    Relation(fact="The boat of {a} is called {b}.", question="Which vessel belongs to {a}?"),
+    Relation(fact="{a} was born in the month of {b}.", question="When is {a}'s birthday?"),
+    Relation(fact="{a} always sings the song {b}.", question="What tune does {a} hum?"),
 ]
 
 
@@ -67,13 +72,32 @@ class PassagesParams(Params):
     )
     ask: str = Field(
         default="Q: {question} A: ",
-        description="How a question is put; {question} is a relation's question.",
+        description="How a question is put; {question} is two relations' questions, a space "
+        "between them.",
+    )
+    both: str = Field(
+        default="{first} and {second}",
+        description="How the answer joins the two facts asked, in the order asked.",
     )
 
     @field_validator("ask")
     @classmethod
     def _ask(cls, v: str) -> str:
         return check_template(v, "question")
+
+    @field_validator("both")
+    @classmethod
+    def _both(cls, v: str) -> str:
+        check_template(v, "first", "second")
+        if not v.startswith("{first}") or not v.endswith("{second}"):
+            raise ValueError(f"{v!r} must start with {{first}} and end with {{second}}")
+        return v
+
+    @model_validator(mode="after")
+    def _two_facts(self) -> PassagesParams:
+        if self.people * min(self.facts_per_person, len(self.relations)) < 2:
+            raise ValueError("a question asks two facts: people x facts_per_person must be >= 2")
+        return self
 
     @field_validator("openings")
     @classmethod
@@ -92,25 +116,35 @@ def generate(rng: random.Random, p: PassagesParams, lex: Lexicon) -> Document:
     opening = rng.choice(p.openings).format(place=lex.name(), n=len(people))
     sentences = [rel.fact.format(a=a, b=b) for a, rel, b in facts]
     doc.say(opening + " " + " ".join(sentences) + "\n")
-    for a, rel, b in rng.sample(facts, min(p.questions, len(facts))):
-        doc.say(p.ask.format(question=rel.question.format(a=a)))
-        doc.ask(b)
+    pairs = [(x, y) for x in facts for y in facts if x is not y]
+    for first, second in rng.sample(pairs, min(p.questions, len(pairs))):
+        asked = " ".join(rel.question.format(a=a) for a, rel, _ in (first, second))
+        doc.say(p.ask.format(question=asked))
+        doc.ask(p.both.format(first=first[2], second=second[2]))
         doc.say(".\n")
     return doc
 
 
+def _fact(prompt: str, rel: Relation, person: str) -> str | None:
+    found = re.search(template_regex(rel.fact, a=re.escape(person), b=r"[A-Z][a-z]+"), prompt)
+    return found["b"] if found else None
+
+
 def solve(prompt: str, p: PassagesParams) -> str:
     question = last_line(prompt)
-    for rel in p.relations:
-        asked = template_regex(rel.question, a=r"[A-Z][a-z]+")
-        m = re.fullmatch(template_regex(p.ask, question=asked), question)
-        if not m:
-            continue
-        fact = template_regex(rel.fact, a=re.escape(m["a"]), b=r"[A-Z][a-z]+")
-        found = re.search(fact, prompt)
-        if found:
-            return found["b"]
-    raise SolveError(f"no stated fact answers {question!r}")
+    name = r"[A-Z][a-z]+"
+    for one in p.relations:
+        for two in p.relations:
+            first = template_regex(one.question, a=name).replace("(?P<a>", "(?P<x>")
+            second = template_regex(two.question, a=name).replace("(?P<a>", "(?P<y>")
+            m = re.fullmatch(template_regex(p.ask, question=".+"), question)
+            asked = m and re.fullmatch(f"{first} {second}", m["question"])
+            if not asked:
+                continue
+            b1, b2 = _fact(prompt, one, asked["x"]), _fact(prompt, two, asked["y"])
+            if b1 and b2:
+                return p.both.format(first=b1, second=b2)
+    raise SolveError(f"no stated facts answer {question!r}")
 
 
 FAMILY = Family(

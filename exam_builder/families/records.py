@@ -4,12 +4,15 @@
     name | home | weight | tool
     Orvak | Tellin | 341 | zimbar
     ...
-    The tool of Orvak is zimbar.
-    The member whose home is Tellin is Orvak.
+    Where Dessa has 517, Orvak and Mira have 341 and 802.
+    The holders of zimbar and KV-4821: Orvak and Mira.
 
-Forward look-ups (a cell by row name and column) and reverse look-ups (a row by a cell). Cell
-values are unique per column, so a reverse look-up has one answer. Columns and phrases are
-bank parameters.
+Forward look-ups name two rows and find their cells in a column that the question never names:
+it gives another row's cell instead, so the column must be found by its value (a rule that
+matches the question's words to a header finds nothing). Reverse look-ups give two cells and
+ask whose they are. Every answer joins two cells (`both`), so it is written nowhere in the
+table and a blind pick among its cells scores nothing. Cells are unique in the whole table, so
+every look-up has one answer. Columns and phrases are bank parameters.
 """
 
 from __future__ import annotations
@@ -50,16 +53,20 @@ class RecordsPhrases(Phrases):
 
     SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
         "title": ("place", "group"),
-        "forward": ("column", "row"),
-        "reverse": ("column", "value"),
+        "forward": ("key", "value", "row", "other"),
+        "reverse": ("value", "other"),
+        "both": ("first", "second"),
     }
     title: str = "Register of the {place} {group}"
-    forward: str = "The {column} of {row} is "
-    reverse: str = "The member whose {column} is {value} is "
+    forward: str = "Where {key} has {value}, {row} and {other} have "
+    reverse: str = "The holders of {value} and {other}: "
+    both: str = "{first} and {second}"
 
 
 class RecordsParams(Params):
-    rows: int = Field(default=5, ge=2, le=12, description="Rows in the table.")
+    rows: int = Field(
+        default=5, ge=3, le=12, description="Rows in the table (a look-up names three)."
+    )
     columns: list[Column] = Field(
         default_factory=lambda: list(DEFAULT_COLUMNS), min_length=1, description="Columns."
     )
@@ -100,8 +107,8 @@ def _cell(rng: random.Random, col: Column, lex: Lexicon, taken: set[str]) -> str
 def generate(rng: random.Random, p: RecordsParams, lex: Lexicon) -> Document:
     names = lex.names(p.rows)
     table: dict[str, dict[str, str]] = {n: {} for n in names}
+    taken: set[str] = set(names)  # unique in the whole table: a cell names its column
     for col in p.columns:
-        taken: set[str] = set()
         for n in names:
             table[n][col.name] = _cell(rng, col, lex, taken)
     doc = Document()
@@ -110,18 +117,24 @@ def generate(rng: random.Random, p: RecordsParams, lex: Lexicon) -> Document:
     doc.say("name | " + " | ".join(c.name for c in p.columns) + "\n")
     for n in names:
         doc.say(n + " | " + " | ".join(table[n][c.name] for c in p.columns) + "\n")
-    asked: set[tuple[str, str, bool]] = set()
-    while len(asked) < min(p.questions, p.rows * len(p.columns)):
-        n, col, reverse = rng.choice(names), rng.choice(p.columns), rng.random() < 0.3
-        if (n, col.name, reverse) in asked:
-            continue
-        asked.add((n, col.name, reverse))
-        if reverse:
-            doc.say(say.reverse.format(column=col.name, value=table[n][col.name]))
-            doc.ask(n)
+    asked: set[str] = set()  # membership only
+    for _ in range(100 * p.questions):
+        if len(asked) == p.questions:
+            break
+        key, row, other = rng.sample(names, 3)
+        col, col2 = rng.choice(p.columns), rng.choice(p.columns)
+        if rng.random() < 0.3:
+            question = say.reverse.format(value=table[row][col.name], other=table[other][col2.name])
+            answer = say.both.format(first=row, second=other)
         else:
-            doc.say(say.forward.format(column=col.name, row=n))
-            doc.ask(table[n][col.name])
+            value = table[key][col.name]
+            question = say.forward.format(key=key, value=value, row=row, other=other)
+            answer = say.both.format(first=table[row][col.name], second=table[other][col.name])
+        if question in asked:
+            continue
+        asked.add(question)
+        doc.say(question)
+        doc.ask(answer)
         doc.say(".\n")
     return doc
 
@@ -142,17 +155,25 @@ def _table(prompt: str) -> tuple[list[str], list[list[str]]]:
 
 
 def solve(prompt: str, p: RecordsParams) -> str:
-    header, rows = _table(prompt)
+    _, rows = _table(prompt)
+    by_name = {r[0]: r for r in rows}
     question = last_line(prompt)
-    slots = {"column": r"[a-z]+", "row": r".+", "value": r".+"}
-    m = re.fullmatch(template_regex(p.phrases.reverse, **slots), question)
-    if m and m.group("column") in header:
-        k = header.index(m.group("column"))
-        return next(r[0] for r in rows if r[k] == m.group("value"))
-    m = re.fullmatch(template_regex(p.phrases.forward, **slots), question)
-    if m and m.group("column") in header:
-        k = header.index(m.group("column"))
-        return next(r[k] for r in rows if r[0] == m.group("row"))
+    say = p.phrases
+    slots = {s: r".+?" for s in ("key", "value", "row", "other")}
+
+    def holder(value: str) -> str:
+        return next(r[0] for r in rows if value in r[1:])
+
+    m = re.fullmatch(template_regex(say.forward, **slots), question)
+    if m and m["key"] in by_name and m["value"] in by_name[m["key"]]:
+        k = by_name[m["key"]].index(m["value"])
+        return say.both.format(first=by_name[m["row"]][k], second=by_name[m["other"]][k])
+    m = re.fullmatch(template_regex(say.reverse, **slots), question)
+    if m:
+        try:
+            return say.both.format(first=holder(m["value"]), second=holder(m["other"]))
+        except StopIteration:
+            pass
     raise SolveError(f"not a look-up: {question!r}")
 
 

@@ -1,18 +1,24 @@
-"""Schedules: a timetable of departures and journey times; arrivals must be computed.
+"""Schedules: a timetable of departures and of the legs between stops; arrivals computed.
 
     Timetable of the Orvel ferries (24-hour clock):
-      Tamsik leaves 08:15, journey 45 min
-      Velor leaves 09:40, journey 80 min
-    The Tamsik arrives at 09:00.
-    The first ferry to leave after 09:00 is the Velor.
-    The Velor leaves at 09:40.
+      Kesh to Pim: 34 min
+      Orvel to Kesh: 47 min
+      Pim to Dask: 21 min
+      Tamsik leaves Orvel at 08:15 for Pim, calling at Kesh
+      Velor leaves Dask at 09:40 for Kesh, calling at Pim
+    The Tamsik reaches its last stop at 09:36.
 
-Arrivals are departure + journey (clock arithmetic defined by the prompt), "first after" needs
-the order of times, and look-ups copy a time. Vehicles, sizes and phrases are bank parameters.
+An arrival is the departure plus the two legs of the route, each found in the legs table by
+its two stops, either way round (clock arithmetic defined by the prompt). No line that names
+the departure holds a duration, and the sum of two legs is rarely a number of the prompt, so
+neither a rule that adds the minutes written beside a name nor a blind "a time plus a number
+of the prompt" finds it.
+Vehicles, sizes and phrases are bank parameters.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 import re
 from typing import ClassVar
@@ -20,7 +26,7 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, distinct, last_line
+from exam_builder.families.base import Family, Params, SolveError, last_line
 from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
 
@@ -30,20 +36,21 @@ class SchedulesPhrases(Phrases):
 
     SLOTS: ClassVar[dict[str, tuple[str, ...]]] = {
         "title": ("place", "vehicles"),
-        "line": ("name", "time", "minutes"),
+        "leg": ("start", "end", "minutes"),
+        "line": ("name", "origin", "time", "stop", "via"),
         "arrives": ("name",),
-        "leaves": ("name",),
-        "after": ("vehicle", "time"),
     }
     title: str = "Timetable of the {place} {vehicles} (24-hour clock):"
-    line: str = "  {name} leaves {time}, journey {minutes} min"
-    arrives: str = "The {name} arrives at "
-    leaves: str = "The {name} leaves at "
-    after: str = "The first {vehicle} to leave after {time} is the "
+    leg: str = "  {start} to {end}: {minutes} min"
+    line: str = "  {name} leaves {origin} at {time} for {stop}, calling at {via}"
+    arrives: str = "The {name} reaches its last stop at "
 
 
 class SchedulesParams(Params):
-    departures: int = Field(default=4, ge=2, le=10, description="Lines in the timetable.")
+    departures: int = Field(default=4, ge=2, le=10, description="Departures in the timetable.")
+    stops: int = Field(
+        default=6, ge=3, le=10, description="Stops on the line; a route calls at three in a row."
+    )
     vehicles: list[str] = Field(
         default_factory=lambda: ["ferry", "coach", "barge", "tram", "sled"],
         min_length=1,
@@ -51,7 +58,9 @@ class SchedulesParams(Params):
     )
     first_hour: int = Field(default=5, ge=0, le=22, description="Earliest departure hour.")
     last_hour: int = Field(default=17, ge=0, le=22, description="Latest departure hour.")
-    longest_journey: int = Field(default=300, ge=10, le=360, description="Minutes, at most.")
+    longest_journey: int = Field(
+        default=300, ge=10, le=360, description="Minutes of a route (two legs), at most."
+    )
     phrases: SchedulesPhrases = Field(default_factory=SchedulesPhrases, description="Wording.")
 
     @model_validator(mode="after")
@@ -81,55 +90,67 @@ def _plural(word: str) -> str:
 
 def generate(rng: random.Random, p: SchedulesParams, lex: Lexicon) -> Document:
     names = lex.names(p.departures)
+    stops = lex.names(p.stops)
     slots = range(p.first_hour * 12, p.last_hour * 12 + 12)  # 5-minute slots
-    starts = sorted(5 * s for s in rng.sample(slots, p.departures))
-    rng.shuffle(starts)
-    journeys = [5 * rng.randint(2, p.longest_journey // 5) for _ in names]
+    starts = [5 * s for s in rng.sample(slots, p.departures)]
+    # The stops lie on one line; a leg joins two neighbours and is run both ways. A route is
+    # three neighbours in a row, either way: so there are never more legs than stops.
+    half = p.longest_journey // 2
+    legs = {(a, b): rng.randint(min(7, half), half) for a, b in itertools.pairwise(stops)}
+    routes = []
+    for _ in names:
+        k = rng.randrange(len(stops) - 2)
+        route = stops[k : k + 3]
+        routes.append(tuple(reversed(route)) if rng.random() < 0.5 else tuple(route))
     vehicle = rng.choice(p.vehicles)
     say = p.phrases
     doc = Document()
     doc.say(say.title.format(place=lex.name(), vehicles=_plural(vehicle)) + "\n")
-    for n, s, j in zip(names, starts, journeys, strict=True):
-        doc.say(say.line.format(name=n, time=_clock(s), minutes=j) + "\n")
-
-    def draw() -> tuple[str, str]:
-        k = rng.randrange(len(names))
-        kind = rng.choice(["arrives", "arrives", "after", "leaves"])
-        later = [s for s in starts if s > starts[k]]
-        if kind == "after" and later:
-            question = say.after.format(vehicle=vehicle, time=_clock(starts[k]))
-            return question, names[starts.index(min(later))]
-        if kind == "leaves":
-            return say.leaves.format(name=names[k]), _clock(starts[k])
-        return say.arrives.format(name=names[k]), _clock(starts[k] + journeys[k])
-
-    for question, answer in distinct(draw, p.questions):
-        doc.say(question)
-        doc.ask(answer)
+    for (a, b), minutes in rng.sample(sorted(legs.items()), len(legs)):
+        doc.say(say.leg.format(start=a, end=b, minutes=minutes) + "\n")
+    for n, t, (origin, via, stop) in zip(names, starts, routes, strict=True):
+        doc.say(say.line.format(name=n, origin=origin, time=_clock(t), stop=stop, via=via) + "\n")
+    both_ways = {**legs, **{(b, a): m for (a, b), m in legs.items()}}
+    arrivals = {
+        n: t + both_ways[origin, via] + both_ways[via, stop]
+        for n, t, (origin, via, stop) in zip(names, starts, routes, strict=True)
+    }
+    for n in rng.sample(names, min(p.questions, len(names))):
+        doc.say(say.arrives.format(name=n))
+        doc.ask(_clock(arrivals[n]))
         doc.say(".\n")
     return doc
 
 
-_SLOTS = {"name": r"[A-Z][a-z]+", "time": r"\d\d:\d\d", "minutes": r"\d+", "vehicle": r"[a-z]+"}
+_SLOTS = {
+    "name": r"[A-Z][a-z]+",
+    "origin": r"[A-Z][a-z]+",
+    "stop": r"[A-Z][a-z]+",
+    "via": r"[A-Z][a-z]+",
+    "start": r"[A-Z][a-z]+",
+    "end": r"[A-Z][a-z]+",
+    "time": r"\d\d:\d\d",
+    "minutes": r"\d+",
+}
 
 
 def solve(prompt: str, p: SchedulesParams) -> str:
     say = p.phrases
-    line = template_regex(say.line, **_SLOTS)
-    table = {
-        m["name"]: (_minutes(m["time"]), int(m["minutes"]))
-        for m in re.finditer(f"^{line}$", prompt, re.M)
+    legs: dict[tuple[str, str], int] = {}  # a leg is run both ways
+    for leg in re.finditer(f"^{template_regex(say.leg, **_SLOTS)}$", prompt, re.M):
+        legs[leg["start"], leg["end"]] = legs[leg["end"], leg["start"]] = int(leg["minutes"])
+    routes = {
+        m["name"]: (_minutes(m["time"]), m["origin"], m["via"], m["stop"])
+        for m in re.finditer(f"^{template_regex(say.line, **_SLOTS)}$", prompt, re.M)
     }
     question = last_line(prompt)
-    if m := re.fullmatch(template_regex(say.arrives, **_SLOTS), question):
-        start, journey = table[m["name"]]
-        return _clock(start + journey)
-    if m := re.fullmatch(template_regex(say.leaves, **_SLOTS), question):
-        return _clock(table[m["name"]][0])
-    if m := re.fullmatch(template_regex(say.after, **_SLOTS), question):
-        after = _minutes(m["time"])
-        return min((t, name) for name, (t, _) in table.items() if t > after)[1]
-    raise SolveError(f"not a timetable question: {question!r}")
+    asked = re.fullmatch(template_regex(say.arrives, **_SLOTS), question)
+    if not asked or asked["name"] not in routes:
+        raise SolveError(f"not a timetable question: {question!r}")
+    start, origin, via, stop = routes[asked["name"]]
+    if (origin, via) not in legs or (via, stop) not in legs:
+        raise SolveError(f"a leg of the {asked['name']} is not in the timetable")
+    return _clock(start + legs[origin, via] + legs[via, stop])
 
 
 FAMILY = Family(

@@ -7,7 +7,9 @@
     In Velmish, "stones" is taviot.
 
 The answer is a phrase translated word by word with the glossary and the plural rule of this
-prompt: no outside knowledge helps. The English meanings and the phrases are bank parameters.
+prompt: no outside knowledge helps. A phrase has two words or more (a one-word phrase is a
+plural), so that no answer is a glossary word copied: a blind pick among the glossary's words
+would find those. The English meanings and the phrases are bank parameters.
 """
 
 from __future__ import annotations
@@ -78,10 +80,11 @@ def generate(rng: random.Random, p: VocabularyParams, lex: Lexicon) -> Document:
         doc.say(say.entry.format(word=glossary[m], meaning=m) + "\n")
 
     def draw() -> tuple[str, str]:
-        n = rng.randint(1, min(p.phrase_words, len(meanings)))
+        n = rng.randint(min(2, p.phrase_words), min(p.phrase_words, len(meanings)))
         english, native = [], []
         for m in rng.sample(meanings, n):
-            plural = p.plurals and rng.random() < 0.4
+            # A one-word phrase is always a plural: a bare entry word is a copy of the glossary.
+            plural = p.plurals and (n == 1 or rng.random() < 0.4)
             english.append(m + "s" if plural else m)
             native.append(glossary[m] + suffix if plural else glossary[m])
         return say.query.format(language=language, phrase=" ".join(english)), " ".join(native)

@@ -59,7 +59,7 @@ def test_family_listed_twice(make_bank: MakeBank, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("params", "field"),
     [
-        ("rows = 1", "families[0].params.rows: Input should be greater than or equal to 2"),
+        ("rows = 2", "families[0].params.rows: Input should be greater than or equal to 3"),
         ('rows = "six"', "families[0].params.rows: Input should be a valid integer"),
         ("colums = []", "families[0].params.colums: Extra inputs are not permitted"),
         (
@@ -67,10 +67,11 @@ def test_family_listed_twice(make_bank: MakeBank, tmp_path: Path) -> None:
             "families[0].params.columns[0].kind",
         ),
         (
-            'phrases = {forward = "The {column} of it is "}',
-            "params.phrases: forward: 'The {column} of it is ' must use {column}, {row}",
+            'phrases = {forward = "The {row} of it is "}',
+            "params.phrases: forward: 'The {row} of it is ' must use {key}, {value}, {row}, "
+            "{other}",
         ),
-        ('phrases = {forward = "{column} {row}", reverse = "{column} {row}"}', "phrases: reverse:"),
+        ('phrases = {reverse = "{column} {row}"}', "phrases: reverse:"),
         ('phrases = {title = "Register {place:>9} {group}"}', "slots are plain {names}"),
     ],
 )

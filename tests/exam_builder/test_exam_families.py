@@ -16,10 +16,10 @@ from exam_builder.lexicon import Lexicon
 SYLLABLES = "ka vo rel tam zu ish orn bex qua lim dro fen sha tor vek ul".split()  # noqa: SIM905
 
 SETTINGS: dict[str, list[dict[str, Any]]] = {
-    "passages": [{}, {"people": 1, "facts_per_person": 1, "questions": 1}, {"people": 5}],
+    "passages": [{}, {"people": 1, "facts_per_person": 2, "questions": 1}, {"people": 5}],
     "records": [
         {},
-        {"rows": 2, "questions": 5},
+        {"rows": 3, "questions": 5},
         {"rows": 10, "columns": [{"name": "age", "kind": "number", "low": 100, "high": 110}]},
     ],
     "vocabulary": [{}, {"plurals": False, "phrase_words": 4}, {"entries": 2, "questions": 4}],
@@ -27,7 +27,7 @@ SETTINGS: dict[str, list[dict[str, Any]]] = {
     "lists": [{}, {"min_length": 3, "max_length": 3}, {"kinds": ["backwards"], "questions": 1}],
     "symbolic": [{}, {"examples": 2}, {"rules": ["suffix", "prefix"], "examples": 2}],
     "numeric": [{}, {"operations": 0.0, "shown": 4}, {"operations": 1.0, "questions": 5}],
-    "extraction": [{}, {"messages": 1}, {"messages": 5, "questions": 5}],
+    "extraction": [{}, {"messages": 3}, {"messages": 5, "questions": 5}],
 }
 
 INVALID: dict[str, dict[str, Any]] = {

@@ -67,8 +67,8 @@ def test_the_structured_bank_passes_with_the_pool_and_the_readable_one_is_refuse
     message = str(refused.value)
     for cracked in ("reader-two-hop answers mentors", "reader-count answers ledger"):
         assert cracked in message
-    assert "reader-operation answers numeric" in message
-    assert "reader-field answers extraction" in message
+    assert "reader-operation answers old_numeric" in message
+    assert "reader-field answers old_extraction" in message
     assert "blind guesser scores on families mentors" in message
 
 

@@ -58,7 +58,7 @@ def test_a_run_stopped_during_its_final_grading_is_recorded_at_once(
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert fired, "the run never reached its final grading"
-    (path,) = (spec.results_dir / "demo-cpu").glob("*.json")
+    (path,) = (spec.results_dir / "demo-cpu-2").glob("*.json")
     result = load_run(path)
     assert result.status == "invalid"
     assert result.interrupted
@@ -87,7 +87,7 @@ def test_an_interruption_during_the_session_says_by_what(make_spec: SpecFactory)
             execute_run(spec, echo=echo)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    (path,) = (spec.results_dir / "demo-cpu").glob("*.json")
+    (path,) = (spec.results_dir / "demo-cpu-2").glob("*.json")
     result = load_run(path)
     assert result.status == "invalid" and result.interrupted
     assert result.evidence is not None and result.evidence.check == "interrupted"

@@ -92,7 +92,7 @@ from toolkit.tracks.registry import carry_track
 )
 @images_option
 @click.option(
-    "--track", default="demo-cpu", show_default=True, help="Track id (results/tracks.json)."
+    "--track", default="demo-cpu-2", show_default=True, help="Track id (results/tracks.json)."
 )
 @click.option(
     "--budget",
@@ -164,10 +164,10 @@ def run_command(
 
     \b
     Examples:
-      toolkit run --agent scripted --backend local --track demo-cpu --seed 0 \\
+      toolkit run --agent scripted --backend local --track demo-cpu-2 --seed 0 \\
           --results /tmp/ari-results
       OPENAI_API_KEY=... toolkit run --agent opencode --provider openai --model gpt-5 \\
-          --effort high --track demo-cpu --seed 0 --results /tmp/ari-results
+          --effort high --track demo-cpu-2 --seed 0 --results /tmp/ari-results
     """
     console = make_console(stderr=True)
     refuse_device(device, backend)  # a GPU this host cannot use: refused before any work

@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from exam_builder import BUILDER_VERSION
 from exam_builder.build import build_exam
 from exam_builder.exam_file import EXAM_FILE, sha256_file
 from toolkit.paths import state_dir
@@ -30,7 +31,7 @@ class InputError(ValueError):
 
 def built_exam(bank: Path, name: str) -> Path:
     """`exam.jsonl` of a public bank, built once into the state dir."""
-    out = state_dir() / "exams" / name
+    out = state_dir() / "exams" / f"{name}-{BUILDER_VERSION}"  # a new engine, a new exam
     exam = out / EXAM_FILE
     if exam.is_file():
         return exam
