@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from toolkit.text.corpus import default_corpus, extract_articles, wiki_to_text
 
 
@@ -36,3 +38,24 @@ def test_default_corpus_is_english_prose() -> None:
     # Ordinary English: the most common word is "the".
     words = text.lower().split()
     assert max(set(words[:50000]), key=words[:50000].count) == "the"
+
+
+def test_processes_extracting_into_one_state_dir_at_once_all_succeed(tmp_path: Path) -> None:
+    """A campaign's runs on one box share the state dir: each extraction writes a temporary
+    file of its own (a shared fixed name let one process move another's away)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from toolkit.text.corpus import default_corpus_path as d; print(d())"
+    for attempt in range(2):
+        home = tmp_path / f"home{attempt}"
+        home.mkdir()
+        env = dict(os.environ, ARI_HOME=str(home))
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE)
+            for _ in range(4)
+        ]
+        errors = [p.communicate(timeout=300)[1].decode() for p in procs]
+        assert all(p.returncode == 0 for p in procs), errors
+        assert not [n for n in os.listdir(home) if n.endswith(".tmp")]

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import bz2
 import html
+import os
 import re
+import tempfile
 from importlib import resources
 from pathlib import Path
 
@@ -138,9 +140,16 @@ def default_corpus_path() -> Path:
         return cached
     xml = bz2.decompress(_source_path().read_bytes()).decode("utf-8")
     text = "\n\n".join(f"{title}\n{body}" for title, body in extract_articles(xml)) + "\n"
-    tmp = cached.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(cached)
+    # A temporary file of this process's own: two processes extracting into one state dir at
+    # once (a campaign's runs on one box) must not write into, or move away, each other's.
+    fd, name = tempfile.mkstemp(dir=cached.parent, prefix=f".{CACHE_NAME}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(name, cached)
+    except BaseException:
+        Path(name).unlink(missing_ok=True)
+        raise
     return cached
 
 
