@@ -44,6 +44,8 @@ class Reply:
     """Extra answer headers (e.g. retry-after on a 429)."""
     cost: float | None = None
     """A cost (USD) reported with the usage, as OpenRouter does; None: none."""
+    error: bytes = b'{"error": {"message": "scripted failure"}}'
+    """The body of an error answer (`status` not 200)."""
 
 
 @dataclass
@@ -193,8 +195,7 @@ class _Handler(BaseHTTPRequestHandler):
         if reply.delay_s:
             time.sleep(reply.delay_s)
         if reply.status != 200:
-            error = b'{"error": {"message": "scripted failure"}}'
-            self._send(reply.status, "application/json", error, reply.headers)
+            self._send(reply.status, "application/json", reply.error, reply.headers)
             return
         turn = len(provider.requests)
         chunks = [_chunk({"role": "assistant", "content": ""})]

@@ -317,6 +317,20 @@ def test_a_scaffold_that_exits_while_the_provider_fails_is_invalid(
     assert "HTTP 401" in verdict
 
 
+def test_a_provider_error_that_quotes_the_key_reaches_the_controller_without_it(
+    relays: Callable[..., ProviderRelay],
+) -> None:
+    # A provider's error may quote the credential it got ("Incorrect API key provided: sk-...");
+    # the answer is passed on to the controller, where the model reads it: never the key.
+    said = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}"}}).encode()
+    with FakeProvider(lambda r: Reply(status=401, error=said)) as p:
+        relay = relays(p)
+        status, got = call(relay)
+    assert status == 401
+    assert KEY.encode() not in got
+    assert b"Incorrect API key provided: [redacted]" in got
+
+
 def test_a_slow_provider_that_answers_is_no_failure(
     relays: Callable[..., ProviderRelay],
 ) -> None:
