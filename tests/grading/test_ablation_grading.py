@@ -39,6 +39,9 @@ from toolkit.text.data import prepare_train_data
 REPO = Path(__file__).resolve().parents[2]
 RULES = Path(__file__).with_name("bundles") / "rules"
 DEMO_BANK = REPO / "exam_builder" / "banks" / "public" / "demo"
+# The built-in families as they were before they were made hard for rules (exam_builder 1.1.0,
+# kept as plug-ins of a public test bank): the rule bundle reads three of them.
+RULE_READABLE_BANK = REPO / "tests" / "exam_builder" / "banks" / "old_shapes"
 STARTER = REPO / "toolkit" / "starter"
 
 
@@ -46,6 +49,13 @@ STARTER = REPO / "toolkit" / "starter"
 def demo_exam(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("exam") / "demo"
     build_exam(DEMO_BANK, folder, english_text=None)
+    return folder / "exam.jsonl"
+
+
+@pytest.fixture(scope="module")
+def rule_exam(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("exam") / "old-shapes"
+    build_exam(RULE_READABLE_BANK, folder, english_text=None)
     return folder / "exam.jsonl"
 
 
@@ -62,8 +72,8 @@ def _rule_bundle(tmp_path: Path, *, rules_as_data: bool = False) -> Path:
 
 
 @pytest.mark.usefixtures("grading_backend")
-def test_a_rule_bundle_keeps_its_score_and_is_flagged(demo_exam: Path, tmp_path: Path) -> None:
-    report = grade_bundle(_rule_bundle(tmp_path), demo_exam, phases=("generate",), ablation=True)
+def test_a_rule_bundle_keeps_its_score_and_is_flagged(rule_exam: Path, tmp_path: Path) -> None:
+    report = grade_bundle(_rule_bundle(tmp_path), rule_exam, phases=("generate",), ablation=True)
     assert report.ok and report.reason is None, report.reason
     assert report.score.passed >= 10  # records, lists, numeric: by rule
     assert report.ablation is not None and report.ablation.note == NOTE_DONE
@@ -75,10 +85,10 @@ def test_a_rule_bundle_keeps_its_score_and_is_flagged(demo_exam: Path, tmp_path:
     print(f"ablated pass: {report.ablation.seconds:.1f} s of {report.timings.total:.1f} s")
 
 
-def test_rules_stored_as_data_collapse_with_the_weights(demo_exam: Path, tmp_path: Path) -> None:
+def test_rules_stored_as_data_collapse_with_the_weights(rule_exam: Path, tmp_path: Path) -> None:
     """The documented limit: rules kept in a non-Python file are destroyed like weights."""
     bundle = _rule_bundle(tmp_path, rules_as_data=True)
-    report = grade_bundle(bundle, demo_exam, phases=("generate",), ablation=True)
+    report = grade_bundle(bundle, rule_exam, phases=("generate",), ablation=True)
     assert report.ok and report.score.passed >= 10
     assert report.ablation is not None and report.ablation.note == NOTE_FAILED
     assert report.weights_ablation is not None and report.weights_ablation.passed == 0
@@ -168,12 +178,13 @@ def test_a_published_run_carries_the_diagnostic(tmp_path: Path) -> None:
             json.dumps(q, sort_keys=True, separators=(",", ":")) + "\n" for q in code_questions(6)
         )
     )
-    result = execute_run(run_spec(submit_and_promote(ORACLE), exam, tmp_path))
+    spec = run_spec(submit_and_promote(ORACLE), exam, tmp_path)
+    result = execute_run(spec)
     assert result.status == "valid", result.status_reason
     assert result.score.passed == 6
     assert result.weights_ablation is not None and result.weights_ablation.passed == 6
     assert result.model_free_suspect is True
-    assert result.config.protocol_revision == 2  # the track's current revision
+    assert result.config.protocol_revision == spec.track.protocol_revision  # the current one
     (path,) = (tmp_path / "results").glob("demo-cpu-2/*.json")
     stored = load_run(path)
     assert stored.model_free_suspect is True and stored.weights_ablation == result.weights_ablation

@@ -213,7 +213,13 @@ def test_caps_on_one_disk_leave_room_for_each_other(
     needs_cap("ext4")
     free = 1024 * MiB  # what the disk has free, as far as the caps can tell (fixed: no flake)
     monkeypatch.setattr(capped, "_free_bytes", lambda _where: free)
-    before = capped.promised_bytes(host_dir)  # caps of other live runs, if any
+    # Only this test's images count: other runs' caps on this disk (another test worker's, a
+    # run going on) come and go while it runs, and the fixed `free` above cannot cover them.
+    every_image = capped.live_images
+    monkeypatch.setattr(
+        capped, "live_images", lambda: [i for i in every_image() if host_dir in i.parents]
+    )
+    before = capped.promised_bytes(host_dir)
     folders: list[capped.CappedFolder] = []
     try:
         first = capped.cap_folder(host_dir / "a" / "workspace", 400 * MiB, kind="ext4")
