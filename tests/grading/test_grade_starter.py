@@ -74,10 +74,21 @@ def test_training_respects_its_budget(trained: tuple[Path, Path, float]) -> None
 @pytest.mark.slow
 def test_starter_bundle_grades_identically_twice(trained: tuple[Path, Path, float]) -> None:
     bundle, exam, _ = trained
-    first = grade_bundle(bundle, exam)
-    second = grade_bundle(bundle, exam)
+    # Three questions of each family (24): the whole exam twice took 4.5 minutes of the suite,
+    # and a whole run's grading on it is tested end to end elsewhere (tests/run/test_run.py).
+    per_family: dict[str, int] = {}
+    lines = []
+    for line in exam.read_text().splitlines():
+        family = json.loads(line)["family"]
+        per_family[family] = per_family.get(family, 0) + 1
+        if per_family[family] <= 3:
+            lines.append(line + "\n")
+    sample = exam.with_name("sample.jsonl")
+    sample.write_text("".join(lines))
+    first = grade_bundle(bundle, sample)
+    second = grade_bundle(bundle, sample)
     assert first.ok and first.reason is None, first.reason
-    assert first.score.total == 100
+    assert first.score.total == 3 * len(per_family) == 24
     assert first.bits_per_byte is not None and 0 < first.bits_per_byte < 8.0
     assert first.packed_bytes is not None and first.packed_bytes < 16_000_000
     ignore = {"timings"}
