@@ -61,5 +61,5 @@ class AgentLog:
             self._echo(f"{stamp} {shown}")
 
 
-def _quiet(_: str) -> None:
-    pass
+def quiet(_: str) -> None:
+    """An echo that shows nothing (a run started without a console)."""

@@ -58,7 +58,7 @@ from toolkit.clock import Clock
 from toolkit.grading.grade import fit_to_host
 from toolkit.results.model import InvalidCheck, RunResult
 from toolkit.run import recovery
-from toolkit.run.agent_log import AgentLog, _quiet
+from toolkit.run.agent_log import AgentLog, quiet
 from toolkit.run.artifacts import AGENT_LOG
 from toolkit.run.final_grading import RunFinalGrading
 from toolkit.run.history import SubmissionHistory
@@ -80,7 +80,7 @@ class Run(RunFinalGrading):
         self,
         spec: RunSpec,
         *,
-        echo: Callable[[str], None] = _quiet,
+        echo: Callable[[str], None] = quiet,
         tick: Callable[[float, float], None] | None = None,
     ) -> None:
         self.spec = spec
@@ -229,7 +229,7 @@ class Run(RunFinalGrading):
 def execute_run(
     spec: RunSpec,
     *,
-    echo: Callable[[str], None] = _quiet,
+    echo: Callable[[str], None] = quiet,
     tick: Callable[[float, float], None] | None = None,
 ) -> RunResult:
     """Run one agent under `spec` and return the published result."""
