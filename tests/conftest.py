@@ -4,7 +4,9 @@ host-wide resource run on one worker (`xdist_group`, with `--dist loadgroup`).""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +20,11 @@ import pytest
 # controller made (one the user set is kept). A shared one would let two workers extract the
 # corpus into one file at once (its fixed temporary name: one of them fails) and share one run
 # journal.
+# Each process removes the folder it made when it exits (the controller's too, which its workers
+# do not use), so that a run of the suite leaves nothing in /tmp.
 _OURS = "ARI_TEST_HOME"  # the folder this file chose, as opposed to a user's ARI_HOME
 _STATE = Path(tempfile.mkdtemp(prefix="ari-test-home-"))
+atexit.register(shutil.rmtree, _STATE, ignore_errors=True)
 if os.environ.get("ARI_HOME") in (None, "", os.environ.get(_OURS)):
     os.environ["ARI_HOME"] = os.environ[_OURS] = str(_STATE)
 

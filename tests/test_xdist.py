@@ -59,7 +59,9 @@ def _run(tmp_path: Path, **env: str) -> tuple[dict[str, set[str]], set[str], set
     out = tmp_path / "out"
     out.mkdir()
     environ = {k: v for k, v in os.environ.items() if k not in ("ARI_HOME", "ARI_TEST_HOME")}
-    environ.update(PROBE_OUT=str(out), **env)
+    scratch = tmp_path / "tmp"  # the inner session's temporary folders: checked afterwards
+    scratch.mkdir()
+    environ.update(PROBE_OUT=str(out), TMPDIR=str(scratch), **env)
     environ.pop("PYTEST_XDIST_WORKER", None)  # this test may itself run on a worker
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     command += ["-n", "2", "--dist=loadgroup", "-p", "tests.conftest"]  # the real conftest
@@ -91,6 +93,8 @@ def test_each_worker_has_a_state_dir_of_its_own(tmp_path: Path) -> None:
     assert all(len(found) == 1 for found in seen.values()), seen  # one per worker
     assert len(set(homes)) == 2, f"the workers share a state dir: {seen}"
     assert all(Path(home).name.startswith("ari-test-home-") for home in homes), seen
+    # ... and the session removes them (and the controller's) when it ends: none is left behind.
+    assert not list((tmp_path / "tmp").glob("ari-test-home-*")), "the suite left state dirs"
 
 
 def test_a_state_dir_the_user_set_is_kept(tmp_path: Path) -> None:
