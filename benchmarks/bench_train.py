@@ -1,12 +1,13 @@
 """How fast does the starter train, and which preset learns most in a budget?
 
-For each preset asked (`--presets default,narrow,...`), runs `starter/train.py` exactly as an agent
-would (a subprocess, from a workspace-like folder on prepared training text) for `--budget-s`
-seconds, reads its `train_summary.json`, packs the bundle it exported as the grader does, and
-prints one row per preset: shape and size, steps, bytes (= tokens) per second, model FLOP
-utilisation and the validation bits per byte reached. The official default preset is the row
-with the best bits per byte at the track's budget (an hour on one H100): run this there with
-`--budget-s 3600`; shorter budgets favour smaller models.
+For each preset asked (`--presets default,narrow,...`; a preset may carry train.py settings
+joined by "+", e.g. `default+export_bits=6+n_layer=6`, passed as `--set KEY=VALUE`), runs
+`starter/train.py` exactly as an agent would (a subprocess, from a workspace-like folder on
+prepared training text) for `--budget-s` seconds, reads its `train_summary.json`, packs the
+bundle it exported as the grader does, and prints one row per preset: shape and size, steps,
+bytes (= tokens) per second, model FLOP utilisation and the validation bits per byte reached.
+The official default preset is the row with the best bits per byte at the track's budget (an
+hour on one H100): run this there with `--budget-s 3600`; shorter budgets favour smaller models.
 
 MFU, as `train.py` counts it: FLOPs per trained byte = 6 x (parameters in matrix multiplies,
 the output head included, embeddings excluded) + 6 x layers x context x width (causal
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -41,19 +43,26 @@ from toolkit.grading.pack import pack_bundle  # noqa: E402
 from toolkit.text.data import prepare_train_data  # noqa: E402
 
 
+def safe(preset: str) -> str:
+    """A file name for a preset with settings (`default+n_head=4` -> `default_n_head-4`)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", preset.replace("=", "-"))
+
+
 def train_one(workspace: Path, preset: str, device: str, budget_s: float) -> dict[str, object]:
     """One run of train.py; its summary plus the wall time and the packed bundle's size."""
-    out = workspace / f"bundle-{preset}"
+    name, *settings = preset.split("+")
+    out = workspace / f"bundle-{safe(preset)}"
     started = time.monotonic()
     subprocess.run(
         [sys.executable, str(STARTER / "train.py"), "--data", "data", "--out", out.name,
-         "--budget-s", str(budget_s), "--device", device, "--preset", preset],
+         "--budget-s", str(budget_s), "--device", device, "--preset", name,
+         *(f"--set={s}" for s in settings)],
         cwd=workspace,
         check=True,
     )  # fmt: skip
     summary: dict[str, object] = json.loads((out / "train_summary.json").read_text())
     summary["wall_s"] = round(time.monotonic() - started, 1)
-    summary["packed_bytes"] = pack_bundle(out, workspace / f"{preset}.tar.gz").packed_bytes
+    summary["packed_bytes"] = pack_bundle(out, workspace / f"{safe(preset)}.tar.gz").packed_bytes
     return summary
 
 
@@ -66,7 +75,7 @@ def row(preset: str, s: dict[str, object]) -> str:
         return f"{value:5.1f}%" if isinstance(value, int | float) else "   n/a"
 
     return (
-        f"{preset:<11} {model['d_model']:>4}x{model['n_layer']:<2} {batch:>5} "  # type: ignore[index]
+        f"{preset:<32} {model['d_model']:>4}x{model['n_layer']:<2} {batch:>5} "  # type: ignore[index]
         f"{s['steps']:>6} {s['bytes_per_s_steady']:>12,.0f} {pct('mfu_steady_percent')} "
         f"{pct('mfu_percent')} {s['best_val_bpb']:>8.4f} {int(s['packed_bytes']) / 1e6:>7.2f}"  # type: ignore[call-overload]
     )
@@ -95,9 +104,10 @@ def main() -> None:
         for preset in args.presets.split(","):
             summaries[preset] = train_one(workspace, preset, args.device, args.budget_s)
             if args.keep:
-                shutil.copytree(workspace / f"bundle-{preset}", args.keep / f"bundle-{preset}")
+                kept = f"bundle-{safe(preset)}"
+                shutil.copytree(workspace / kept, args.keep / kept)
     print(f"\nbudget {args.budget_s:.0f} s per preset, device {args.device}")
-    print("preset      width/L batch  steps  bytes/s (st)  MFU st  MFU all  val bpb  packed MB")
+    print(f"{'preset':<32} width/L batch  steps  bytes/s (st)  MFU st  MFU all  val bpb  packed MB")
     for preset, summary in summaries.items():
         print(row(preset, summary))
     best = min(summaries, key=lambda p: float(summaries[p]["best_val_bpb"]))  # type: ignore[arg-type]

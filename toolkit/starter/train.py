@@ -23,10 +23,13 @@ import time
 T0 = time.monotonic()  # the budget starts before the (slow) torch import
 
 import argparse  # noqa: E402
+import copy  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
 import sys  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 from dataclasses import asdict, dataclass, field  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -55,6 +58,8 @@ class TrainConfig:
     export_reserve_max_s: float = 60.0
     export_reserve_min_s: float = 3.0
     compile: bool = True  # torch.compile on a GPU (compile time counts against the budget)
+    compile_mode: str = "default"  # torch.compile's mode, e.g. "max-autotune-no-cudagraphs"
+    export_bits: int = 8  # weight matrices exported as signed integers of this many bits (2-8)
     seed: int = 1337
 
 
@@ -87,6 +92,53 @@ PRESETS = {
         compile=False,
     ),
 }
+
+
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def configure(preset: str, overrides: list[str] | tuple[str, ...] = ()) -> TrainConfig:
+    """A copy of `PRESETS[preset]` with `KEY=VALUE` overrides: a field of TrainConfig or of its
+    ModelConfig, by name (e.g. `batch_size=128`, `d_model=640`, `export_bits=6`). Raises
+    ValueError with a one-line reason for an unknown key, a bad value or an impossible shape."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r} (one of {', '.join(sorted(PRESETS))})")
+    cfg = copy.deepcopy(PRESETS[preset])
+    for item in overrides:
+        key, sep, text = item.partition("=")
+        key = key.strip()
+        owner = cfg.model if key in _fields(ModelConfig) else cfg
+        if not sep or key == "model" or key not in _fields(type(owner)):
+            known = sorted((_fields(TrainConfig) | _fields(ModelConfig)) - {"model"})
+            raise ValueError(f"--set {item!r}: want KEY=VALUE with KEY one of {', '.join(known)}")
+        kind = type(getattr(owner, key))
+        try:
+            value = _parse_bool(text) if kind is bool else kind(text)
+        except ValueError:
+            raise ValueError(f"--set {item!r}: {text!r} is not a {kind.__name__}") from None
+        setattr(owner, key, value)
+    m = cfg.model
+    if m.d_model % m.n_head or (m.d_model // m.n_head) % 2:
+        raise ValueError(f"d_model {m.d_model} must split into {m.n_head} heads of an even width")
+    if cfg.compile_mode not in COMPILE_MODES:
+        raise ValueError(f"compile_mode {cfg.compile_mode!r}: one of {', '.join(COMPILE_MODES)}")
+    if not 2 <= cfg.export_bits <= 8:
+        raise ValueError(f"export_bits {cfg.export_bits}: the bundle stores 2 to 8 bits a weight")
+    if min(m.n_layer, m.n_head, m.d_model, m.block_size, cfg.batch_size) < 1:
+        raise ValueError("sizes (layers, heads, width, context, batch) must be positive")
+    return cfg
+
+
+def _fields(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}
+
+
+def _parse_bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -237,6 +289,49 @@ class Speed:
 
 
 # ----------------------------------------------------------------------------------------------
+# Training step: the loss (on a GPU compiled, the model and the cross-entropy in one graph), then
+# the update
+
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def build_optimizer(model: GPT, cfg: TrainConfig, device: str) -> torch.optim.Optimizer:
+    """AdamW, weight decay on the weight matrices only (not on norms or the embedding)."""
+    matrices = [p for p in model.parameters() if p.ndim == 2 and p is not model.embed.weight]
+    others = [p for p in model.parameters() if p.ndim != 2 or p is model.embed.weight]
+    return torch.optim.AdamW(
+        [
+            {"params": matrices, "weight_decay": cfg.weight_decay},
+            {"params": others, "weight_decay": 0.0},
+        ],
+        lr=cfg.lr,
+        betas=(0.9, 0.95),
+        fused=device == "cuda",
+    )
+
+
+def loss_function(model: GPT, device: str) -> LossFn:
+    """The mean cross-entropy of each next byte (bf16 autocast on a GPU)."""
+
+    def loss_of(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        with autocast(device):
+            logits = model(x)
+        return F.cross_entropy(logits.view(-1, 256), y.reshape(-1))
+
+    return loss_of
+
+
+def update(
+    model: GPT, optimizer: torch.optim.Optimizer, loss: torch.Tensor, cfg: TrainConfig
+) -> None:
+    """One optimizer step on `loss` (gradients clipped to `cfg.grad_clip`)."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    optimizer.step()
+
+
+# ----------------------------------------------------------------------------------------------
 # Training loop
 
 
@@ -255,6 +350,14 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--no-compile", action="store_true", help="skip torch.compile on a GPU")
     p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change one setting of the preset (repeatable), e.g. --set d_model=640 "
+        "--set n_layer=3 --set batch_size=128 --set export_bits=6",
+    )
+    p.add_argument(
         "--eval-every-s", type=float, default=None, help="seconds between validations (preset's)"
     )
     return p.parse_args()
@@ -265,7 +368,10 @@ def main() -> None:
     device = args.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    cfg = PRESETS[args.preset or ("default" if device == "cuda" else "tiny")]
+    try:
+        cfg = configure(args.preset or ("default" if device == "cuda" else "tiny"), args.set)
+    except ValueError as exc:
+        sys.exit(f"error: {exc}")
     if args.seed is not None:
         cfg.seed = args.seed
     if args.eval_every_s is not None:
@@ -291,19 +397,10 @@ def main() -> None:
         f"({reserve:.0f}s kept for export)"
     )
 
-    matrices = [p for p in model.parameters() if p.ndim == 2 and p is not model.embed.weight]
-    others = [p for p in model.parameters() if p.ndim != 2 or p is model.embed.weight]
-    optimizer = torch.optim.AdamW(
-        [
-            {"params": matrices, "weight_decay": cfg.weight_decay},
-            {"params": others, "weight_decay": 0.0},
-        ],
-        lr=cfg.lr,
-        betas=(0.9, 0.95),
-        fused=device == "cuda",
-    )
+    optimizer = build_optimizer(model, cfg, device)
+    plain_loss = loss_function(model, device)
     compiled = device == "cuda" and cfg.compile and not args.no_compile
-    step_fn = torch.compile(model) if compiled else model
+    loss_fn = torch.compile(plain_loss, mode=cfg.compile_mode) if compiled else plain_loss
     speed = Speed(flops_per_byte(model), peak_flops(device), device)
 
     # The export evaluates the reloaded bundle (plus one batch twice): keep room for that,
@@ -331,20 +428,14 @@ def main() -> None:
             group["lr"] = get_lr(min(1.0, progress), cfg)
         x, y = get_batch(train, cfg, device, rng)
         try:
-            with autocast(device):
-                logits = step_fn(x)
+            loss = loss_fn(x, y)
         except Exception as exc:  # torch.compile could not build here: train without it
-            if step_fn is model:
+            if loss_fn is plain_loss:
                 raise
             print(f"torch.compile failed ({type(exc).__name__}); training without it", flush=True)
-            step_fn = model
-            with autocast(device):
-                logits = step_fn(x)
-        loss = F.cross_entropy(logits.view(-1, 256), y.reshape(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        optimizer.step()
+            loss_fn = plain_loss
+            loss = loss_fn(x, y)
+        update(model, optimizer, loss, cfg)
         step += 1
         seen += x.numel()
         if step > 1:  # the first step includes torch.compile: not a step time
@@ -389,7 +480,7 @@ def main() -> None:
     # what the trained model computes (on one validation batch: int8 rounding may cost a little).
     export_start = time.monotonic()
     float_bpb = evaluate_bpb(model, windows[:1], device)
-    write_bundle(model, args.out)
+    write_bundle(model, args.out, bits=cfg.export_bits)
     bundle = import_bundle(args.out).load(str(args.out), device)
     reloaded_bpb = evaluate_bpb(bundle.gpt, windows[:1], device)
     # The bundle's own val bpb on every window, if the budget still allows it.
@@ -418,7 +509,7 @@ def main() -> None:
         "peak_flops": speed.peak,
         "mfu_percent": mfu_of(overall) if mfu_of else None,
         "mfu_steady_percent": mfu_of(steady) if mfu_of else None,
-        "compiled": step_fn is not model,
+        "compiled": loss_fn is not plain_loss,
         "val_bpb": round(final_bpb, 4),
         "best_val_bpb": round(best.bpb, 4),
         "best_step": best.step,
