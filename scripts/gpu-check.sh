@@ -8,14 +8,18 @@
 #   scripts/gpu-check.sh speed OUT      doctor and the cgroup checks, grading speed, and the preset
 #                                       table: PRESETS (default "default,narrow") trained 60 s each
 #                                       (about 5 min)
+#   scripts/gpu-check.sh mfu OUT        where a training step's time goes: bench_step.py over
+#                                       VARIANTS (shapes, head width, batch, 6-bit export sizes;
+#                                       each compiled, timed and profiled), then bench_train.py
+#                                       60 s for PRESETS (default "default") (about 7 min)
 #
 # Environment: PY (default python3: the interpreter with CUDA torch), CORPUS (a training text;
 # default: the toolkit's built-in corpus), WHEELS (a folder of wheels to install first, for a
 # host that cannot reach a package index). Each step has its own time limit and says PASS or
 # FAIL; a failed step does not stop the next ones.
 set -u
-MODE=${1:?usage: gpu-check.sh official|speed OUT}
-OUT=${2:?usage: gpu-check.sh official|speed OUT}
+MODE=${1:?usage: gpu-check.sh official|speed|mfu OUT}
+OUT=${2:?usage: gpu-check.sh official|speed|mfu OUT}
 PY=${PY:-python3}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
@@ -109,8 +113,18 @@ elif [ "$MODE" = speed ]; then
         --json "$OUT/bench-grade.json"
     step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,narrow}" \
         --device cuda --budget-s 60 --corpus "$CORPUS" --json "$OUT/bench-train.json"
+elif [ "$MODE" = mfu ]; then
+    # Each variant: the default preset with settings changed as train.py's --set does. The 6-bit
+    # ones are sized to fit 16 MB packed at ~5.6 bits a weight (bench_step prints the estimate).
+    variants=default,narrow,default+n_head=4,default+batch_size=128
+    variants=$variants,default+export_bits=6+n_layer=4+d_model=640+n_head=10
+    variants=$variants,default+export_bits=6+n_layer=3+d_model=768+n_head=6
+    step bench-step 330 "$PY" benchmarks/bench_step.py --device cuda --profile --warmup 5 \
+        --steps 30 --variants "${VARIANTS:-$variants}" --json "$OUT/bench-step.json"
+    step bench-train 150 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default}" \
+        --device cuda --budget-s 60 --corpus "$CORPUS" --json "$OUT/bench-train.json"
 else
-    echo "unknown mode $MODE (official or speed)" >&2
+    echo "unknown mode $MODE (official, speed or mfu)" >&2
     exit 2
 fi
 say "done in $(($(date +%s) - started))s; logs in $OUT"
