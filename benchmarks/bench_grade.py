@@ -157,7 +157,9 @@ TARGETS_GPU = {"total": 8.0, "phase1": 1.5, "phase2": 1.5}
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--preset", default="tiny", choices=["tiny", "default", "narrow"])
+    parser.add_argument(
+        "--preset", default="tiny", help="a starter preset, + settings (tiny+block_size=1024)"
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument(

@@ -37,6 +37,7 @@ def starter_module(name: str) -> ModuleType:
 
 def fresh_bundle(out: Path, preset: str, seed: int = 0) -> Any:
     """Write the starter bundle of a freshly initialised `preset` model to `out`; the model.
+    `preset` may carry train.py settings joined by "+" (`tiny+block_size=1024`).
 
     Speed does not depend on what the weights learned: generation always produces exactly the
     length asked, and a forward pass costs the same whatever the weights.
@@ -45,6 +46,8 @@ def fresh_bundle(out: Path, preset: str, seed: int = 0) -> Any:
 
     train, export = starter_module("train"), starter_module("export")
     torch.manual_seed(seed)
-    model = train.GPT(train.PRESETS[preset].model)
-    export.write_bundle(model, out)
+    name, *settings = preset.split("+")
+    cfg = train.configure(name, settings)
+    model = train.GPT(cfg.model)
+    export.write_bundle(model, out, bits=cfg.export_bits)
     return model

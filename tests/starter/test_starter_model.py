@@ -86,7 +86,7 @@ def _steps(model: GPT) -> tuple[list[int], object]:
 
 def test_cached_logprobs_equal_whole_passes_request_after_request(model: GPT) -> None:
     # Answers of different lengths (rows drop out as answers end), a repeated question, a
-    # prompt long enough that its contexts are cut to the block (no step possible there).
+    # prompt longer than the block (its contexts are read through a window).
     prompts = [b"The quick brown fox", b"a", b"", b"x" * 70, b"a", b"\x00\xff binary"]
     answers = [b" jumps over", b"bc", b"hello world!", b"yz", b"bc", b"\x01"]
     requests = _graders_requests(prompts, answers, window=1024)
@@ -99,11 +99,45 @@ def test_cached_logprobs_equal_whole_passes_request_after_request(model: GPT) ->
             assert torch.allclose(cached, whole, atol=1e-4), contexts
     finally:
         handle.remove()
-    # The cached calls are every other forward: the first is a whole pass, the rest would be
-    # steps, but the row cut to the block (b"x" * 70 + ...) forces a whole pass each time.
+    # The cached calls are every other forward: the first is a whole pass, and so is the second
+    # (the empty context is read as a newline, which b"h" does not extend; the long row, 7 bytes
+    # past the block of 64, would step); the rest are steps.
     cached_widths = widths[0::2]
-    assert cached_widths[0] > 1
-    assert cached_widths[1] > 1  # the long row is cut: no parent, a whole pass
+    assert cached_widths[0] > 1 and cached_widths[1] > 1
+    assert cached_widths[2:] == [1] * (len(cached_widths) - 2)
+
+
+@pytest.mark.parametrize("graphs", [False, True], ids=["eager", "step-graphs"])
+def test_contexts_longer_than_the_block_step_until_their_window_moves(graphs: bool) -> None:
+    """A window sliding on by every byte can never be stepped: with prompts past the block a
+    grading ran a whole pass per byte (6x slower on CPU). The window's start moves in strides."""
+    torch.manual_seed(2)
+    gpt = GPT(ModelConfig(block_size=64, n_layer=2, n_head=2, d_model=32)).eval()
+    gpt.use_graphs = graphs
+    with torch.no_grad():
+        gpt.head.weight.mul_(50)
+    prompts = [bytes(range(40, 40 + 90)), b"short one", bytes(range(33, 33 + 66))]
+    answers = [bytes(range(60, 100)), b"0123456789" * 4, b"abcdefghij" * 4]
+    requests = _graders_requests(prompts, answers, window=1024)
+    cache = ContextCache()
+    widths, handle = _steps(gpt)
+    try:
+        for contexts in requests:
+            cached = gpt.next_byte_logprobs(contexts, cache=cache)
+            assert torch.allclose(cached, gpt.next_byte_logprobs(contexts), atol=1e-4), contexts
+    finally:
+        handle.remove()
+    # What the model reads of a long context: a suffix of 57 to 64 bytes, starting at a
+    # multiple of 8; a context within the block, whole.
+    for n in range(1, 200):
+        window = gpt.window(bytes(n))
+        assert len(window) == min(n, 64) or (n > 64 and 57 <= len(window) <= 64 and n % 8 != 0)
+        assert n <= 64 or (n - len(window)) % 8 == 0
+    # 40 calls; a whole pass only when one of the long rows' windows moves on (every 8 bytes).
+    cached_widths = widths[0::2]
+    whole = sum(w > 1 for w in cached_widths)
+    assert len(cached_widths) == 40 and whole <= 1 + 2 * (40 // 8 + 1), cached_widths
+    assert whole >= 5, cached_widths  # the windows did move: the test is not vacuous
 
 
 def test_cached_logprobs_step_by_one_byte_when_every_row_extends_the_last_call(

@@ -424,9 +424,9 @@ class GPT(nn.Module):
         With a `cache`, the keys and values of this call's contexts are kept for the next call:
         when every context of that call is one of these plus one byte (how the grader asks for
         an answer, byte by byte), it costs one decoding step instead of a whole forward pass.
-        Anything else (a context truncated to the block, a new batch) runs the whole pass.
+        Anything else (a new batch, a long context whose window moved on) runs the whole pass.
         """
-        rows = [c[-self.cfg.block_size :] or b"\n" for c in contexts]
+        rows = [self.window(c) for c in contexts]
         with inference_attention(self.head.weight.device):
             if cache is not None:
                 distinct = list(dict.fromkeys(rows))
@@ -436,6 +436,18 @@ class GPT(nn.Module):
                     return logprobs[[at[r] for r in rows]]
                 cache.clear()
             return self._whole_logprobs(rows, chunk)
+
+    def window(self, context: bytes) -> bytes:
+        """The bytes of `context` that the model reads: all of them up to the block size; past
+        it, a suffix whose start moves on in strides of an eighth of the block (so the window
+        holds between 7/8 of the block and all of it). A context grown by one byte then mostly
+        keeps its window's start, and a cache steps on; a window sliding on by every byte could
+        never be stepped, and a grading of long prompts would run a whole pass per byte."""
+        over = len(context) - self.cfg.block_size
+        if over <= 0:
+            return context or b"\n"
+        stride = max(1, self.cfg.block_size // 8)
+        return context[-(-over // stride) * stride :]
 
     def _whole_logprobs(self, rows: list[bytes], chunk: int) -> Tensor:
         """`next_byte_logprobs` without a cache: whole passes over the longest distinct rows."""
