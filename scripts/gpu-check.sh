@@ -12,14 +12,17 @@
 #                                       VARIANTS (shapes, head width, batch, 6-bit export sizes;
 #                                       each compiled, timed and profiled), then bench_train.py
 #                                       60 s for PRESETS (default "default") (about 7 min)
+#   scripts/gpu-check.sh calibrate OUT  the untouched starter after BUDGETS seconds (default 180)
+#                                       of training: val bpb, public set and demo exam scores
+#                                       (bench_calibration.py; about 4 min for 180)
 #
 # Environment: PY (default python3: the interpreter with CUDA torch), CORPUS (a training text;
 # default: the toolkit's built-in corpus), WHEELS (a folder of wheels to install first, for a
 # host that cannot reach a package index). Each step has its own time limit and says PASS or
 # FAIL; a failed step does not stop the next ones.
 set -u
-MODE=${1:?usage: gpu-check.sh official|speed|mfu OUT}
-OUT=${2:?usage: gpu-check.sh official|speed|mfu OUT}
+MODE=${1:?usage: gpu-check.sh official|speed|mfu|calibrate OUT}
+OUT=${2:?usage: gpu-check.sh official|speed|mfu|calibrate OUT}
 PY=${PY:-python3}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
@@ -123,8 +126,14 @@ elif [ "$MODE" = mfu ]; then
         --steps 30 --variants "${VARIANTS:-$variants}" --json "$OUT/bench-step.json"
     step bench-train 150 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default}" \
         --device cuda --budget-s 60 --corpus "$CORPUS" --json "$OUT/bench-train.json"
+elif [ "$MODE" = calibrate ]; then
+    limit=150  # each budget's training, its start-up and two gradings
+    IFS=, read -ra budgets <<<"${BUDGETS:-180}"
+    for b in "${budgets[@]}"; do limit=$((limit + b + 60)); done
+    step calibration "$limit" "$PY" benchmarks/bench_calibration.py \
+        --device cuda --corpus "$CORPUS" --budgets "${BUDGETS:-180}" --out "$OUT/calibration"
 else
-    echo "unknown mode $MODE (official, speed or mfu)" >&2
+    echo "unknown mode $MODE (official, speed, mfu or calibrate)" >&2
     exit 2
 fi
 say "done in $(($(date +%s) - started))s; logs in $OUT"
