@@ -84,27 +84,39 @@ def _steps(model: GPT) -> tuple[list[int], object]:
     return widths, handle
 
 
+def _cached_calls(gpt: GPT, requests: list[list[bytes]]) -> list[list[tuple[int, int]]]:
+    """Each request asked with a cache (and checked against a whole pass without one): the
+    (rows, width) of every forward pass each cached call ran."""
+    cache = ContextCache()
+    shapes: list[tuple[int, int]] = []
+    calls: list[list[tuple[int, int]]] = []
+    for contexts in requests:
+        handle = gpt.embed.register_forward_hook(
+            lambda _m, args, _o: shapes.append((args[0].shape[0], args[0].shape[1]))
+        )
+        try:
+            cached = gpt.next_byte_logprobs(contexts, cache=cache)
+        finally:
+            handle.remove()
+        calls.append(shapes[:])
+        shapes.clear()
+        assert torch.allclose(cached, gpt.next_byte_logprobs(contexts), atol=1e-4), contexts
+    return calls
+
+
 def test_cached_logprobs_equal_whole_passes_request_after_request(model: GPT) -> None:
     # Answers of different lengths (rows drop out as answers end), a repeated question, a
     # prompt longer than the block (its contexts are read through a window).
     prompts = [b"The quick brown fox", b"a", b"", b"x" * 70, b"a", b"\x00\xff binary"]
     answers = [b" jumps over", b"bc", b"hello world!", b"yz", b"bc", b"\x01"]
-    requests = _graders_requests(prompts, answers, window=1024)
-    cache = ContextCache()
-    widths, handle = _steps(model)
-    try:
-        for contexts in requests:
-            cached = model.next_byte_logprobs(contexts, cache=cache)
-            whole = model.next_byte_logprobs(contexts)
-            assert torch.allclose(cached, whole, atol=1e-4), contexts
-    finally:
-        handle.remove()
-    # The cached calls are every other forward: the first is a whole pass, and so is the second
-    # (the empty context is read as a newline, which b"h" does not extend; the long row, 7 bytes
-    # past the block of 64, would step); the rest are steps.
-    cached_widths = widths[0::2]
-    assert cached_widths[0] > 1 and cached_widths[1] > 1
-    assert cached_widths[2:] == [1] * (len(cached_widths) - 2)
+    calls = _cached_calls(model, _graders_requests(prompts, answers, window=1024))
+    # The first call is a whole pass; then each is one step for every row (the long row, 7
+    # bytes past the block of 64, steps too), and the second also runs b"h" alone: the empty
+    # context was read as a newline, which b"h" does not extend.
+    assert calls[0] == [(5, 62)]  # 5 distinct contexts; the 70-byte one read as its last 62
+    # (Eagerly the step runs the 4 rows still asked; a graph steps its 5 rows where they are.)
+    assert calls[1] in ([(4, 1), (1, 1)], [(5, 1), (1, 1)]), calls[1]
+    assert all(len(call) == 1 and call[0][1] == 1 for call in calls[2:]), calls
 
 
 @pytest.mark.parametrize("graphs", [False, True], ids=["eager", "step-graphs"])
@@ -116,28 +128,24 @@ def test_contexts_longer_than_the_block_step_until_their_window_moves(graphs: bo
     gpt.use_graphs = graphs
     with torch.no_grad():
         gpt.head.weight.mul_(50)
-    prompts = [bytes(range(40, 40 + 90)), b"short one", bytes(range(33, 33 + 66))]
+    # Two long prompts whose windows move on at different bytes (90 + k and 69 + k bytes: at
+    # k = 7, 15, ... and at k = 4, 12, ...); one short one.
+    prompts = [bytes(range(40, 40 + 90)), b"short one", bytes(range(33, 33 + 69))]
     answers = [bytes(range(60, 100)), b"0123456789" * 4, b"abcdefghij" * 4]
-    requests = _graders_requests(prompts, answers, window=1024)
-    cache = ContextCache()
-    widths, handle = _steps(gpt)
-    try:
-        for contexts in requests:
-            cached = gpt.next_byte_logprobs(contexts, cache=cache)
-            assert torch.allclose(cached, gpt.next_byte_logprobs(contexts), atol=1e-4), contexts
-    finally:
-        handle.remove()
+    calls = _cached_calls(gpt, _graders_requests(prompts, answers, window=1024))
     # What the model reads of a long context: a suffix of 57 to 64 bytes, starting at a
     # multiple of 8; a context within the block, whole.
     for n in range(1, 200):
         window = gpt.window(bytes(n))
         assert len(window) == min(n, 64) or (n > 64 and 57 <= len(window) <= 64 and n % 8 != 0)
         assert n <= 64 or (n - len(window)) % 8 == 0
-    # 40 calls; a whole pass only when one of the long rows' windows moves on (every 8 bytes).
-    cached_widths = widths[0::2]
-    whole = sum(w > 1 for w in cached_widths)
-    assert len(cached_widths) == 40 and whole <= 1 + 2 * (40 // 8 + 1), cached_widths
-    assert whole >= 5, cached_widths  # the windows did move: the test is not vacuous
+    # 40 calls: the first a whole pass of the 3 rows; every other one step of the 3 rows, and
+    # when a long row's window moves on (every 8 bytes) that row alone, seated in the cache.
+    assert len(calls) == 40 and calls[0] == [(3, 61)], calls[0]  # 69 bytes read as 61
+    assert all(call[0][1] == 1 for call in calls[1:]), calls
+    seated = [call[1:] for call in calls[1:] if len(call) > 1]
+    assert all(rest == [(1, rest[0][1])] and rest[0][1] <= 64 for rest in seated), seated
+    assert len(seated) >= 5  # the windows did move: the test is not vacuous
 
 
 def test_cached_logprobs_step_by_one_byte_when_every_row_extends_the_last_call(

@@ -78,10 +78,22 @@ class ContextCache:
         copies = [layer.copy() for layer in graph.caches]
         self.layers, self.valid, self.last = copies, graph.valid.clone(), graph.last.clone()
 
-    def parents(self, rows: list[bytes]) -> list[int] | None:
-        """For each row, the cache row it extends by exactly one byte; None if any has none."""
-        found = [self.rows.get(r[:-1]) for r in rows]
-        return None if any(i is None for i in found) else [i for i in found if i is not None]
+    def parents(self, rows: list[bytes]) -> list[int | None]:
+        """For each row, the cache row it extends by exactly one byte, or None (an orphan: a
+        new row, or a long context whose window moved on)."""
+        return [self.rows.get(r[:-1]) for r in rows]
+
+    def free_rows(self, parents: list[int | None]) -> list[int]:
+        """The graph's rows that no parent holds (rows whose questions ended, or orphans')."""
+        taken = {p for p in parents if p is not None}
+        return [i for i in range(len(self.graph.ids) if self.graph else 0) if i not in taken]
+
+    def seated(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """The mask of real columns and the last positions that the next step reads: the
+        graph's own buffers on a GPU, else this cache's."""
+        if self.graph is not None:
+            return self.graph.valid, self.graph.last
+        return self.valid, self.last
 
     def keep(self, parents: list[int]) -> None:
         """Reorder (and drop) cache rows to `parents`, with room for one more column."""
