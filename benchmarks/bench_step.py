@@ -108,7 +108,7 @@ def measure(spec: str, device: str, warmup: int, steps: int, profile_steps: int)
     preset, *sets = spec.split("+")
     cfg = train.configure(preset, sets)
     torch.manual_seed(cfg.seed)
-    model = train.GPT(cfg.model).to(device)
+    model = train.build_model(cfg, device)
     optimizer = train.build_optimizer(model, cfg, device)
     plain = train.loss_function(model, device)
     compiled = device == "cuda" and cfg.compile

@@ -119,7 +119,7 @@ elif [ "$MODE" = speed ]; then
 elif [ "$MODE" = mfu ]; then
     # Each variant: the default preset with settings changed as train.py's --set does. The 6-bit
     # ones are sized to fit 16 MB packed at ~5.6 bits a weight (bench_step prints the estimate).
-    variants=default,narrow,default+n_head=4,default+batch_size=128
+    variants=default,narrow,default+n_head=4,default+batch_size=128,default+bf16_residual=true
     variants=$variants,default+export_bits=6+n_layer=4+d_model=640+n_head=10
     variants=$variants,default+export_bits=6+n_layer=3+d_model=768+n_head=6
     step bench-step 330 "$PY" benchmarks/bench_step.py --device cuda --profile --warmup 5 \

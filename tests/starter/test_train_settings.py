@@ -99,3 +99,31 @@ def test_fewer_bits_pack_smaller() -> None:
     sizes = {bits: _packed(quantize_state(model, bits)) for bits in (8, 6, 5, 4)}
     assert sizes[8] > sizes[6] > sizes[5] > sizes[4], sizes
     assert sizes[6] < 0.85 * sizes[8], sizes  # a real saving, not a rounding of the header
+
+
+@torch.no_grad()
+def test_bf16_residual_carries_the_stream_in_the_autocast_dtype() -> None:
+    """`--set bf16_residual=true`: under autocast the blocks read and write bf16, not float32;
+    the loss stays close. (Tried here under CPU autocast; train.py autocasts on a GPU only.)"""
+    import torch.nn.functional as F
+    from train import build_model
+
+    cfg = configure("micro", ["bf16_residual=true"])
+    torch.manual_seed(0)
+    model = build_model(cfg, "cpu")
+    assert model.autocast_residual
+    seen: list[torch.dtype] = []
+    model.blocks[1].register_forward_hook(lambda _m, args, _o: seen.append(args[0].dtype))
+    x = torch.randint(0, 256, (2, 32))
+    y = torch.randint(0, 256, (2, 32))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # (train.py's autocast is GPU-only)
+        low = F.cross_entropy(model(x).view(-1, 256), y.view(-1))
+        model.autocast_residual = False
+        high = F.cross_entropy(model(x).view(-1, 256), y.view(-1))
+    assert seen == [torch.bfloat16, torch.float32]
+    assert torch.isfinite(low) and abs(low.item() - high.item()) < 0.05
+    # Without autocast (CPU training) the setting changes nothing.
+    model.autocast_residual = True
+    model(x)
+    assert seen[-1] == torch.float32
+    assert not build_model(configure("micro"), "cpu").autocast_residual

@@ -269,6 +269,8 @@ class GPT(nn.Module):
         cos, sin = rope_tables(positions, self.cfg.d_model // self.cfg.n_head, self.cfg.rope_base)
         cos, sin = cos[:, None], sin[:, None]  # broadcast over heads
         x = self.embed(idx)
+        if self.autocast_residual and torch.is_autocast_enabled(x.device.type):
+            x = x.to(torch.get_autocast_dtype(x.device.type))  # the residual stream in bf16
         for i, block in enumerate(self.blocks):
             x = block(x, cos, sin, mask, caches[i] if caches is not None else None, step)
         if last_only:
@@ -339,6 +341,11 @@ class GPT(nn.Module):
         mask = valid[:, None, None, :]  # (B, 1, 1, capacity): the new byte sees all real bytes
         logits = self(ids[:, None], positions, mask, caches, step=True)[:, -1]
         return logits, positions[:, 0], valid
+
+    autocast_residual = False
+    """Training under autocast: carry the residual stream in the autocast dtype (bf16) rather
+    than float32, halving what every norm, residual add and cast reads and writes (train.py's
+    `--set bf16_residual=true`). On a GPU inference runs wholly in bf16 anyway."""
 
     use_graphs: bool | None = None
     """Decode with `StepGraph`s: None on a GPU only, False never (the eager path, e.g. to

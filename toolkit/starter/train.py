@@ -60,6 +60,7 @@ class TrainConfig:
     compile: bool = True  # torch.compile on a GPU (compile time counts against the budget)
     compile_mode: str = "default"  # torch.compile's mode, e.g. "max-autotune-no-cudagraphs"
     export_bits: int = 8  # weight matrices exported as signed integers of this many bits (2-8)
+    bf16_residual: bool = False  # on a GPU, the residual stream in bf16 (GPT.autocast_residual)
     seed: int = 1337
 
 
@@ -295,6 +296,13 @@ class Speed:
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
+def build_model(cfg: TrainConfig, device: str) -> GPT:
+    """The preset's model on `device`, set up for training as `cfg` says."""
+    model = GPT(cfg.model).to(device)
+    model.autocast_residual = cfg.bf16_residual
+    return model
+
+
 def build_optimizer(model: GPT, cfg: TrainConfig, device: str) -> torch.optim.Optimizer:
     """AdamW, weight decay on the weight matrices only (not on norms or the embedding)."""
     matrices = [p for p in model.parameters() if p.ndim == 2 and p is not model.embed.weight]
@@ -389,7 +397,7 @@ def main() -> None:
     rng = np.random.default_rng(cfg.seed)
     train, val = load_split(args.data, "train"), load_split(args.data, "val")
     windows = val_windows(val, cfg)
-    model = GPT(cfg.model).to(device)
+    model = build_model(cfg, device)
     print(f"torch {torch.__version__} on {device}, python {platform.python_version()}")
     print(f"model: {model.num_params() / 1e6:.2f}M parameters, config {asdict(cfg.model)}")
     print(
