@@ -3,7 +3,6 @@ kind of kernel (what the next GPU session reads to choose the starter's shape)."
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,17 +13,14 @@ from types import ModuleType
 import pytest
 from torch.autograd import DeviceType
 
+from tests import benchmark_scripts
+
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "benchmarks" / "bench_step.py"
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_step", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_step"] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("bench_step")
 
 
 def test_variants_are_timed_profiled_and_written(tmp_path: Path) -> None:

@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_calibration.py"
+from tests import benchmark_scripts
 
 
 def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_calibration", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_calibration"] = module
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_scripts.load("bench_calibration")
 
 
 def test_svg_plot_is_drawn_without_matplotlib(tmp_path: Path) -> None:
