@@ -271,16 +271,23 @@ def compare(
     bounds, exact, whole, late = [], [], [], []
     for _ in range(args.repeat):
         bounds.append(lower_bound_s(bundle, exam, args.device, params.batch_size))
+        # hidden=False as for `reports`: a hidden grading publishes bits per byte in steps.
         exact.append(
             grade_bundle(
                 bundle, exam, params=params, device=args.device, phases=("generate",),
-                _exact_lengths=True,
+                _exact_lengths=True, hidden=False,
             )
         )  # fmt: skip
         whole.append(
-            grade_bundle(stateless, exam, params=params, device=args.device, phases=("bpb",))
+            grade_bundle(
+                stateless, exam, params=params, device=args.device, phases=("bpb",), hidden=False
+            )
         )
-        late.append(grade_bundle(bundle, exam, params=params, device=args.device, _prestart=False))
+        late.append(
+            grade_bundle(
+                bundle, exam, params=params, device=args.device, _prestart=False, hidden=False
+            )
+        )
     first = reports[0]
 
     def med(values: list[float]) -> float:
