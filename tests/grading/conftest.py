@@ -2,15 +2,61 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import shutil
+import subprocess
+import sys
 import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from grading_helpers import MakeBundle, MakeExam
+from grading_helpers import STARTER_BUDGET_S, MakeBundle, MakeExam, TrainedStarter
 
+from exam_builder.build import build_exam
+from toolkit.text.data import prepare_train_data
 from toolkit.tracks.model import GradingParams
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def trained_starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrainedStarter]:
+    """The starter trained for a minute (tiny preset, CPU) from a workspace laid out like a
+    run's, and the demo exam: the path every run takes. Made once per test session: under
+    pytest-xdist the first worker to ask trains it in the session's shared temporary folder and
+    the others wait for it (each training costs a minute of a CPU). Tests only read it."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    root = shared / "trained-starter"
+    root.mkdir(exist_ok=True)
+    with (root / "lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        made = root / "made.json"
+        if not made.exists():
+            workspace = root / "workspace"
+            shutil.copytree(
+                REPO / "toolkit" / "starter",
+                workspace / "starter",
+                ignore=shutil.ignore_patterns("TASK.md"),
+            )
+            prepare_train_data(None, workspace / "data")
+            started = time.monotonic()
+            done = subprocess.run(
+                [sys.executable, "starter/train.py", "--data", "data", "--out", "bundles/b1",
+                 "--budget-s", str(STARTER_BUDGET_S), "--device", "cpu", "--preset", "tiny"],
+                cwd=workspace, capture_output=True, text=True, timeout=STARTER_BUDGET_S * 4,
+            )  # fmt: skip
+            wall = time.monotonic() - started
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert "val bpb" in done.stdout
+            build_exam(REPO / "exam_builder/banks/public/demo", root / "demo", english_text=None)
+            made.write_text(json.dumps({"wall_s": wall}))
+        wall = json.loads(made.read_text())["wall_s"]
+    yield TrainedStarter(root / "workspace/bundles/b1", root / "demo/exam.jsonl", wall)
 
 
 @pytest.fixture

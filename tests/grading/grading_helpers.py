@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from tests.run.conftest import ShellAgent
 from toolkit.agents import Agent
@@ -36,6 +37,15 @@ ORACLE = """
     def load(bundle_dir, device):
         return Oracle()
 """
+
+STARTER_BUDGET_S = 60
+"""The seconds `trained_starter` (conftest.py) gives train.py."""
+
+
+class TrainedStarter(NamedTuple):
+    bundle: Path
+    exam: Path  # the demo exam
+    wall_s: float  # train.py's wall time, interpreter start-up included
 
 
 def code_questions(count: int, family: str = "extraction") -> list[dict[str, str]]:

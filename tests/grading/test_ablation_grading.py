@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +19,7 @@ from grading_helpers import (
     ORACLE,
     MakeBundle,
     MakeExam,
+    TrainedStarter,
     code_questions,
     run_spec,
     submit_and_promote,
@@ -34,7 +33,6 @@ from toolkit.grading.ablation import NOTE_DONE, NOTE_FAILED
 from toolkit.grading.publish import coarse_ablation
 from toolkit.results.model import load_run
 from toolkit.run.orchestrate import execute_run
-from toolkit.text.data import prepare_train_data
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = Path(__file__).with_name("bundles") / "rules"
@@ -42,7 +40,6 @@ DEMO_BANK = REPO / "exam_builder" / "banks" / "public" / "demo"
 # The built-in families as they were before they were made hard for rules (exam_builder 1.1.0,
 # kept as plug-ins of a public test bank): the rule bundle reads three of them.
 RULE_READABLE_BANK = REPO / "tests" / "exam_builder" / "banks" / "old_shapes"
-STARTER = REPO / "toolkit" / "starter"
 
 
 @pytest.fixture(scope="module")
@@ -197,22 +194,10 @@ def test_a_published_run_carries_the_diagnostic(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_trained_starter_model_is_not_flagged(demo_exam: Path, tmp_path: Path) -> None:
-    workspace = tmp_path / "workspace"
-    shutil.copytree(STARTER, workspace / "starter", ignore=shutil.ignore_patterns("TASK.md"))
-    prepare_train_data(None, workspace / "data")
-    done = subprocess.run(
-        [
-            *(sys.executable, "starter/train.py", "--data", "data", "--out", "bundles/b1"),
-            *("--budget-s", "30", "--device", "cpu", "--preset", "tiny"),
-        ],
-        cwd=workspace,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    bundle = workspace / "bundles" / "b1"
+def test_a_trained_starter_model_is_not_flagged(
+    trained_starter: TrainedStarter, demo_exam: Path
+) -> None:
+    bundle = trained_starter.bundle
     report = grade_bundle(bundle, demo_exam, phases=("generate",), ablation=True)
     assert report.ok, report.reason
     assert report.ablation is not None and report.ablation.counts.tensor_files == 1

@@ -12,8 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from grading_helpers import MakeBundle, MakeExam, code_questions
-from test_grade_starter import trained  # noqa: F401  (the module's trained starter bundle)
+from grading_helpers import MakeBundle, MakeExam, TrainedStarter, code_questions
 
 from exam_builder.exam_file import load_exam
 from toolkit.grading import grade_bundle
@@ -75,9 +74,9 @@ def test_a_rule_based_bundle_passes_the_same_questions_both_ways(
 
 @pytest.mark.slow
 def test_the_starter_bundle_passes_the_same_questions_both_ways(
-    trained: tuple[Path, Path, float],  # noqa: F811
+    trained_starter: TrainedStarter,
 ) -> None:
-    bundle, exam, _ = trained
+    bundle, exam, _ = trained_starter
     now, before = _both_ways(bundle, exam)
     assert now == before
 
