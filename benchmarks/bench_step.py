@@ -10,7 +10,7 @@ its device time by kind of kernel, so a change is chosen from measurements:
 A variant is a preset of `starter/train.py`, optionally with settings changed the way
 `train.py --set KEY=VALUE` changes them, joined by "+" (`default+batch_size=128`,
 `default+compile_mode=max-autotune-no-cudagraphs`, `default+export_bits=6+n_layer=6`). For each,
-the model, optimizer and (on a GPU) compiled loss are built by train.py's own functions; batches
+the model, optimizer and (on a GPU) compiled model are built by train.py's own functions; batches
 come from train.py's `get_batch` on random bytes (speed does not depend on what the bytes say);
 `--warmup` steps run first (the first one compiles), then `--steps` steps are timed between two
 synchronisations. Printed per variant: parameters, the packed size of its int weights (estimated:
@@ -112,7 +112,10 @@ def measure(spec: str, device: str, warmup: int, steps: int, profile_steps: int)
     optimizer = train.build_optimizer(model, cfg, device)
     plain = train.loss_function(model, device)
     compiled = device == "cuda" and cfg.compile
-    loss_fn = torch.compile(plain, mode=cfg.compile_mode) if compiled else plain
+    if compiled:
+        loss_fn = train.loss_function(torch.compile(model, mode=cfg.compile_mode), device)
+    else:
+        loss_fn = plain
     data = np.random.default_rng(0).integers(0, 256, size=8_000_000, dtype=np.uint8)
     rng = np.random.default_rng(1)
 

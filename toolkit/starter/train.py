@@ -290,8 +290,7 @@ class Speed:
 
 
 # ----------------------------------------------------------------------------------------------
-# Training step: the loss (on a GPU compiled, the model and the cross-entropy in one graph), then
-# the update
+# Training step: the loss (on a GPU through the compiled model), then the update
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -318,8 +317,9 @@ def build_optimizer(model: GPT, cfg: TrainConfig, device: str) -> torch.optim.Op
     )
 
 
-def loss_function(model: GPT, device: str) -> LossFn:
-    """The mean cross-entropy of each next byte (bf16 autocast on a GPU)."""
+def loss_function(model: torch.nn.Module, device: str) -> LossFn:
+    """The mean cross-entropy of each next byte under `model` (the GPT, or its compiled
+    wrapper), with bf16 autocast on a GPU."""
 
     def loss_of(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         with autocast(device):
@@ -408,7 +408,10 @@ def main() -> None:
     optimizer = build_optimizer(model, cfg, device)
     plain_loss = loss_function(model, device)
     compiled = device == "cuda" and cfg.compile and not args.no_compile
-    loss_fn = torch.compile(plain_loss, mode=cfg.compile_mode) if compiled else plain_loss
+    if compiled:
+        loss_fn = loss_function(torch.compile(model, mode=cfg.compile_mode), device)
+    else:
+        loss_fn = plain_loss
     speed = Speed(flops_per_byte(model), peak_flops(device), device)
 
     # The export evaluates the reloaded bundle (plus one batch twice): keep room for that,
