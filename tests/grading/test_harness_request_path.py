@@ -52,6 +52,27 @@ def test_a_worker_that_died_is_a_crash(tmp_path: Path) -> None:
         session.close()
 
 
+def test_a_dead_workers_last_words_are_kept_when_read_late(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under load the stderr drain can run after the worker is gone: its last words must still
+    be in the failure's detail (the operator's log keeps them, public scoring shows them)."""
+    drain = WorkerSession._drain_stderr
+
+    def late(self: WorkerSession) -> None:
+        time.sleep(1.0)  # a busy host: the thread gets the CPU after the worker has died
+        drain(self)
+
+    monkeypatch.setattr(WorkerSession, "_drain_stderr", late)
+    with create_sandbox("local", root=tmp_path) as box:
+        session = WorkerSession(box, ["sh", "-c", "echo LAST-WORDS-7 >&2; exit 3"])
+        assert session.process.wait(timeout=30) == 3
+        with pytest.raises(WorkerFailure) as caught:
+            session.send({"op": "x", "pad": "a" * (1 << 20)}, time.monotonic() + 10)
+        assert "LAST-WORDS-7" in caught.value.detail, caught.value.detail
+        session.close()
+
+
 @pytest.mark.parametrize("context_bytes", [1, 4, 1024])
 def test_phase2_sends_the_same_causal_contexts(context_bytes: int) -> None:
     # Context k of a question is (prompt + answer[:k])[-context_bytes:], as the protocol says.

@@ -135,6 +135,10 @@ class WorkerFailure(Exception):
         return type(self)(self.category.at(where, batch), self.detail)
 
 
+DRAIN_AFTER_EXIT_S = 2.0
+"""How long a dead worker's stderr may still be read before its failure is reported."""
+
+
 class WorkerTimeout(WorkerFailure):
     """A reply did not come in time."""
 
@@ -234,6 +238,10 @@ class WorkerSession:
 
     def _died(self) -> WorkerFailure:
         code = self.process.wait(timeout=5)
+        # Its last words may still sit in the stderr pipe: the drain ends at the pipe's end (a
+        # descendant still holding the pipe open costs at most the timeout). Read late on a busy
+        # host, they were missing from the operator's log and from public scoring's reason.
+        self._drain.join(timeout=DRAIN_AFTER_EXIT_S)
         tail = self.stderr_tail()
         return WorkerFailure(exit_category(code), f"its last output: {tail}" if tail else "")
 
