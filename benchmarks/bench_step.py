@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from starter_bundle import starter_module
+from starter_bundle import starter_module, variant
 
 CATEGORIES = (
     "matmul",
@@ -105,8 +105,7 @@ def sync(device: str) -> None:
 
 def measure(spec: str, device: str, warmup: int, steps: int, profile_steps: int) -> Row:
     train, export = starter_module("train"), starter_module("export")
-    preset, *sets = spec.split("+")
-    cfg = train.configure(preset, sets)
+    cfg = variant(spec)
     torch.manual_seed(cfg.seed)
     model = train.build_model(cfg, device)
     optimizer = train.build_optimizer(model, cfg, device)
@@ -244,12 +243,10 @@ def main() -> None:
     if args.device == "cuda":
         torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
-    train = starter_module("train")
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     for spec in variants:  # every variant checked before the first one runs
-        preset, *sets = spec.split("+")
         try:
-            train.configure(preset, sets)
+            variant(spec)
         except ValueError as exc:
             sys.exit(f"error: variant {spec!r}: {exc}")
     print(

@@ -35,6 +35,14 @@ def starter_module(name: str) -> ModuleType:
     )
 
 
+def variant(spec: str) -> Any:
+    """The TrainConfig of a variant: a preset, optionally with train.py settings joined by "+"
+    (`default+n_head=4`: what `train.py --preset default --set n_head=4` trains). Raises
+    ValueError with train.py's one-line reason for a bad one."""
+    preset, *settings = spec.split("+")
+    return starter_module("train").configure(preset, settings)
+
+
 def fresh_bundle(out: Path, preset: str, seed: int = 0) -> Any:
     """Write the starter bundle of a freshly initialised `preset` model to `out`; the model.
     `preset` may carry train.py settings joined by "+" (`tiny+block_size=1024`).
@@ -46,8 +54,7 @@ def fresh_bundle(out: Path, preset: str, seed: int = 0) -> Any:
 
     train, export = starter_module("train"), starter_module("export")
     torch.manual_seed(seed)
-    name, *settings = preset.split("+")
-    cfg = train.configure(name, settings)
+    cfg = variant(preset)
     model = train.GPT(cfg.model)
     export.write_bundle(model, out, bits=cfg.export_bits)
     return model

@@ -95,6 +95,84 @@ class ContextCache:
             return self.graph.valid, self.graph.last
         return self.valid, self.last
 
+    # -- a call of next_byte_logprobs: step on, seat the orphans, or start afresh ---------------
+    # These drive the model's own inference pieces (`_pad_left`, `_prefill`, `_step`,
+    # `_new_caches`, `_step_graph` in model.py, the bundle's other file).
+
+    def logprobs(self, model: Any, rows: list[bytes]) -> torch.Tensor:
+        """Log-probs after each of `rows` (distinct, as `model.window` reads them), stepping
+        this cache on by a byte where it can.
+
+        Rows that extend no cache row (orphans: a long context whose window moved on) are run
+        alone, a small prefill, and seated in a row of the cache; more than half of them, or one
+        longer than the cache, and the whole batch runs again."""
+        parents = self.parents(rows)
+        orphans = [i for i, p in enumerate(parents) if p is None]
+        length = self.layers[0].length if self.layers else 0
+        seatable = len(orphans) <= len(rows) // 2 and all(len(rows[i]) <= length for i in orphans)
+        if orphans and not seatable:
+            return self._fresh(model, rows)
+        device = model.head.weight.device
+        graph, slots = self.graph, None
+        if graph is not None:  # an orphan takes a graph row that no parent holds
+            free = iter(self.free_rows(parents))
+            seats = [p if p is not None else next(free, None) for p in parents]
+            if None not in seats and self.in_place(seats):
+                slots = seats
+        if slots is not None:
+            # Every row extends a different cache row, with room to spare: step every cache row
+            # where it is (a row no longer asked for steps on a byte nobody reads) and read the
+            # asked rows' logits: the shapes stay, and so does the graph.
+            every = [0] * len(graph.ids)
+            for slot, row in zip(slots, rows, strict=True):
+                every[slot] = row[-1]
+            ids = torch.tensor(every, dtype=torch.long, device=device)
+            logits = graph.step(ids)[slots]  # a copy: the graph's buffer is its own
+        else:  # one step: each row's last byte, after its parent's keys and values
+            self.detach()
+            slots = list(range(len(rows)))
+            self.keep([p if p is not None else 0 for p in parents])  # orphans: a stand-in
+            ids = torch.tensor([r[-1] for r in rows], dtype=torch.long, device=device)
+            logits, self.last, self.valid = model._step(ids, self.last, self.valid, self.layers)
+        if orphans:
+            alone = [rows[i] for i in orphans]
+            logits[orphans] = self._seat(model, alone, [slots[i] for i in orphans])
+        self.rows = {r: slot for r, slot in zip(rows, slots, strict=True)}
+        return torch.log_softmax(logits.float(), -1).cpu()
+
+    def _fresh(self, model: Any, rows: list[bytes]) -> torch.Tensor:
+        """A whole pass over `rows`, kept in a fresh cache (or graph) with room to step on."""
+        ids, positions, valid = model._pad_left(rows)
+        capacity = ids.shape[1] + self.ROOM
+        self.graph = graph = model._step_graph("logprobs", len(rows), capacity)
+        self.layers = graph.caches if graph else model._new_caches(len(rows), capacity)
+        logits, self.valid = model._prefill(ids, positions, valid, self.layers)
+        self.last = positions[:, -1]
+        if graph:
+            graph.start(self.valid, self.last)
+        self.rows = {r: i for i, r in enumerate(rows)}
+        return torch.log_softmax(logits.float(), -1).cpu()
+
+    def _seat(self, model: Any, rows: list[bytes], slots: list[int]) -> torch.Tensor:
+        """Run `rows` alone and write each one's keys and values into cache row `slots[i]`,
+        ending at the last written column, its other columns masked out (a row's positions
+        start at its first byte, so where it sits does not matter); their logits. Every row is
+        at most as long as the written columns."""
+        ids, positions, valid = model._pad_left(rows)
+        width, end = ids.shape[1], self.layers[0].length
+        temp = model._new_caches(len(rows), width)
+        logits, _ = model._prefill(ids, positions, valid, temp)
+        keep = min(width, end)  # the columns kept: every real byte, pads on the left cut
+        index = torch.tensor(slots, device=ids.device)
+        seen, last = self.seated()
+        seen[index] = False
+        seen[index, end - keep : end] = valid[:, width - keep :]
+        last[index] = positions[:, -1]
+        for layer, alone in zip(self.layers, temp, strict=True):
+            layer.k[index, :, end - keep : end] = alone.k[:, :, width - keep :]
+            layer.v[index, :, end - keep : end] = alone.v[:, :, width - keep :]
+        return logits
+
     def keep(self, parents: list[int]) -> None:
         """Reorder (and drop) cache rows to `parents`, with room for one more column."""
         if parents != list(range(len(self.rows))):  # rows ended or moved: gather them

@@ -428,17 +428,16 @@ class GPT(nn.Module):
         read off that longer row's logits instead of being run again: causal attention makes
         the two identical.
 
-        With a `cache`, the keys and values of this call's contexts are kept for the next call:
-        when every context of that call is one of these plus one byte (how the grader asks for
-        an answer, byte by byte), it costs one decoding step instead of a whole forward pass.
-        Anything else (a new batch, a long context whose window moved on) runs the whole pass.
-        """
+        With a `cache` (inference.py's `ContextCache`), the keys and values of this call's
+        contexts are kept for the next call: when every context of that call is one of these
+        plus one byte (how the grader asks for an answer, byte by byte), it costs one decoding
+        step instead of a whole forward pass (see `ContextCache.logprobs`)."""
         rows = [self.window(c) for c in contexts]
         with inference_attention(self.head.weight.device):
             if cache is not None:
                 distinct = list(dict.fromkeys(rows))
                 if len(distinct) <= chunk:
-                    logprobs = self._cached_logprobs(distinct, cache)
+                    logprobs = cache.logprobs(self, distinct)
                     at = {r: i for i, r in enumerate(distinct)}
                     return logprobs[[at[r] for r in rows]]
                 cache.clear()
@@ -479,78 +478,6 @@ class GPT(nn.Module):
             col_at = [width - len(kept[where[i][0]]) + where[i][1] for i in mine]
             out[mine] = logprobs[row_at, col_at].cpu()  # one transfer per chunk
         return out
-
-    def _cached_logprobs(self, rows: list[bytes], cache: Any) -> Tensor:
-        """Log-probs after each of `rows` (distinct), stepping `cache` on by a byte if it can.
-
-        Rows that extend no cache row (orphans: a long context whose window moved on) are run
-        alone, a small prefill, and seated in a row of the cache; more than half of them, or one
-        longer than the cache, and the whole batch runs again."""
-        parents = cache.parents(rows)
-        orphans = [i for i, p in enumerate(parents) if p is None]
-        length = cache.layers[0].length if cache.layers else 0
-        seatable = len(orphans) <= len(rows) // 2 and all(len(rows[i]) <= length for i in orphans)
-        if orphans and not seatable:
-            return self._fresh_cache_logprobs(rows, cache)
-        device = self.head.weight.device
-        free = iter(cache.free_rows(parents))
-        slots = [p if p is not None else next(free, None) for p in parents]
-        if cache.graph is not None and None not in slots and cache.in_place(slots):
-            # Every row extends a different cache row (an orphan takes a free one), with room
-            # to spare: step every cache row where it is (a row no longer asked for steps on a
-            # byte nobody reads) and read the asked rows' logits: the shapes stay, and so does
-            # the graph.
-            graph = cache.graph
-            every = [0] * len(graph.ids)
-            for slot, row in zip(slots, rows, strict=True):
-                every[slot] = row[-1]
-            ids = torch.tensor(every, dtype=torch.long, device=device)
-            logits = graph.step(ids)[slots]  # a copy: the graph's buffer is its own
-        else:  # one step: each row's last byte, after its parent's keys and values
-            cache.detach()
-            slots = list(range(len(rows)))
-            cache.keep([p if p is not None else 0 for p in parents])  # orphans: a stand-in
-            ids = torch.tensor([r[-1] for r in rows], dtype=torch.long, device=device)
-            logits, cache.last, cache.valid = self._step(ids, cache.last, cache.valid, cache.layers)
-        if orphans:
-            alone = [rows[i] for i in orphans]
-            logits[orphans] = self._seat(alone, [slots[i] for i in orphans], cache)
-        cache.rows = {r: slot for r, slot in zip(rows, slots, strict=True)}
-        return F.log_softmax(logits.float(), -1).cpu()
-
-    def _fresh_cache_logprobs(self, rows: list[bytes], cache: Any) -> Tensor:
-        """A whole pass over `rows`, kept in a fresh cache (or graph) with room to step on."""
-        ids, positions, valid = self._pad_left(rows)
-        capacity = ids.shape[1] + cache.ROOM
-        cache.graph = self._step_graph("logprobs", len(rows), capacity)
-        graph = cache.graph
-        cache.layers = graph.caches if graph else self._new_caches(len(rows), capacity)
-        logits, cache.valid = self._prefill(ids, positions, valid, cache.layers)
-        cache.last = positions[:, -1]
-        if graph:
-            graph.start(cache.valid, cache.last)
-        cache.rows = {r: i for i, r in enumerate(rows)}
-        return F.log_softmax(logits.float(), -1).cpu()
-
-    def _seat(self, rows: list[bytes], slots: list[int], cache: Any) -> Tensor:
-        """Run `rows` alone and write each one's keys and values into cache row `slots[i]`,
-        ending at the cache's last written column, its other columns masked out (a row's
-        positions start at its first byte, so where it sits does not matter); their logits.
-        Every row is at most as long as the cache's written columns."""
-        ids, positions, valid = self._pad_left(rows)
-        width, end = ids.shape[1], cache.layers[0].length
-        temp = self._new_caches(len(rows), width)
-        logits, _ = self._prefill(ids, positions, valid, temp)
-        keep = min(width, end)  # the columns kept: every real byte, pads on the left cut
-        index = torch.tensor(slots, device=ids.device)
-        seen, last = cache.seated()
-        seen[index] = False
-        seen[index, end - keep : end] = valid[:, width - keep :]
-        last[index] = positions[:, -1]
-        for layer, alone in zip(cache.layers, temp, strict=True):
-            layer.k[index, :, end - keep : end] = alone.k[:, :, width - keep :]
-            layer.v[index, :, end - keep : end] = alone.v[:, :, width - keep :]
-        return logits
 
 
 class StepGraph:
