@@ -20,6 +20,7 @@ from tests.agents.fake_provider import TLS_DIR, FakeProvider, Reply, Request
 from toolkit.agents.provider_api import PROBE_TEXT, Credential
 from toolkit.agents.providers import load_providers
 from toolkit.agents.relay.front import ProviderRelay
+from toolkit.agents.relay.retry import RetryPolicy
 
 KEY = "sk-ari-relay-test-5f1d2c3b4a"
 MODEL = "fake-model"
@@ -28,6 +29,9 @@ MODEL = "fake-model"
 def _relay(provider_url: str, tmp_path: Path, **kw: object) -> ProviderRelay:
     options: dict[str, object] = {"stall_limit_s": 30.0, "probe_wait_max_s": 2.0}
     options["probe_gap_s"] = 0.2
+    # The relay's retries, quick: a call still fails after them as it did, in a fraction of
+    # a second rather than the default's 1 + 2 + 4 s (retries have test_preflight_retries.py).
+    options["retry"] = RetryPolicy(base_s=0.01, max_wait_s=0.05)
     options.update(kw)
     return ProviderRelay(
         kind="openai-compatible",
@@ -381,7 +385,10 @@ def test_a_model_that_spends_the_rate_limit_itself_gets_no_reroll(
     limiter = _RateLimited(limit=3, window_s=1.0)
     stop = threading.Event()
     with FakeProvider(limiter) as p:
-        relay = relays(p, stall_limit_s=0.5, probe_wait_max_s=3.0)
+        # No retries: the relay's own (a second apart, as the 429 asks) would space the
+        # threads' calls out to about the limit, so the failure spell came by chance (9-24 s
+        # against a 20-s wait).
+        relay = relays(p, stall_limit_s=0.5, probe_wait_max_s=3.0, retry=RetryPolicy(retries=0))
 
         def hammer() -> None:
             while not stop.is_set():

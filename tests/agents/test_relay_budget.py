@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from tests.agents.relay_calls import (
     MODEL,
     RelayFactory,
     body_for,
+    log_entries,
     message,
     relay_factory,
     send,
@@ -49,7 +51,9 @@ def _provider_entry(url: str, cost: dict[str, float] | None = None) -> Provider:
 
 
 def _usage_of(relay: ProviderRelay, entry: Provider) -> Usage:
-    """What the opencode adapter records in the result for this relay's run."""
+    """What the opencode adapter records in the result for this relay's run (the run's teardown
+    closes the relay first, as here)."""
+    relay.close()
     agent = OpencodeAgent(
         entry,
         model=MODEL,
@@ -80,7 +84,6 @@ def test_a_run_that_crosses_its_token_budget_gets_the_budget_error_and_stays_val
         assert relay.problem() is None
         assert relay.final_problem(exited=True) is None
         usage = _usage_of(relay, _provider_entry(p.base_url))
-        relay.close()
     for status, answer in answers:
         assert status == 400 and "the run's token budget is spent" in message(answer)
         error = answer["error"]
@@ -146,6 +149,32 @@ def test_a_cost_budget_is_kept_with_the_cost_the_provider_reports(relays: RelayF
         usage = _usage_of(relay, _provider_entry(p.base_url))
     assert statuses == [200, 200, 200, 400]
     assert usage.cost_usd == pytest.approx(0.06) and usage.cost_source == "provider"
+
+
+@pytest.mark.parametrize("gap_s", [0.0, 0.01])  # an answer of known length; a chunked stream
+def test_a_call_is_counted_before_its_answer_reaches_the_controller_whole(
+    relays: RelayFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gap_s: float
+) -> None:
+    """A scaffold that reads an answer and exits, and a teardown that reads the counts at once,
+    miss nothing, however late the counting runs (one CI run read $0.04 of $0.06 when the
+    third call was counted after its client had it)."""
+    settle = Spend.settle
+
+    def slow_settle(self: Spend, *args: object, **kw: object) -> object:
+        time.sleep(0.5)  # a busy host: the counting runs well after the answer's last byte
+        return settle(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Spend, "settle", slow_settle)
+    with FakeProvider(lambda r: Reply(text="hi", cost=0.02, chunk_delay_s=gap_s)) as p:
+        relay = relays(p, limits=RelayLimits(max_output_tokens=100, max_cost_usd=1.0))
+        status, _ = send(relay, "openai-compatible", body_for("chat"))
+        # read at once, the relay still open: the counters, the budget, the log
+        calls, cost, tokens = relay.totals.calls, relay.spend.cost_usd, relay.spend.tokens
+        logged = [e for e in log_entries(tmp_path, "call") if e["outcome"] == "answered"]
+        usage = _usage_of(relay, _provider_entry(p.base_url))
+    assert status == 200 and calls == 1 and len(logged) == 1
+    assert cost == pytest.approx(0.02) and tokens == PER_CALL
+    assert usage.model_calls == 1 and usage.cost_usd == pytest.approx(0.02)
 
 
 @pytest.mark.parametrize(

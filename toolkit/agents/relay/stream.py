@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 
 from toolkit.agents.provider_api import Tokens, UsageReader, is_failure
@@ -32,6 +33,19 @@ HOP_BY_HOP = frozenset(
 )
 
 DROPPED_BACK = frozenset({"set-cookie", "date", "server"}) | HOP_BY_HOP
+
+
+@dataclass
+class _Count:
+    """A streamed call's counting, done once: before its last bytes reach the controller."""
+
+    reader: UsageReader
+    entry: dict[str, object]
+    started: float
+    arrived: float
+    held: Reservation
+    failure: str | None = None
+    done: bool = False
 
 
 class RelayStreaming(RelayVerdict):
@@ -134,11 +148,16 @@ class RelayStreaming(RelayVerdict):
         arrived: float,
         held: Reservation,
     ) -> None:
-        """A good answer, passed on chunk by chunk as it comes (no buffering: SSE)."""
+        """A good answer, passed on chunk by chunk as it comes (no buffering: SSE). The call is
+        counted, logged and settled before the controller can have the whole answer (before
+        the chunk that completes a known length, or before the chunked stream's end): a
+        scaffold that reads it and exits, and the teardown that reads the counts, miss
+        nothing."""
         reader = UsageReader(answer.getheader("content-type") or "")
         length = answer.getheader("content-length")
         chunked = length is None
-        failure: str | None = None
+        expected = answer.length  # what http.client will read, where the length is known
+        count = _Count(reader, entry, started, arrived, held)
         client_gone = False
         down = 0
         try:
@@ -155,7 +174,7 @@ class RelayStreaming(RelayVerdict):
             try:
                 data = answer.read1(65536)
             except (OSError, http.client.HTTPException) as e:
-                failure = f"the answer broke off: {type(e).__name__}: {_short(e)}"
+                count.failure = f"the answer broke off: {type(e).__name__}: {_short(e)}"
                 break
             if not data:
                 break
@@ -165,35 +184,46 @@ class RelayStreaming(RelayVerdict):
                     self._answered_once = True
             down += len(data)
             reader.feed(data)
+            if not chunked and expected is not None and down >= expected:
+                self._count(count, down, client_gone=False)  # this chunk completes the answer
             try:
                 handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
                 handler.wfile.flush()
             except OSError:
                 client_gone = True
-        if not client_gone and failure is None and chunked:
+        self._count(count, down, client_gone)  # no-op where counted above
+        if not client_gone and count.failure is None and chunked:
             try:
                 handler.wfile.write(b"0\r\n\r\n")
                 handler.wfile.flush()
             except OSError:
                 client_gone = True
-        complete = failure is None and not client_gone and answer.isclosed()
+        complete = count.failure is None and not client_gone and answer.isclosed()
         self._release(conn, complete and not answer.will_close)
-        if failure is not None or client_gone:
+        if count.failure is not None or client_gone:
             handler.close_connection = True
+
+    def _count(self, count: _Count, down: int, client_gone: bool) -> None:
+        """Count, log and settle a streamed call once, with what was read of it."""
+        if count.done:
+            return
+        count.done = True
+        reader, entry = count.reader, count.entry
         reader.finish()
         entry["bytes_down"] = down
         tokens = reader.tokens()
         if tokens is not None:
             entry["usage"] = tokens.as_dict()
+        failure = count.failure
         if reader.error and failure is None:
             failure = _short(reader.error)
         if client_gone:
             entry["error"] = "the controller closed the connection"
         self._done(
             entry,
-            started,
-            arrived,
-            held,
+            count.started,
+            count.arrived,
+            count.held,
             failure=failure,
             tokens=tokens,
             cost=reader.cost(),
