@@ -299,3 +299,19 @@ def test_a_live_sandbox_neither_sees_nor_pins_another_roots_capped_folder(host_d
         assert agent.poll() is None
     finally:
         box.cleanup()
+
+
+def test_a_cap_released_while_a_tree_starts_does_not_fail_the_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another run's capped workspace, in the mount table a starting tree reads, is released and
+    its folder removed before the tree detaches it (runs start and end side by side): gone
+    already, not an error (one suite run failed "cannot detach .../workspace: No such file or
+    directory")."""
+    from toolkit.sandbox.local import mounts
+
+    gone = str(tmp_path / "other-run" / "workspace")  # never made: released and removed
+    table = [("/", "ext4", "/dev/root"), (gone, "tmpfs", capped.TMPFS_SOURCE)]
+    monkeypatch.setattr(mounts, "mountinfo", lambda: table)
+    caps = {"tmpfs_source": capped.TMPFS_SOURCE, "image_suffix": capped.IMAGE_SUFFIX}
+    mounts.detach_foreign_caps(caps, exposed=[str(tmp_path / "mine")])

@@ -214,10 +214,13 @@ def detach_foreign_caps(caps: dict[str, str], exposed: list[str]) -> None:
             continue
         if ours and _libc.umount2(point.encode(), MNT_DETACH) != 0:
             err = ctypes.get_errno()
-            # EINVAL: gone already (under another one detached); EPERM/EACCES: locked in a
-            # user namespace (an unprivileged caller beside a root's run): it stays, hidden
-            # by the allow-list's covers, only not released until this tree ends.
-            if err not in (errno.EINVAL, errno.EPERM, errno.EACCES):
+            # EINVAL: gone already (under another one detached); ENOENT: gone with its folder
+            # (its owner released it and removed the folder since the table was read: a
+            # folder removed on the host takes its mounts in other namespaces with it);
+            # EPERM/EACCES: locked in a user namespace (an unprivileged caller beside a root's
+            # run): it stays, hidden by the allow-list's covers, only not released until this
+            # tree ends.
+            if err not in (errno.EINVAL, errno.ENOENT, errno.EPERM, errno.EACCES):
                 raise SetupError(f"cannot detach {point}: {os.strerror(err)}")
 
 
