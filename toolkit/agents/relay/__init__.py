@@ -27,7 +27,9 @@ request the relay:
   format and nothing more reaches the provider (the run's own doing: no provider failure);
 - sends the call to the provider's base URL (HTTPS with the certificate checked, the
   system's CAs), and streams the answer back as it comes (an SSE stream is passed on chunk by
-  chunk, never buffered), reading the provider's own usage counts on the way;
+  chunk, never buffered), reading the provider's own usage counts on the way, and counts,
+  logs and settles the call before the scaffold can have the whole answer (so a scaffold that
+  reads it and exits leaves nothing uncounted);
 - writes one line to `provider.jsonl` (time, method, path, status, bytes each way, time to
   the first byte, duration, upstream error, usage, what it dropped, pinned or capped; no
   body, no key), and to the harness's `agent.log` when the budget runs out, and the spend at
