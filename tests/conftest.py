@@ -136,3 +136,37 @@ def _name_groups(items: list[pytest.Item]) -> None:
         suffix = "@" + "_".join(names)
         if names and not item.nodeid.endswith(suffix):
             item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
+
+
+_CPU_LOG = os.environ.get("ARI_TEST_CPU_LOG")  # a file: each test's wall and CPU seconds
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """With ARI_TEST_CPU_LOG=FILE, one JSON line per test: its wall time, and the CPU time of
+    its worker and of the processes it waited for (docker containers are not counted). On two
+    cores the wall times of a loaded suite say little of what each test costs; the CPU does
+    (`scripts/suite-durations.py --cpu FILE`)."""
+    if not _CPU_LOG:
+        yield
+        return
+    import json
+    import resource
+    import time
+
+    def cpu(who: int) -> float:
+        usage = resource.getrusage(who)
+        return usage.ru_utime + usage.ru_stime
+
+    started = time.monotonic(), cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
+    yield
+    entry = {
+        "test": item.nodeid,
+        "worker": os.environ.get("PYTEST_XDIST_WORKER", "main"),
+        "end": time.time(),
+        "wall_s": round(time.monotonic() - started[0], 3),
+        "cpu_s": round(cpu(resource.RUSAGE_SELF) - started[1], 3),
+        "children_cpu_s": round(cpu(resource.RUSAGE_CHILDREN) - started[2], 3),
+    }
+    with open(_CPU_LOG, "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
