@@ -5,9 +5,12 @@ host-wide resource run on one worker (`xdist_group`, with `--dist loadgroup`).""
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import resource
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,13 +149,10 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     """With ARI_TEST_CPU_LOG=FILE, one JSON line per test: its wall time, and the CPU time of
     its worker and of the processes it waited for (docker containers are not counted). On two
     cores the wall times of a loaded suite say little of what each test costs; the CPU does
-    (`scripts/suite-durations.py --cpu FILE`)."""
+    (`scripts/suite-cpu.py FILE`)."""
     if not _CPU_LOG:
         yield
         return
-    import json
-    import resource
-    import time
 
     def cpu(who: int) -> float:
         usage = resource.getrusage(who)

@@ -156,7 +156,7 @@ class RelayStreaming(RelayVerdict):
         reader = UsageReader(answer.getheader("content-type") or "")
         length = answer.getheader("content-length")
         chunked = length is None
-        expected = answer.length  # what http.client will read, where the length is known
+        expected = answer.length  # the body's length where the provider gave it
         count = _Count(reader, entry, started, arrived, held)
         client_gone = False
         down = 0
@@ -184,7 +184,7 @@ class RelayStreaming(RelayVerdict):
                     self._answered_once = True
             down += len(data)
             reader.feed(data)
-            if not chunked and expected is not None and down >= expected:
+            if expected is not None and down >= expected:  # (None: chunked)
                 self._count(count, down, client_gone=False)  # this chunk completes the answer
             try:
                 handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data) if chunked else data)
