@@ -40,7 +40,8 @@ SOURCE = """
     seen = []
 
     def said():
-        return CANARY + " " + " | ".join(seen)[-3000:]
+        # The canary at both ends: what keeps a head or a tail of the message still holds it.
+        return CANARY + " " + " | ".join(seen)[-3000:] + " " + CANARY
 
     def add_key():
         send = __main__.Channel.send

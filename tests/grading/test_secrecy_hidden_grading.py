@@ -10,6 +10,7 @@ scan and the channel are real.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import stat
@@ -85,12 +86,20 @@ def test_a_hidden_grading_reports_categories_only(
     assert CATEGORY[mode] in (said or ""), text
     if mode in PHASE2_MODES:
         assert report.ok and report.bits_per_byte is None
-    # What the bundle said is kept for the operator, in a private file.
+    # What the bundle said is kept for the operator, in a private file: in this grading's own
+    # entries (the log is shared by every grading of this test process, whose bundles all
+    # carry the same canary).
     log = secret_log.log_path()
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
-    if mode not in ("huge_reply", "not_json"):  # those are cut before a word is read
-        assert CANARY in log.read_text() or mode == "type_name", mode
+    exam_sha = hashlib.sha256(exam.read_bytes()).hexdigest()
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    ours = [entry for entry in entries if entry.get("exam") == exam_sha]
+    assert ours, "no entry of this grading in the operator log"
+    # Not in the modes whose words are cut before they are read (huge_reply, not_json) or that
+    # speak in a type's name or in numbers (type_name, bad_logprobs).
+    if mode not in ("huge_reply", "not_json", "type_name", "bad_logprobs"):
+        assert any(CANARY in entry["detail"] for entry in ours), (mode, ours)
 
 
 @pytest.mark.usefixtures("grading_backend")

@@ -34,6 +34,8 @@ MAGIC = b"ARIG"
 NONCE_ENV = "ARI_GRADER_NONCE"
 MAX_FRAME = 256 * 2**20  # far above any honest reply (logprobs of one batch: ~50 KB)
 STDERR_TAIL = 2000
+"""The most of a worker's stderr that is kept: a dead worker's failure holds it whole (a Python
+traceback's last frames and its error line fit)."""
 
 
 class Where(Enum):
@@ -174,7 +176,7 @@ class WorkerSession:
             while self._stderr_size - len(self._stderr[0]) > STDERR_TAIL:
                 self._stderr_size -= len(self._stderr.popleft())
 
-    def stderr_tail(self, limit: int = 300) -> str:
+    def stderr_tail(self, limit: int = STDERR_TAIL) -> str:
         """The last bytes the bundle wrote to stderr/stdout, as one printable line."""
         text = b"".join(self._stderr)[-limit:].decode("utf-8", "replace")
         return " ".join(text.split())
