@@ -17,6 +17,7 @@ from toolkit.sandbox import Limits, create_sandbox
 from toolkit.sandbox.cores import (
     CORES_ENV,
     THREAD_VARS,
+    THREADS_ENV,
     pin_from_env,
     slot_cores,
     thread_count,
@@ -25,6 +26,13 @@ from toolkit.sandbox.cores import (
 
 DOCKER_BACKEND = True
 SHOW = "import os; print(os.environ.get('OMP_NUM_THREADS'), os.environ.get('MKL_NUM_THREADS'))"
+
+
+@pytest.fixture(autouse=True)
+def _sized_by_the_toolkit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The suite forces one thread per tree (tests/conftest.py); these tests check the sizing
+    an operator gets without that override."""
+    monkeypatch.delenv(THREADS_ENV, raising=False)
 
 
 def test_slots_split_the_cores_evenly() -> None:
@@ -88,8 +96,6 @@ def test_a_run_process_pins_itself_to_its_slot(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_operator_can_force_a_thread_count(monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolkit.sandbox.cores import THREADS_ENV
-
     monkeypatch.setenv(THREADS_ENV, "7")
     assert thread_count(1.0) == 7 and thread_env(None)["OMP_NUM_THREADS"] == "7"
     monkeypatch.setenv(THREADS_ENV, "nonsense")
