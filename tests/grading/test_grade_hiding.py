@@ -191,6 +191,8 @@ def test_in_a_run_public_scoring_and_final_grading_hide_the_real_exam(
     needles = [q.answer for q in load_exam(exam) if len(q.answer) >= 8][:20]
     targets = [("run exam", str(exam)), ("run exam folder", str(exam.parent))]
     agent = submit_and_promote(probe_source(targets, needles))
+    log = secret_log.log_path()
+    logged_before = log.stat().st_size if log.exists() else 0  # the worker's other gradings
     result = execute_run(run_spec(agent, exam, tmp_path))
     # Public scoring (the candidate's feedback) and the final grading both ran the probe.
     public_error = result.candidates[0].error
@@ -200,10 +202,12 @@ def test_in_a_run_public_scoring_and_final_grading_hide_the_real_exam(
     # the operator log.
     assert result.status_reason is not None and FOUND not in result.status_reason
     assert "load(): the bundle raised an error" in result.status_reason
-    details = [
-        json.loads(line)["detail"] for line in secret_log.log_path().read_text().splitlines()
-    ]
-    assert found_in([d for d in details if FOUND in d][-1]) == []
+    with log.open("rb") as file:
+        file.seek(logged_before)
+        details = [json.loads(line)["detail"] for line in file.read().splitlines()]
+    probed = [d for d in details if FOUND in d]
+    assert probed, details  # this run's probe report reached the operator log
+    assert found_in(probed[-1]) == []
 
 
 def test_in_a_run_a_malformed_reply_is_a_failed_run_not_an_invalid_one(tmp_path: Path) -> None:

@@ -37,7 +37,6 @@ def _fake_running_run(home: Path, results: Path) -> str:
     skeleton = RunResult.model_validate(
         run_dict(run_id, seed=9, status="invalid", status_reason="running", passed=0)
     ).model_copy(update={"started_at": started})
-    os.environ["ARI_HOME"] = str(home)
     recovery.write_marker(
         harness,
         recovery.Marker(
@@ -70,9 +69,11 @@ def _fake_running_run(home: Path, results: Path) -> str:
 
 
 @pytest.fixture
-def view(tmp_path: Path) -> Iterator[tuple[str, Path, str]]:
+def view(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Path, str]]:
     results, home = tmp_path / "results", tmp_path / "home"
     make_fixture(results)
+    # This test's state folder, for this test only (the worker's own is shared by its tests).
+    monkeypatch.setenv("ARI_HOME", str(home))
     run_id = _fake_running_run(home, results)
     env = {**os.environ, "ARI_HOME": str(home)}
     toolkit = str(Path(sys.executable).parent / "toolkit")
