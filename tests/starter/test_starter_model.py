@@ -49,6 +49,22 @@ def test_batched_generation_equals_one_by_one(model: GPT) -> None:
     assert batched == alone
 
 
+def test_the_first_bytes_written_do_not_depend_on_how_many_are_asked(model: GPT) -> None:
+    """The grader asks every question of an exam for one length (its longest answer's): a
+    model must write the same first bytes whether it is asked for those or for more. Prompts
+    past the block are cut, and 150 bytes take several passes (a pass of a 64-byte block: 17)."""
+    prompts = [b"y" * 63, b"The quick brown fox" * 5, b"short", b"", bytes(range(256))]
+    longest = model.generate(prompts, [150] * len(prompts))
+    assert [len(out) for out in longest] == [150] * len(prompts)
+    for n in (1, 16, 17, 18, 40, 149):
+        assert model.generate(prompts, [n] * len(prompts)) == [out[:n] for out in longest], n
+    mixed = [3, 150, 17, 0, 64]
+    assert model.generate(prompts, mixed) == [o[:n] for o, n in zip(longest, mixed, strict=True)]
+    assert model.generate(prompts, [60] * len(prompts), use_cache=False) == [
+        out[:60] for out in longest
+    ]
+
+
 def test_next_byte_logprobs_match_the_forward_pass(model: GPT) -> None:
     contexts = [b"hello", b"hello w", b"q"]
     logprobs = model.next_byte_logprobs(contexts)
