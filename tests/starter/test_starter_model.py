@@ -65,6 +65,16 @@ def test_the_first_bytes_written_do_not_depend_on_how_many_are_asked(model: GPT)
     ]
 
 
+@pytest.mark.parametrize("block", [1, 2, 5])
+def test_a_tiny_block_still_writes_what_is_asked(block: int) -> None:
+    torch.manual_seed(0)
+    gpt = GPT(ModelConfig(block_size=block, n_layer=1, n_head=1, d_model=8)).eval()
+    prompts = [b"abcdefgh", b"", b"z"]
+    ten = gpt.generate(prompts, [10] * 3)
+    assert [len(out) for out in ten] == [10] * 3
+    assert gpt.generate(prompts, [4] * 3) == [out[:4] for out in ten]
+
+
 def test_next_byte_logprobs_match_the_forward_pass(model: GPT) -> None:
     contexts = [b"hello", b"hello w", b"q"]
     logprobs = model.next_byte_logprobs(contexts)

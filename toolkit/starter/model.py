@@ -319,7 +319,7 @@ class GPT(nn.Module):
         of it), plus one. Longer passes cut more of a long prompt; shorter ones prefill more
         often (an exam asks 16 to 64 bytes: one pass on the default 1,024-byte block)."""
         block = self.cfg.block_size
-        return max(1, min(max(16, block // 16), block // 2)) + 1
+        return max(1, min(min(max(16, block // 16), block // 2) + 1, block))
 
     def _new_caches(self, batch: int, capacity: int) -> list[LayerCache]:
         """One empty KV cache per layer, `capacity` columns for `batch` rows."""
