@@ -224,3 +224,53 @@ def test_the_operator_log_is_outside_every_results_folder(tmp_path: Path) -> Non
     log = secret_log.log_path()
     home = Path(os.environ["ARI_HOME"]).resolve()
     assert log.is_relative_to(home / "operator")
+
+
+LONG_STDERR = """
+    import os, sys
+    class M:
+        def generate(self, prompts, lengths):
+            sys.stderr.write("EARLY " + "x" * 3000 + " MIDDLE " + "y" * 1000 + " LAST\\n")
+            sys.stderr.flush()
+            os._exit(3)
+    def load(bundle_dir, device):
+        return M()
+"""
+RAISES_DEEP = """
+    def deep_frame_of_the_bundle():
+        raise RuntimeError("the reason")
+    class M:
+        def generate(self, prompts, lengths):
+            deep_frame_of_the_bundle()
+    def load(bundle_dir, device):
+        return M()
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "public_word", "logged_word"),
+    [(LONG_STDERR, "LAST", "MIDDLE"), (RAISES_DEEP, "the reason", "deep_frame_of_the_bundle")],
+    ids=["stderr", "traceback"],
+)
+def test_the_operator_log_gets_more_of_the_bundles_words_than_public_scoring(
+    source: str,
+    public_word: str,
+    logged_word: str,
+    make_bundle: MakeBundle,
+    exam: Path,
+    params: GradingParams,
+) -> None:
+    # Public scoring shows the agent a short reason (kept in its run's history and result); a
+    # hidden grading gives the operator log more of the same words: the whole kept stderr tail
+    # (2,000 bytes), the traceback's last lines.
+    bundle = make_bundle(source)
+    public = grade_bundle(bundle, exam, params=params, hidden=False)
+    assert public.reason and public_word in public.reason, public.reason
+    assert logged_word not in public.reason and len(public.reason) < 400, public.reason
+    hidden = grade_bundle(bundle, exam, params=params)
+    assert hidden.reason and public_word not in hidden.reason, hidden.reason
+    exam_sha = hashlib.sha256(exam.read_bytes()).hexdigest()
+    lines = secret_log.log_path().read_text().splitlines()
+    ours = [e for e in map(json.loads, lines) if e.get("exam") == exam_sha and "detail" in e]
+    assert any(logged_word in e["detail"] and public_word in e["detail"] for e in ours), ours
+    assert not any("EARLY" in e["detail"] for e in ours)  # past the kept tail

@@ -390,7 +390,9 @@ def _record_secrets(out: Outcome, exam_sha: str, bundle_sha: str | None) -> None
     failure's full category (batch, exit status) and what the bundle said, the exact bits per
     byte."""
     for failure in (f for f in (out.failure, out.bpb_failure) if f is not None):
-        secret_log.record(str(failure.category), failure.detail, exam=exam_sha, bundle=bundle_sha)
+        secret_log.record(
+            str(failure.category), failure.log_detail, exam=exam_sha, bundle=bundle_sha
+        )
     if out.bpb is not None:
         secret_log.record("bits per byte (exact)", repr(out.bpb), exam=exam_sha, bundle=bundle_sha)
     if out.problems:

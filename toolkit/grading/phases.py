@@ -219,7 +219,9 @@ class PhaseWorker:
         except WorkerFailure as exc:
             raise exc.at(Where.LOAD) from None
         if isinstance(reply, replies.ErrorReply):
-            raise WorkerFailure(Category(Kind.RAISED, (), Where.LOAD), reply.text())
+            raise WorkerFailure(
+                Category(Kind.RAISED, (), Where.LOAD), reply.text(), reply.log_text()
+            )
         assert isinstance(reply, replies.LoadReply)
         return reply.load_s
 
@@ -257,7 +259,7 @@ def _ask(
     except WorkerFailure as exc:
         raise exc.at(*where) from None
     if isinstance(reply, replies.ErrorReply):
-        raise WorkerFailure(Category(Kind.RAISED, (), *where), reply.text())
+        raise WorkerFailure(Category(Kind.RAISED, (), *where), reply.text(), reply.log_text())
     assert isinstance(reply, replies.GenerateReply | replies.LogprobsReply)
     return reply
 

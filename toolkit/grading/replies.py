@@ -51,6 +51,10 @@ class ErrorReply(_Reply):
         """The error as one printable line, cut to `ERROR_CHARS`."""
         return " ".join(self.error.split())[:ERROR_CHARS] or "no reason given"
 
+    def log_text(self) -> str:
+        """The error and its traceback's last lines, for the operator log."""
+        return f"{self.text()}\n{self.traceback}" if self.traceback else self.text()
+
 
 class LoadReply(_Reply):
     """load() returned."""

@@ -34,8 +34,10 @@ MAGIC = b"ARIG"
 NONCE_ENV = "ARI_GRADER_NONCE"
 MAX_FRAME = 256 * 2**20  # far above any honest reply (logprobs of one batch: ~50 KB)
 STDERR_TAIL = 2000
-"""The most of a worker's stderr that is kept: a dead worker's failure holds it whole (a Python
-traceback's last frames and its error line fit)."""
+"""The most of a worker's stderr that is kept: a dead worker's failure gives it whole to the
+operator log (a Python traceback's last frames and its error line fit)."""
+PUBLIC_TAIL = 300
+"""The most of it that public scoring shows (the agent's feedback, kept in the run's history)."""
 
 
 class Where(Enum):
@@ -115,16 +117,18 @@ class Category:
 class WorkerFailure(Exception):
     """The worker timed out, died, or broke the protocol.
 
-    `str()` is the category only (safe to publish); `detail` is what the bundle said, for the
-    operator log or for public scoring (`text(public=True)`).
+    `str()` is the category only (safe to publish); `detail` is what the bundle said, short, for
+    public scoring (`text(public=True)`); `log_detail` is the same at more length (a traceback,
+    the whole kept stderr tail) for the operator log, and `detail` where there is no more.
     """
 
-    def __init__(self, category: Category, detail: str = "") -> None:
+    def __init__(self, category: Category, detail: str = "", log_detail: str = "") -> None:
         if not isinstance(category, Category):
             raise TypeError("WorkerFailure takes a Category")
         super().__init__(str(category))
         self.category = category
         self.detail = detail
+        self.log_detail = log_detail or detail
 
     def text(self, *, public: bool) -> str:
         """The reason for the report: the category, and on a public grading the detail too."""
@@ -134,7 +138,7 @@ class WorkerFailure(Exception):
 
     def at(self, where: Where, batch: int | None = None) -> WorkerFailure:
         """This failure placed in a part of the grading (raise it `from None`)."""
-        return type(self)(self.category.at(where, batch), self.detail)
+        return type(self)(self.category.at(where, batch), self.detail, self.log_detail)
 
 
 DRAIN_AFTER_EXIT_S = 2.0
@@ -144,8 +148,10 @@ DRAIN_AFTER_EXIT_S = 2.0
 class WorkerTimeout(WorkerFailure):
     """A reply did not come in time."""
 
-    def __init__(self, category: Category | None = None, detail: str = "") -> None:
-        super().__init__(category or Category(Kind.STOPPED_READING), detail)
+    def __init__(
+        self, category: Category | None = None, detail: str = "", log_detail: str = ""
+    ) -> None:
+        super().__init__(category or Category(Kind.STOPPED_READING), detail, log_detail)
 
 
 class WorkerSession:
@@ -245,7 +251,12 @@ class WorkerSession:
         # host, they were missing from the operator's log and from public scoring's reason.
         self._drain.join(timeout=DRAIN_AFTER_EXIT_S)
         tail = self.stderr_tail()
-        return WorkerFailure(exit_category(code), f"its last output: {tail}" if tail else "")
+        if not tail:
+            return WorkerFailure(exit_category(code))
+        short = self.stderr_tail(PUBLIC_TAIL)
+        return WorkerFailure(
+            exit_category(code), f"its last output: {short}", f"its last output: {tail}"
+        )
 
     def close(self) -> None:
         """Kill the worker's whole tree. Not a polite "bye" first: nothing of the worker's is
