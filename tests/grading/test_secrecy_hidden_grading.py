@@ -10,7 +10,6 @@ scan and the channel are real.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
@@ -28,6 +27,7 @@ from hostile_bundle import (
     secret_questions,
 )
 
+from exam_builder.exam_file import sha256_file
 from tests.leakscan import Secrets
 from toolkit.cli import cli
 from toolkit.grading import grade_bundle, secret_log
@@ -66,6 +66,14 @@ def params(fast_params: GradingParams) -> GradingParams:
     return fast_params.model_copy(update={"batch_size": 8})
 
 
+def _logged_for(exam: Path) -> list[dict[str, str]]:
+    """The operator log's entries of the gradings of `exam` (the log is shared by every
+    grading of this test process)."""
+    sha = sha256_file(exam)
+    entries = [json.loads(line) for line in secret_log.log_path().read_text().splitlines()]
+    return [entry for entry in entries if entry.get("exam") == sha]
+
+
 def _report_text(report: object) -> str:
     from toolkit.grading import GradeReport
 
@@ -92,9 +100,7 @@ def test_a_hidden_grading_reports_categories_only(
     log = secret_log.log_path()
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
-    exam_sha = hashlib.sha256(exam.read_bytes()).hexdigest()
-    entries = [json.loads(line) for line in log.read_text().splitlines()]
-    ours = [entry for entry in entries if entry.get("exam") == exam_sha]
+    ours = _logged_for(exam)
     assert ours, "no entry of this grading in the operator log"
     # Not in the modes whose words are cut before they are read (huge_reply, not_json) or that
     # speak in a type's name or in numbers (type_name, bad_logprobs).
@@ -269,8 +275,6 @@ def test_the_operator_log_gets_more_of_the_bundles_words_than_public_scoring(
     assert logged_word not in public.reason and len(public.reason) < 400, public.reason
     hidden = grade_bundle(bundle, exam, params=params)
     assert hidden.reason and public_word not in hidden.reason, hidden.reason
-    exam_sha = hashlib.sha256(exam.read_bytes()).hexdigest()
-    lines = secret_log.log_path().read_text().splitlines()
-    ours = [e for e in map(json.loads, lines) if e.get("exam") == exam_sha and "detail" in e]
+    ours = _logged_for(exam)
     assert any(logged_word in e["detail"] and public_word in e["detail"] for e in ours), ours
     assert not any("EARLY" in e["detail"] for e in ours)  # past the kept tail

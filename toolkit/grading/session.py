@@ -182,9 +182,10 @@ class WorkerSession:
             while self._stderr_size - len(self._stderr[0]) > STDERR_TAIL:
                 self._stderr_size -= len(self._stderr.popleft())
 
-    def stderr_tail(self, limit: int = STDERR_TAIL) -> str:
-        """The last bytes the bundle wrote to stderr/stdout, as one printable line."""
-        text = b"".join(self._stderr)[-limit:].decode("utf-8", "replace")
+    def stderr_tail(self) -> str:
+        """The last bytes the bundle wrote to stderr/stdout (`STDERR_TAIL`), as one printable
+        line."""
+        text = b"".join(self._stderr)[-STDERR_TAIL:].decode("utf-8", "replace")
         return " ".join(text.split())
 
     # -- frames ---------------------------------------------------------------------------
@@ -253,9 +254,10 @@ class WorkerSession:
         tail = self.stderr_tail()
         if not tail:
             return WorkerFailure(exit_category(code))
-        short = self.stderr_tail(PUBLIC_TAIL)
         return WorkerFailure(
-            exit_category(code), f"its last output: {short}", f"its last output: {tail}"
+            exit_category(code),
+            f"its last output: {tail[-PUBLIC_TAIL:]}",
+            f"its last output: {tail}",
         )
 
     def close(self) -> None:

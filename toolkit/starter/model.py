@@ -319,7 +319,8 @@ class GPT(nn.Module):
         of it), plus one. Longer passes cut more of a long prompt; shorter ones prefill more
         often (an exam asks 16 to 64 bytes: one pass on the default 1,024-byte block)."""
         block = self.cfg.block_size
-        return max(1, min(min(max(16, block // 16), block // 2) + 1, block))
+        writes = min(max(16, block // 16), block // 2)
+        return min(writes + 1, block)
 
     def _new_caches(self, batch: int, capacity: int) -> list[LayerCache]:
         """One empty KV cache per layer, `capacity` columns for `batch` rows."""
@@ -427,7 +428,7 @@ class GPT(nn.Module):
                 positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)
             return out
         capacity = ids.shape[1] + size
-        graph = self._step_graph("generate", len(rows), capacity) if size > 1 else None
+        graph = self._step_graph("generate", len(rows), capacity) if count > 1 else None
         caches = graph.caches if graph else self._new_caches(len(rows), capacity)
         logits, valid = self._prefill(ids, positions, valid, caches)
         last = positions[:, -1]
