@@ -19,22 +19,40 @@
 # Environment: PY (default python3: the interpreter with CUDA torch), CORPUS (a training text;
 # default: the toolkit's built-in corpus), WHEELS (a folder of wheels to install first, for a
 # host that cannot reach a package index). Each step has its own time limit and says PASS or
-# FAIL; a failed step does not stop the next ones.
+# FAIL; a failed step does not stop the next ones. SKIP=doctor,check-cgroup2 leaves those steps
+# out (names as the summary prints them); SKIP_PRE=1 leaves out all but the official run or the
+# training.
+#
+# A rehearsal without a GPU (every step's commands and flags, none of the numbers: the test
+# suite's tests/scripts/test_gpu_check.py does this): DEVICE=cpu with a small PRESET for the
+# decoding and grading benches, PRESETS and VARIANTS of small presets, TRAIN_S (default 60)
+# seconds of training per preset, BUDGET (default 300) seconds for the official-rules run,
+# FROM (default v1-h100-1h) the track whose rules it copies (demo-cpu-2 runs on a CPU),
+# CAL_PRESET for the calibration (default: the starter's own choice for the device).
 set -u
 MODE=${1:?usage: gpu-check.sh official|speed|mfu|calibrate OUT}
 OUT=${2:?usage: gpu-check.sh official|speed|mfu|calibrate OUT}
+case $MODE in
+official | speed | mfu | calibrate) ;;
+*) echo "unknown mode $MODE (official, speed, mfu or calibrate)" >&2 && exit 2 ;;
+esac
 PY=${PY:-python3}
+DEVICE=${DEVICE:-cuda} PRESET=${PRESET:-default} TRAIN_S=${TRAIN_S:-60} BUDGET=${BUDGET:-300}
+FROM=${FROM:-v1-h100-1h}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
-export ARI_HOME=${ARI_HOME:-/tmp/ari-gpu-check/home} PYTHONUNBUFFERED=1 COLUMNS=${COLUMNS:-200}
-WORK=/tmp/ari-gpu-check
+WORK=${WORK:-/tmp/ari-gpu-check}
+export ARI_HOME=${ARI_HOME:-$WORK/home} PYTHONUNBUFFERED=1 COLUMNS=${COLUMNS:-200}
 mkdir -p "$WORK" "$ARI_HOME"
 cd "$REPO" || exit 1
 started=$(date +%s)
 say() { printf '== %4ss %s\n' "$(($(date +%s) - started))" "$*"; }
+# SKIP: steps to leave out (names, comma-separated); SKIP_PRE=1: all but the run or the training.
+[ -n "${SKIP_PRE:-}" ] && SKIP=${SKIP:+$SKIP,}doctor,check-cgroup2,bench-decode,bench-grade
 step() {  # step NAME LIMIT_S COMMAND...: run, log to OUT/NAME.log, say PASS/FAIL
     local name=$1 limit=$2
     shift 2
+    case ",${SKIP:-}," in *",$name,"*) say "skip $name"; return 0 ;; esac
     say "$name (limit ${limit}s)"
     timeout -k 10 "$limit" "$@" >"$OUT/$name.log" 2>&1
     local rc=$?
@@ -47,8 +65,12 @@ step() {  # step NAME LIMIT_S COMMAND...: run, log to OUT/NAME.log, say PASS/FAI
 if [ -n "${WHEELS:-}" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile "$WHEELS"/*.whl 2>&1 | tail -n 3
 fi
-site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-echo "$REPO" >"$site/ari-bench-checkout.pth"
+# This checkout importable (unless it already is, e.g. installed in editable mode).
+here=$("$PY" -c 'import pathlib, toolkit; print(pathlib.Path(toolkit.__file__).parents[1])' 2>/dev/null)
+if [ "$here" != "$REPO" ]; then
+    site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "$REPO" >"$site/ari-bench-checkout.pth"
+fi
 cat >"$WORK/toolkit" <<EOF
 #!/bin/sh
 exec "$PY" -c 'import sys; from toolkit.cli import main; sys.argv[0] = "toolkit"; main()' "\$@"
@@ -78,24 +100,24 @@ PUBLIC=$WORK/public-val
 [ -f "$PUBLIC/exam.jsonl" ] || toolkit build-exam --bank exam_builder/banks/public/validation --out "$PUBLIC" --allow-in-repo --train-data "$CORPUS" >/dev/null
 
 if [ "$MODE" = official ]; then
-    [ -n "${SKIP_PRE:-}" ] || step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    [ -n "${SKIP_PRE:-}" ] || step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
-    [ -n "${SKIP_PRE:-}" ] || step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
-    [ -n "${SKIP_PRE:-}" ] || step bench-grade 100 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
+    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
+    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
+    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset "$PRESET" --device "$DEVICE"
+    step bench-grade 100 "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" --repeat 3 \
         --json "$OUT/bench-grade.json"
     RESULTS=$WORK/results
     rm -rf "$RESULTS" && mkdir -p "$RESULTS" && cp results/tracks.json "$RESULTS/"
-    toolkit tracks new gpu-check-300 --from v1-h100-1h --exam "$EXAM" --budget 300 \
-        --title "GPU check: the official rules for 300 seconds" --results "$RESULTS" \
-        --description "The official track's rules for 300 seconds on the demo exam: a check of a GPU server, not a benchmark track." >/dev/null
-    step official-run 420 toolkit run --agent scripted --backend local --track gpu-check-300 \
-        --seed 0 --exam "$EXAM" --train-data "$CORPUS" --results "$RESULTS" --device cuda
-    result=$(ls "$RESULTS"/gpu-check-300/*.json 2>/dev/null | head -n 1)
+    toolkit tracks new gpu-check-$BUDGET --from "$FROM" --exam "$EXAM" --budget "$BUDGET" \
+        --title "GPU check: the official rules for $BUDGET seconds" --results "$RESULTS" \
+        --description "The official track's rules for $BUDGET seconds on the demo exam: a check of a GPU server, not a benchmark track." >/dev/null
+    step official-run $((BUDGET + 120)) toolkit run --agent scripted --backend local --track gpu-check-$BUDGET \
+        --seed 0 --exam "$EXAM" --train-data "$CORPUS" --results "$RESULTS" --device "$DEVICE"
+    result=$(ls "$RESULTS"/gpu-check-$BUDGET/*.json 2>/dev/null | head -n 1)
     if [ -n "$result" ]; then
         cp "$result" "$OUT/official-result.json"
         run_dir=${result%.json}
         tar -C "$run_dir" -czf "$OUT/official-artifacts.tar.gz" --exclude candidates . 2>/dev/null
-        "$PY" - "$result" <<'PY' | tee "$OUT/official-summary.txt"
+        "$PY" - "$result" "$ARI_HOME/operator/grading.log" <<'PY' | tee "$OUT/official-summary.txt"
 import json, sys
 r = json.load(open(sys.argv[1]))
 cfg = r.get("config", {})
@@ -104,36 +126,44 @@ print("score", r.get("score"), "| bits per byte", r.get("bits_per_byte"))
 print("isolation", cfg.get("isolation"))
 print("timings", r.get("timings"))
 print("candidates", [(c.get("id"), c.get("public_score")) for c in r.get("candidates", [])])
+# The result publishes the hidden grading's time as a bucket; the operator log has the seconds.
+run_id = sys.argv[1].rsplit("/", 1)[-1].removesuffix(".json")
+try:
+    with open(sys.argv[2]) as log:
+        for line in log:
+            entry = json.loads(line)
+            if entry.get("what", "").startswith(f"final grading of {run_id}"):
+                print("final grading", entry.get("detail"), "s (operator log)")
+except (OSError, ValueError) as exc:
+    print("operator log:", exc)
 PY
     fi
-    grep -h "MFU\|bytes/s\|val bpb\|trained\|graded\|score" "$RESULTS"/gpu-check-300/*/*.log \
-        "$RESULTS"/gpu-check-300/*/*.txt 2>/dev/null | tail -n 30
+    grep -h "MFU\|bytes/s\|val bpb\|trained\|graded\|score" "$RESULTS"/gpu-check-$BUDGET/*/*.log \
+        "$RESULTS"/gpu-check-$BUDGET/*/*.txt 2>/dev/null | tail -n 30
 elif [ "$MODE" = speed ]; then
-    [ -n "${SKIP_PRE:-}" ] || step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    [ -n "${SKIP_PRE:-}" ] || step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
-    [ -n "${SKIP_PRE:-}" ] || step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset default --device cuda
-    step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset default --device cuda --repeat 3 \
+    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
+    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
+    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset "$PRESET" --device "$DEVICE"
+    step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" --repeat 3 \
         --json "$OUT/bench-grade.json"
     step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,narrow}" \
-        --device cuda --budget-s 60 --corpus "$CORPUS" --json "$OUT/bench-train.json"
+        --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 elif [ "$MODE" = mfu ]; then
     # Each variant: the default preset with settings changed as train.py's --set does. The 6-bit
     # ones are sized to fit 16 MB packed at ~5.6 bits a weight (bench_step prints the estimate).
     variants=default,narrow,default+n_head=4,default+batch_size=128,default+bf16_residual=true
     variants=$variants,default+export_bits=6+n_layer=4+d_model=640+n_head=10
     variants=$variants,default+export_bits=6+n_layer=3+d_model=768+n_head=6
-    step bench-step 330 "$PY" benchmarks/bench_step.py --device cuda --profile --warmup 5 \
+    step bench-step 330 "$PY" benchmarks/bench_step.py --device "$DEVICE" --profile --warmup 5 \
         --steps 30 --variants "${VARIANTS:-$variants}" --json "$OUT/bench-step.json"
     step bench-train 150 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default}" \
-        --device cuda --budget-s 60 --corpus "$CORPUS" --json "$OUT/bench-train.json"
-elif [ "$MODE" = calibrate ]; then
+        --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
+else  # calibrate
     limit=150  # each budget's training, its start-up and two gradings
     IFS=, read -ra budgets <<<"${BUDGETS:-180}"
     for b in "${budgets[@]}"; do limit=$((limit + b + 60)); done
     step calibration "$limit" "$PY" benchmarks/bench_calibration.py \
-        --device cuda --corpus "$CORPUS" --budgets "${BUDGETS:-180}" --out "$OUT/calibration"
-else
-    echo "unknown mode $MODE (official, speed, mfu or calibrate)" >&2
-    exit 2
+        --device "$DEVICE" --corpus "$CORPUS" --budgets "${BUDGETS:-180}" --out "$OUT/calibration" \
+        ${CAL_PRESET:+--preset "$CAL_PRESET"}
 fi
 say "done in $(($(date +%s) - started))s; logs in $OUT"
