@@ -61,19 +61,31 @@ def host_dir() -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _writable_by(uid: int, gid: int, st: os.stat_result) -> bool:
+def _allows(uid: int, gid: int, st: os.stat_result, other: int, user: int, group: int) -> bool:
     mode = st.st_mode
     return bool(
-        mode & stat.S_IWOTH
-        or (st.st_uid == uid and mode & stat.S_IWUSR)
-        or (st.st_gid == gid and mode & stat.S_IWGRP)
+        mode & other or (st.st_uid == uid and mode & user) or (st.st_gid == gid and mode & group)
     )
+
+
+def _writable_by(uid: int, gid: int, st: os.stat_result) -> bool:
+    return _allows(uid, gid, st, stat.S_IWOTH, stat.S_IWUSR, stat.S_IWGRP)
+
+
+def _searchable_by(uid: int, gid: int, st: os.stat_result) -> bool:
+    return _allows(uid, gid, st, stat.S_IXOTH, stat.S_IXUSR, stat.S_IXGRP)
 
 
 @pytest.fixture(scope="module")
 def host_writable_dirs() -> list[str]:
     """Every folder on the host that the sandbox's user may write, found by walking all of /
-    (every mounted filesystem but the kernel's /proc and /sys), plus the usual places."""
+    (every mounted filesystem but the kernel's /proc and /sys), plus the usual places.
+
+    The walk goes only where that user could: not below a folder it may not search (nothing
+    under /root is reachable by `nobody`), nor below a private place (/tmp, /var/tmp, ...: the
+    sandbox has its own, so the host's folders under them do not exist there; the place itself
+    is written to, and a place that were not private would show on the host). Walking all of
+    it took 47 s on a box whose /var/tmp held a test Docker engine's layers, for nothing."""
     found = {p for p in PLACES if os.path.isdir(p)}
     stack = ["/"]
     while stack:
@@ -90,7 +102,8 @@ def host_writable_dirs() -> list[str]:
                 continue
             if _writable_by(*WRITER, st):
                 found.add(entry.path)
-            stack.append(entry.path)
+            if _searchable_by(*WRITER, st) and entry.path not in PLACES:
+                stack.append(entry.path)
     return sorted(found)
 
 
