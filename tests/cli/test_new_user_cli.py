@@ -111,9 +111,10 @@ def test_docs_and_demo_name_the_baseline() -> None:
 
 def test_help_examples_never_write_into_the_repository() -> None:
     for args in (["-h"], ["run", "-h"]):
-        text = CliRunner().invoke(cli, args).output
+        done = CliRunner().invoke(cli, args)
+        text = done.output
         calls = [line for line in text.splitlines() if "toolkit run " in line]
-        assert calls, args
+        assert calls, (args, done.exit_code, repr(done.exception), text[-3000:])
         for line in calls:
             joined = line + text.split(line, 1)[1].split("\n", 2)[1]  # with its continuation
             assert re.search(r"--results /tmp/\S+", joined), line
