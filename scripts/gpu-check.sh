@@ -23,12 +23,12 @@
 # out (names as the summary prints them); SKIP_PRE=1 leaves out all but the official run or the
 # training.
 #
-# A rehearsal without a GPU (every step's commands and flags, none of the numbers: the test
-# suite's tests/scripts/test_gpu_check.py does this): DEVICE=cpu with a small PRESET for the
-# decoding and grading benches, PRESETS and VARIANTS of small presets, TRAIN_S (default 60)
-# seconds of training per preset, BUDGET (default 300) seconds for the official-rules run,
-# FROM (default v1-h100-1h) the track whose rules it copies (demo-cpu-2 runs on a CPU),
-# CAL_PRESET for the calibration (default: the starter's own choice for the device).
+# A rehearsal without a GPU (every step's commands and flags, none of the numbers; the test
+# suite's tests/test_gpu_check.py does this): DEVICE=cpu with a small PRESET for the decoding
+# and grading benches, REPEAT (default 3) gradings timed, PRESETS and VARIANTS of small presets,
+# TRAIN_S (default 60) seconds of training per preset, BUDGET (default 300) seconds for the
+# official-rules run, FROM (default v1-h100-1h) the track whose rules it copies (demo-cpu-2 runs
+# on a CPU), CAL_PRESET for the calibration (default: the starter's own choice for the device).
 set -u
 MODE=${1:?usage: gpu-check.sh official|speed|mfu|calibrate OUT}
 OUT=${2:?usage: gpu-check.sh official|speed|mfu|calibrate OUT}
@@ -103,7 +103,7 @@ if [ "$MODE" = official ]; then
     step doctor 60 toolkit doctor --track v1-h100-1h --backend local
     step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
     step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset "$PRESET" --device "$DEVICE"
-    step bench-grade 100 "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" --repeat 3 \
+    step bench-grade 100 "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" --repeat "${REPEAT:-3}" \
         --json "$OUT/bench-grade.json"
     RESULTS=$WORK/results
     rm -rf "$RESULTS" && mkdir -p "$RESULTS" && cp results/tracks.json "$RESULTS/"
@@ -144,7 +144,7 @@ elif [ "$MODE" = speed ]; then
     step doctor 60 toolkit doctor --track v1-h100-1h --backend local
     step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
     step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset "$PRESET" --device "$DEVICE"
-    step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" --repeat 3 \
+    step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" --repeat "${REPEAT:-3}" \
         --json "$OUT/bench-grade.json"
     step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,narrow}" \
         --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"

@@ -28,6 +28,7 @@ REHEARSAL = {
     "BUDGETS": "3",
     "FROM": "demo-cpu-2",
     "BUDGET": "45",
+    "REPEAT": "1",
     "SKIP": "doctor,check-cgroup2",
 }
 
