@@ -38,7 +38,7 @@ official | speed | mfu | calibrate) ;;
 esac
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda} PRESET=${PRESET:-default} TRAIN_S=${TRAIN_S:-60} BUDGET=${BUDGET:-300}
-FROM=${FROM:-v1-h100-1h}
+FROM=${FROM:-v1-h100-1h} REPEAT=${REPEAT:-3} BUDGETS=${BUDGETS:-180}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 WORK=${WORK:-/tmp/ari-gpu-check}
@@ -59,6 +59,13 @@ step() {  # step NAME LIMIT_S COMMAND...: run, log to OUT/NAME.log, say PASS/FAI
     tail -n 25 "$OUT/$name.log"
     if [ "$rc" -eq 0 ]; then say "PASS $name"; else say "FAIL $name (exit $rc)"; fi
     return 0
+}
+host_and_grading() {  # host_and_grading GRADE_LIMIT_S: what `official` and `speed` start with
+    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
+    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
+    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset "$PRESET" --device "$DEVICE"
+    step bench-grade "$1" "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" \
+        --repeat "$REPEAT" --json "$OUT/bench-grade.json"
 }
 
 # -- set-up: the toolkit importable by this interpreter, and a `toolkit` command --------------
@@ -100,11 +107,7 @@ PUBLIC=$WORK/public-val
 [ -f "$PUBLIC/exam.jsonl" ] || toolkit build-exam --bank exam_builder/banks/public/validation --out "$PUBLIC" --allow-in-repo --train-data "$CORPUS" >/dev/null
 
 if [ "$MODE" = official ]; then
-    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
-    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset "$PRESET" --device "$DEVICE"
-    step bench-grade 100 "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" --repeat "${REPEAT:-3}" \
-        --json "$OUT/bench-grade.json"
+    host_and_grading 100
     RESULTS=$WORK/results
     rm -rf "$RESULTS" && mkdir -p "$RESULTS" && cp results/tracks.json "$RESULTS/"
     toolkit tracks new gpu-check-$BUDGET --from "$FROM" --exam "$EXAM" --budget "$BUDGET" \
@@ -141,11 +144,7 @@ PY
     grep -h "MFU\|bytes/s\|val bpb\|trained\|graded\|score" "$RESULTS"/gpu-check-$BUDGET/*/*.log \
         "$RESULTS"/gpu-check-$BUDGET/*/*.txt 2>/dev/null | tail -n 30
 elif [ "$MODE" = speed ]; then
-    step doctor 60 toolkit doctor --track v1-h100-1h --backend local
-    step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
-    step bench-decode 60 "$PY" benchmarks/bench_decode.py --preset "$PRESET" --device "$DEVICE"
-    step bench-grade 120 "$PY" benchmarks/bench_grade.py --preset "$PRESET" --device "$DEVICE" --repeat "${REPEAT:-3}" \
-        --json "$OUT/bench-grade.json"
+    host_and_grading 120
     step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,narrow}" \
         --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 elif [ "$MODE" = mfu ]; then
@@ -160,10 +159,10 @@ elif [ "$MODE" = mfu ]; then
         --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 else  # calibrate
     limit=150  # each budget's training, its start-up and two gradings
-    IFS=, read -ra budgets <<<"${BUDGETS:-180}"
+    IFS=, read -ra budgets <<<"$BUDGETS"
     for b in "${budgets[@]}"; do limit=$((limit + b + 60)); done
     step calibration "$limit" "$PY" benchmarks/bench_calibration.py \
-        --device "$DEVICE" --corpus "$CORPUS" --budgets "${BUDGETS:-180}" --out "$OUT/calibration" \
+        --device "$DEVICE" --corpus "$CORPUS" --budgets "$BUDGETS" --out "$OUT/calibration" \
         ${CAL_PRESET:+--preset "$CAL_PRESET"}
 fi
 say "done in $(($(date +%s) - started))s; logs in $OUT"
