@@ -87,6 +87,7 @@ class Row:
     mfu_percent: float | None
     peak_memory_gb: float | None
     compiled: bool
+    seconds: float = 0.0  # the variant's whole measurement, compile included
     profile_ms: dict[str, float] = field(default_factory=dict)
     longest: list[tuple[str, float]] = field(default_factory=list)
 
@@ -267,16 +268,17 @@ def main() -> None:
             torch._dynamo.reset()
             torch.cuda.empty_cache()
             continue
+        row.seconds = round(time.monotonic() - started, 1)
         rows.append(row)
         mfu = f", MFU {row.mfu_percent:.1f}%" if row.mfu_percent is not None else ""
         print(
             f"{spec}: {row.ms_per_step:.2f} ms/step, {row.bytes_per_s:,.0f} bytes/s{mfu} "
-            f"({time.monotonic() - started:.0f} s with compile)",
+            f"({row.seconds:.0f} s with compile)",
             flush=True,
         )
+        if args.json:  # after every variant: a run cut short by its time limit keeps its rows
+            args.json.write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
     print_rows(rows, args.device)
-    if args.json:
-        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -102,7 +102,13 @@ def main() -> None:
         workspace = Path(tmp)
         prepare_train_data(args.corpus, workspace / "data")
         for preset in args.presets.split(","):
-            summaries[preset] = train_one(workspace, preset, args.device, args.budget_s)
+            try:
+                summaries[preset] = train_one(workspace, preset, args.device, args.budget_s)
+            except subprocess.CalledProcessError as exc:  # one failed preset, not the table
+                print(f"{preset}: train.py exited with status {exc.returncode}", flush=True)
+                continue
+            if args.json:  # after every preset: a run cut short keeps the ones it finished
+                args.json.write_text(json.dumps(summaries, indent=2) + "\n")
             if args.keep:
                 kept = f"bundle-{safe(preset)}"
                 shutil.copytree(workspace / kept, args.keep / kept)
@@ -110,10 +116,10 @@ def main() -> None:
     print(f"{'preset':<32} width/L batch  steps  bytes/s (st)  MFU st  MFU all  val bpb  packed MB")
     for preset, summary in summaries.items():
         print(row(preset, summary))
+    if not summaries:
+        sys.exit("error: no preset finished training")
     best = min(summaries, key=lambda p: float(summaries[p]["best_val_bpb"]))  # type: ignore[arg-type]
     print(f"best val bpb at {args.budget_s:.0f} s: {best}")
-    if args.json:
-        args.json.write_text(json.dumps(summaries, indent=2) + "\n")
 
 
 if __name__ == "__main__":

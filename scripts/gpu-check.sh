@@ -11,7 +11,8 @@
 #   scripts/gpu-check.sh mfu OUT        where a training step's time goes: bench_step.py over
 #                                       VARIANTS (shapes, head width, batch, 6-bit export sizes;
 #                                       each compiled, timed and profiled), then bench_train.py
-#                                       60 s for PRESETS (default "default") (about 7 min)
+#                                       60 s for PRESETS (default: the fastest variant that fits
+#                                       16 MB, and the first one) (about 7 min)
 #   scripts/gpu-check.sh calibrate OUT  the untouched starter after BUDGETS seconds (default 180)
 #                                       of training: val bpb, public set and demo exam scores
 #                                       (bench_calibration.py; about 4 min for 180)
@@ -149,14 +150,40 @@ elif [ "$MODE" = speed ]; then
         --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 elif [ "$MODE" = mfu ]; then
     # Each variant: the default preset with settings changed as train.py's --set does. The 6-bit
-    # ones are sized to fit 16 MB packed at ~5.6 bits a weight (bench_step prints the estimate).
-    variants=default,narrow,default+n_head=4,default+batch_size=128,default+bf16_residual=true
-    variants=$variants,default+export_bits=6+n_layer=4+d_model=640+n_head=10
+    # ones are sized to fit 16 MB packed at ~5.6 bits a weight (bench_step prints the estimate);
+    # n_head is chosen for 128-wide heads where the width allows.
+    variants=default,default+bf16_residual=true,default+n_head=4
+    variants=$variants,default+export_bits=6+n_layer=4+d_model=640+n_head=5
     variants=$variants,default+export_bits=6+n_layer=3+d_model=768+n_head=6
-    step bench-step 330 "$PY" benchmarks/bench_step.py --device "$DEVICE" --profile --warmup 5 \
-        --steps 30 --variants "${VARIANTS:-$variants}" --json "$OUT/bench-step.json"
-    step bench-train 150 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default}" \
-        --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
+    variants=$variants,default+export_bits=6+n_layer=3+d_model=768+n_head=6+bf16_residual=true+batch_size=128
+    variants=${VARIANTS:-$variants}
+    count=$(tr , '\n' <<<"$variants" | grep -c .)
+    step bench-step $((count * 50)) "$PY" benchmarks/bench_step.py --device "$DEVICE" --profile \
+        --warmup 5 --steps 30 --variants "$variants" --json "$OUT/bench-step.json"
+    # Then train PRESETS for TRAIN_S each; by default the variant bench-step found fastest (MFU;
+    # bytes per second on a CPU) among those that pack under 15.5 MB, and the first variant (the
+    # reference), so one call says whether the fastest shape also learns as well.
+    if [ -z "${PRESETS:-}" ]; then
+        first=${variants%%,*}
+        fastest=$("$PY" - "$OUT/bench-step.json" <<'PY'
+import json, sys
+try:
+    rows = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    rows = []
+fits = [r for r in rows if r["packed_mb_estimate"] <= 15.5]
+speed = lambda r: r["mfu_percent"] if r["mfu_percent"] is not None else r["bytes_per_s"]
+print(max(fits, key=speed)["variant"] if fits else "")
+PY
+)
+        PRESETS=$first
+        [ -n "$fastest" ] && [ "$fastest" != "$first" ] && PRESETS=$fastest,$first
+        say "bench-train: $PRESETS"
+    fi
+    count=$(tr , '\n' <<<"$PRESETS" | grep -c .)
+    step bench-train $((count * (TRAIN_S + 45) + 15)) "$PY" benchmarks/bench_train.py \
+        --presets "$PRESETS" --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" \
+        --json "$OUT/bench-train.json"
 else  # calibrate
     limit=150  # each budget's training, its start-up and two gradings
     IFS=, read -ra budgets <<<"$BUDGETS"
