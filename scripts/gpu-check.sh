@@ -74,7 +74,8 @@ if [ -n "${WHEELS:-}" ] && ls "$WHEELS"/*.whl >/dev/null 2>&1; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile "$WHEELS"/*.whl 2>&1 | tail -n 3
 fi
 # This checkout importable (unless it already is, e.g. installed in editable mode).
-here=$("$PY" -c 'import pathlib, toolkit; print(pathlib.Path(toolkit.__file__).parents[1])' 2>/dev/null)
+# (Asked from /: `python -c` puts the working folder first on the path, a script does not.)
+here=$(cd / && "$PY" -c 'import pathlib, toolkit; print(pathlib.Path(toolkit.__file__).parents[1])' 2>/dev/null)
 if [ "$here" != "$REPO" ]; then
     site=$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     echo "$REPO" >"$site/ari-bench-checkout.pth"

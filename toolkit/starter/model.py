@@ -99,8 +99,14 @@ class RMSNorm(nn.Module):
         return xf.type_as(x) * self.weight
 
 
+@torch.compiler.disable
 def rope_tables(positions: Tensor, head_dim: int, base: float) -> tuple[Tensor, Tensor]:
-    """cos/sin tables for `positions` (any shape), shape positions.shape + (head_dim/2,)."""
+    """cos/sin tables for `positions` (any shape), shape positions.shape + (head_dim/2,).
+
+    Never compiled: inside a compiled model, torch.compile fused these few thousand cosines and
+    sines into the kernels that rotate queries and keys, and recomputed them for every element
+    of every head and batch row, forward and backward: on an H100 that was a quarter of the
+    default preset's training step. Computed here, they reach the compiled graph as a table."""
     inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device) / head_dim))
     angles = positions.float()[..., None] * inv_freq
     return angles.cos(), angles.sin()
