@@ -99,14 +99,8 @@ class RMSNorm(nn.Module):
         return xf.type_as(x) * self.weight
 
 
-@torch.compiler.disable
 def rope_tables(positions: Tensor, head_dim: int, base: float) -> tuple[Tensor, Tensor]:
-    """cos/sin tables for `positions` (any shape), shape positions.shape + (head_dim/2,).
-
-    Never compiled: inside a compiled model, torch.compile fused these few thousand cosines and
-    sines into the kernels that rotate queries and keys, and recomputed them for every element
-    of every head and batch row, forward and backward: on an H100 that was a quarter of the
-    default preset's training step. Computed here, they reach the compiled graph as a table."""
+    """cos/sin tables for `positions` (any shape), shape positions.shape + (head_dim/2,)."""
     inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device) / head_dim))
     angles = positions.float()[..., None] * inv_freq
     return angles.cos(), angles.sin()
@@ -259,6 +253,12 @@ class GPT(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
+    def rope(self, length: int, device: torch.device | str) -> tuple[Tensor, Tensor]:
+        """The rotary tables of positions 0..length-1, (1, length, head_dim/2) each: what
+        training passes to `forward` as `rope`, made once outside any compiled graph."""
+        positions = torch.arange(length, device=device)[None]
+        return rope_tables(positions, self.cfg.d_model // self.cfg.n_head, self.cfg.rope_base)
+
     def forward(
         self,
         idx: Tensor,
@@ -267,15 +267,24 @@ class GPT(nn.Module):
         caches: list[LayerCache] | None = None,
         step: bool = False,
         last_only: bool = False,
+        rope: tuple[Tensor, Tensor] | None = None,
     ) -> Tensor:
         """Logits (B, T, 256). Training passes only `idx`; inference adds positions/mask/caches.
 
         `step`: `idx` is one byte per row after the cached ones and `mask` (B, 1, 1, capacity)
         marks the cache columns it may see (`decode_attention`). `last_only`: the logits of the
-        last position only (B, 1, 256), the head skipped elsewhere."""
-        if positions is None:
-            positions = torch.arange(idx.shape[1], device=idx.device)[None]
-        cos, sin = rope_tables(positions, self.cfg.d_model // self.cfg.n_head, self.cfg.rope_base)
+        last position only (B, 1, 256), the head skipped elsewhere. `rope`: the tables of
+        `GPT.rope` for positions 0..T-1, made beforehand (training: inside a compiled model,
+        torch.compile fused the cosines and sines into the kernels that rotate queries and keys
+        and recomputed them for every element, forward and backward, which on an H100 was a
+        quarter of the default preset's step)."""
+        if rope is not None:
+            cos, sin = rope
+        else:
+            if positions is None:
+                positions = torch.arange(idx.shape[1], device=idx.device)[None]
+            head_dim = self.cfg.d_model // self.cfg.n_head
+            cos, sin = rope_tables(positions, head_dim, self.cfg.rope_base)
         cos, sin = cos[:, None], sin[:, None]  # broadcast over heads
         x = self.embed(idx)
         if self.autocast_residual and torch.is_autocast_enabled(x.device.type):
