@@ -6,7 +6,7 @@
 #                                       run of a 300-second copy of the official track on the
 #                                       demo exam (about 7.5 min)
 #   scripts/gpu-check.sh speed OUT      doctor and the cgroup checks, grading speed, and the preset
-#                                       table: PRESETS (default "default,narrow") trained 60 s each
+#                                       table: PRESETS (default "default,mid") trained 60 s each
 #                                       (about 5 min)
 #   scripts/gpu-check.sh mfu OUT        where a training step's time goes: bench_step.py over
 #                                       VARIANTS (shapes, head width, batch, 6-bit export sizes;
@@ -147,16 +147,14 @@ PY
         "$RESULTS"/gpu-check-$BUDGET/*/*.txt 2>/dev/null | tail -n 30
 elif [ "$MODE" = speed ]; then
     host_and_grading 120
-    step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,narrow}" \
+    step bench-train 200 "$PY" benchmarks/bench_train.py --presets "${PRESETS:-default,mid}" \
         --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 elif [ "$MODE" = mfu ]; then
-    # Each variant: the default preset with settings changed as train.py's --set does. The 6-bit
-    # ones are sized to fit 16 MB packed at ~5.6 bits a weight (bench_step prints the estimate);
-    # n_head is chosen for 128-wide heads where the width allows.
-    variants=default,default+bf16_residual=true,default+n_head=4
-    variants=$variants,default+export_bits=6+n_layer=4+d_model=640+n_head=5
-    variants=$variants,default+export_bits=6+n_layer=3+d_model=768+n_head=6
-    variants=$variants,default+export_bits=6+n_layer=3+d_model=768+n_head=6+bf16_residual=true+batch_size=128
+    # Each variant: a preset with settings changed as train.py's --set does, all sized to fit
+    # 16 MB packed (bench_step prints the estimate): the default (3 x 768, 6-bit), the previous
+    # default, and what the step's profile of 2026-11-27 left to try (docs/operators/gpu-check.md).
+    variants=default,mid,default+bf16_residual=true,default+batch_size=128
+    variants=$variants,default+n_layer=4+d_model=640+n_head=5
     variants=${VARIANTS:-$variants}
     count=$(tr , '\n' <<<"$variants" | grep -c .)
     step bench-step $((count * 50)) "$PY" benchmarks/bench_step.py --device "$DEVICE" --profile \

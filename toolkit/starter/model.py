@@ -276,8 +276,8 @@ class GPT(nn.Module):
         last position only (B, 1, 256), the head skipped elsewhere. `rope`: the tables of
         `GPT.rope` for positions 0..T-1, made beforehand (training: inside a compiled model,
         torch.compile fused the cosines and sines into the kernels that rotate queries and keys
-        and recomputed them for every element, forward and backward, which on an H100 was a
-        quarter of the default preset's step)."""
+        and recomputed them for every element, forward and backward: on an H100, 10 ms of the
+        old default preset's 34-ms step)."""
         if rope is not None:
             cos, sin = rope
         else:
