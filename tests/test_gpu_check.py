@@ -88,7 +88,7 @@ def test_the_official_mode_runs_every_step_and_summarises_a_valid_run(
 def test_the_mfu_and_calibration_modes_run_every_step(work: Path, tmp_path: Path) -> None:
     # No PRESETS: bench-train trains the variant bench-step found fastest and the first one.
     variants = "micro+n_layer=3,micro"
-    output, out = rehearse("mfu", work, tmp_path, PRESETS="", VARIANTS=variants, TRAIN_S="8")
+    output, out = rehearse("mfu", work, tmp_path, PRESETS="", VARIANTS=variants)
     assert verdicts(output) == {"bench-step": "PASS", "bench-train": "PASS"}, output[-3000:]
     rows = json.loads((out / "bench-step.json").read_text())
     assert [r["variant"] for r in rows] == variants.split(","), rows
@@ -96,7 +96,6 @@ def test_the_mfu_and_calibration_modes_run_every_step(work: Path, tmp_path: Path
     fastest = max(rows, key=lambda r: r["bytes_per_s"])["variant"]  # no MFU on a CPU
     trained = json.loads((out / "bench-train.json").read_text())
     assert list(trained) == list(dict.fromkeys([fastest, "micro+n_layer=3"])), output[-3000:]
-    assert all(s["steps"] > 0 for s in trained.values()), trained
 
     output, out = rehearse("calibrate", work, tmp_path)
     assert verdicts(output) == {"calibration": "PASS"}, output[-3000:]
