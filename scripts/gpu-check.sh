@@ -12,7 +12,7 @@
 #                                       VARIANTS (shapes, head width, batch, 6-bit export sizes;
 #                                       each compiled, timed and profiled), then bench_train.py
 #                                       60 s for PRESETS (default: the fastest variant that fits
-#                                       16 MB, and the first one) (about 7 min)
+#                                       16 MB, and the first one) (about 5 min)
 #   scripts/gpu-check.sh calibrate OUT  the untouched starter after BUDGETS seconds (default 180)
 #                                       of training: val bpb, public set and demo exam scores
 #                                       (bench_calibration.py; about 4 min for 180)
