@@ -61,6 +61,7 @@ step() {  # step NAME LIMIT_S COMMAND...: run, log to OUT/NAME.log, say PASS/FAI
     if [ "$rc" -eq 0 ]; then say "PASS $name"; else say "FAIL $name (exit $rc)"; fi
     return 0
 }
+count() { tr , '\n' <<<"$1" | grep -c .; }  # count LIST: the items of a comma-separated list
 host_and_grading() {  # host_and_grading GRADE_LIMIT_S: what `official` and `speed` start with
     step doctor 60 toolkit doctor --track v1-h100-1h --backend local
     step check-cgroup2 60 env PY="$PY" bash scripts/check-cgroup2.sh
@@ -156,9 +157,8 @@ elif [ "$MODE" = mfu ]; then
     variants=default,mid,default+bf16_residual=true,default+batch_size=128
     variants=$variants,default+n_layer=4+d_model=640+n_head=5
     variants=${VARIANTS:-$variants}
-    count=$(tr , '\n' <<<"$variants" | grep -c .)
-    step bench-step $((count * 50)) "$PY" benchmarks/bench_step.py --device "$DEVICE" --profile \
-        --warmup 5 --steps 30 --variants "$variants" --json "$OUT/bench-step.json"
+    step bench-step $(($(count "$variants") * 50)) "$PY" benchmarks/bench_step.py --profile \
+        --device "$DEVICE" --warmup 5 --steps 30 --variants "$variants" --json "$OUT/bench-step.json"
     # Then train PRESETS for TRAIN_S each; by default the variant bench-step found fastest (MFU;
     # bytes per second on a CPU) among those that pack under 15.5 MB, and the first variant (the
     # reference), so one call says whether the fastest shape also learns as well.
@@ -179,10 +179,9 @@ PY
         [ -n "$fastest" ] && [ "$fastest" != "$first" ] && PRESETS=$fastest,$first
         say "bench-train: $PRESETS"
     fi
-    count=$(tr , '\n' <<<"$PRESETS" | grep -c .)
-    step bench-train $((count * (TRAIN_S + 45) + 15)) "$PY" benchmarks/bench_train.py \
-        --presets "$PRESETS" --device "$DEVICE" --budget-s "$TRAIN_S" --corpus "$CORPUS" \
-        --json "$OUT/bench-train.json"
+    step bench-train $(($(count "$PRESETS") * (TRAIN_S + 45) + 15)) \
+        "$PY" benchmarks/bench_train.py --presets "$PRESETS" --device "$DEVICE" \
+        --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 else  # calibrate
     limit=150  # each budget's training, its start-up and two gradings
     IFS=, read -ra budgets <<<"$BUDGETS"

@@ -278,14 +278,11 @@ class GPT(nn.Module):
         torch.compile fused the cosines and sines into the kernels that rotate queries and keys
         and recomputed them for every element, forward and backward: on an H100, 10 ms of the
         old default preset's 34-ms step)."""
-        if rope is not None:
-            cos, sin = rope
-        else:
-            if positions is None:
-                positions = torch.arange(idx.shape[1], device=idx.device)[None]
-            head_dim = self.cfg.d_model // self.cfg.n_head
-            cos, sin = rope_tables(positions, head_dim, self.cfg.rope_base)
-        cos, sin = cos[:, None], sin[:, None]  # broadcast over heads
+        if rope is None and positions is None:
+            rope = self.rope(idx.shape[1], idx.device)
+        elif rope is None:
+            rope = rope_tables(positions, self.cfg.d_model // self.cfg.n_head, self.cfg.rope_base)
+        cos, sin = rope[0][:, None], rope[1][:, None]  # broadcast over heads
         x = self.embed(idx)
         if self.autocast_residual and torch.is_autocast_enabled(x.device.type):
             x = x.to(torch.get_autocast_dtype(x.device.type))  # the residual stream in bf16
