@@ -16,6 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 from toolkit.results.model import RunResult, load_run
+from toolkit.run.recovery import process_start
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLKIT = str(Path(sys.executable).parent / "toolkit")
@@ -110,7 +111,13 @@ def wait_no_run_processes(timeout: float = 20.0) -> list[str]:
 
 
 def running_children() -> list[tuple[int, dict[str, object]]]:
-    """(pid, job) of every live run process of this session whose run has begun."""
+    """(pid, job) of every live run process of this session whose run has begun.
+
+    Only the harness itself counts: the pid and start time its `RUNNING` marker names. A
+    process the harness has just forked shows the same command line until it execs (the
+    sandbox launcher, grading), and a test that SIGKILLs one of those instead of the harness
+    injects no infrastructure fault at all (CI saw exactly that: no `invalid` result).
+    """
     home = Path(os.environ["ARI_HOME"]).resolve()
     found = []
     for pid in (e for e in os.listdir("/proc") if e.isdigit()):
@@ -120,9 +127,11 @@ def running_children() -> list[tuple[int, dict[str, object]]]:
         job_file = Path(parts[parts.index(CHILD_MODULE) + 1])
         try:
             job = json.loads(job_file.read_text())
+            marker = json.loads(
+                (home / "runs" / str(job.get("run_id")) / "harness" / "RUNNING").read_text()
+            )
         except (OSError, ValueError):
             continue
-        marker = home / "runs" / str(job.get("run_id")) / "harness" / "RUNNING"
-        if marker.is_file():
+        if marker.get("pid") == int(pid) and process_start(int(pid)) == marker.get("pid_start"):
             found.append((int(pid), job))
     return found

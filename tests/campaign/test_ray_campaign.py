@@ -69,6 +69,8 @@ def _kill_first_run_of(seed: int, timeout: float = 120) -> int:
         for pid, job in running_children():
             if job["seed"] == seed:
                 time.sleep(1.0)  # mid-run: the agent is working
+                if pid not in (p for p, _ in running_children()):
+                    break  # no longer that harness: look again
                 os.kill(pid, signal.SIGKILL)
                 return pid
         time.sleep(0.2)
