@@ -230,7 +230,7 @@ def test_a_stream_that_broke_off_midway_is_not_sent_again(
         server.close()
 
 
-def test_retries_stop_when_the_relay_closes(relays: RelayFactory) -> None:
+def test_retries_stop_when_the_relay_closes(relays: RelayFactory, tmp_path: Path) -> None:
     slow = RetryPolicy(retries=3, base_s=20.0, max_wait_s=20.0, window_s=100.0)
     with FakeProvider(lambda r: Reply(status=503)) as provider:
         relay = relays(provider, retry=slow)
@@ -239,10 +239,11 @@ def test_retries_stop_when_the_relay_closes(relays: RelayFactory) -> None:
             target=lambda: got.append(send(relay, "openai-compatible", body_for("chat")))
         )
         thread.start()
-        deadline = time.monotonic() + 10
-        while not provider.requests and time.monotonic() < deadline:
+        # Closed once the relay is waiting to retry (it logs the retry, then waits), however
+        # slow the host: closed before that, the 503 would be passed on as it is.
+        deadline = time.monotonic() + 30
+        while not _log(tmp_path, "retry") and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(0.1)
         started = time.monotonic()
         relay.close()
         thread.join(10)

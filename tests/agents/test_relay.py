@@ -406,11 +406,12 @@ def test_a_model_that_spends_the_rate_limit_itself_gets_no_reroll(
                 thread.join(timeout=30)
     kinds = [e["kind"] for e in entries(tmp_path)]
     assert "hold" in kinds and kinds.count("probe") >= 2
-    # While held (from the first probe, refused 429, to the one answered), none of the
-    # controller's calls reached the provider (but those already on their way).
+    # While held (from the first probe, refused 429, to the one answered, at least the 1 s the
+    # 429 asks), none of the controller's calls reached the provider (but those already on
+    # their way: half a second for a relay thread a loaded host has not yet run).
     probes = [r.arrived for r in _probes(p)]
     others = [r.arrived for r in p.requests if r.arrived not in probes]
-    assert not [t for t in others if probes[0] + 0.2 < t < probes[-1]]
+    assert not [t for t in others if probes[0] + 0.5 < t < probes[-1]]
 
 
 def test_a_provider_that_keeps_rate_limiting_a_quiet_client_is_confirmed(

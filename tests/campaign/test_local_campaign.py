@@ -39,8 +39,12 @@ def test_a_killed_campaign_resumes_with_only_the_missing_runs(tmp_path: Path) ->
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 300
-    # Kill the driver while a run is in flight, once a key is done.
-    while not _finals(results) or not running_children():
+    # Kill the driver while a run is in flight, once a key is done. The run in flight is one
+    # of a key still missing: the finished key's harness writes its result a moment before it
+    # clears its marker, and a kill in that moment would leave no run in flight.
+    while not (finals := _finals(results)) or not any(
+        (job["model"], job["seed"]) not in finals for _, job in running_children()
+    ):
         assert driver.poll() is None and time.monotonic() < deadline, "the campaign stopped"
         time.sleep(0.05)
     time.sleep(1.0)  # the agent is at work

@@ -127,6 +127,20 @@ def run_on_network(client: Any, network: str, url: str) -> str:
     return str(out.decode().strip())
 
 
+def _wait_serving(client: Any, container: str, timeout: float = 60) -> None:
+    """Until the server in `container` answers on its port (it starts on the host's time)."""
+    url = "http://127.0.0.1:8080/count"
+    probe = f"import urllib.request; urllib.request.urlopen({url!r}, timeout=5)"
+    deadline = time.monotonic() + timeout
+    while True:
+        run = client.api.exec_create(container, ["python3", "-c", probe], user="65534:65534")
+        client.api.exec_start(run["Id"])
+        if client.api.exec_inspect(run["Id"])["ExitCode"] == 0:
+            return
+        assert time.monotonic() < deadline, f"the server in {container[:12]} never answered"
+        time.sleep(0.1)
+
+
 @pytest.fixture
 def upstream(client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
     """An internal network holding a fake provider and another server (no outside access)."""
@@ -152,7 +166,8 @@ def upstream(client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]
             client.api.start(container["Id"])
             info = client.api.inspect_container(container["Id"])
             ips.append(info["NetworkSettings"]["Networks"][network]["IPAddress"])
-        time.sleep(0.5)  # the servers bind
+        for container in started:  # each server answers (asked from inside its container)
+            _wait_serving(client, container)
         monkeypatch.setenv(UPSTREAM_ENV, network)
         yield Upstream(network, provider, other, ips[0], ips[1], client)
     finally:

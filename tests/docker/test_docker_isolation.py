@@ -305,7 +305,9 @@ def test_escaped_processes_die_with_their_command(root: Path) -> None:
         assert box.exec(["sh", "-c", escape], timeout=30).stdout == b"started\n"
         assert _processes(box) == 0
         process = box.start(["sh", "-c", "(setsid sleep 1001 &); trap '' TERM; sleep 1002"])
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30  # both sleeps started, however slow the host
+        while _processes(box) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert _processes(box) >= 2
         process.kill()
         assert process.wait(5) == -9
@@ -450,27 +452,34 @@ def test_pins_that_do_not_match_refuse_to_start(tmp_path: Path) -> None:
 
 
 PLANT = """
-import os, sys
-for pid in os.listdir("/proc"):
-    try:
-        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
-    except OSError:
-        continue
-    if len(argv) > 4 and argv[1] == b"run" and argv[7:10] == [b"sh", b"-c", b"sleep 1; exit 7"]:
-        kind = sys.argv[1]
-        for status in ("/run/ari-init/status", f"/run/ari-init/{argv[2].decode()}"):
-            try:  # where the wrappers' reports go (a root-only folder: refused)
-                os.unlink(status)
-            except OSError:
-                pass
-            try:
-                if kind == "fifo":
-                    os.mkfifo(status)
-                else:
-                    os.symlink("/etc/shadow", status)
-                print("planted", kind, status)
-            except OSError as e:
-                print("refused", kind, status, e.strerror)
+import os, sys, time
+found, until = [], time.monotonic() + 30  # the victim's wrapper starts on its own time
+while not found and time.monotonic() < until:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+        except OSError:
+            continue
+        if len(argv) > 4 and argv[1] == b"run" and argv[-2] == b"VICTIM":
+            found.append(argv)
+    time.sleep(0.05)
+if not found:
+    print("missed: no victim wrapper in 30 s")
+for argv in found:
+    kind = sys.argv[1]
+    for status in ("/run/ari-init/status", f"/run/ari-init/{argv[2].decode()}"):
+        try:  # where the wrappers' reports go (a root-only folder: refused)
+            os.unlink(status)
+        except OSError:
+            pass
+        try:
+            if kind == "fifo":
+                os.mkfifo(status)
+            else:
+                os.symlink("/etc/shadow", status)
+            print("planted", kind, status)
+        except OSError as e:
+            print("refused", kind, status, e.strerror)
 """
 
 
@@ -479,8 +488,12 @@ def test_a_call_cannot_hang_or_redirect_another_calls_status(root: Path) -> None
     root-only folder: refused) must neither hang the harness nor change the status taken."""
     with python_box(root) as box:
         for kind in ("fifo", "link"):
-            victim = box.start(["sh", "-c", "sleep 1; exit 7"], stdin=False)
-            time.sleep(0.3)
-            planted = box.exec(["python3", "-c", PLANT, kind], timeout=30)
+            # The victim lives until the planting is done (told by a file), however slow the
+            # host: a victim that has ended, or not yet started, would leave nothing to attack.
+            done = f"/tmp/planted-{kind}"
+            wait = f"until [ -e {done} ]; do sleep 0.05; done; exit 7"
+            victim = box.start(["sh", "-c", wait, "VICTIM"], stdin=False)
+            planted = box.exec(["python3", "-c", PLANT, kind], timeout=60)
+            box.exec(["touch", done])
             assert planted.stdout.startswith((b"planted", b"refused")), planted
-            assert victim.wait(timeout=15) == 7
+            assert victim.wait(timeout=60) == 7

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,9 @@ from toolkit.cli import cli
 from toolkit.run.orchestrate import execute_run
 
 REPO = Path(__file__).resolve().parents[2]
-TOKEN = "876543.219"  # an argument only this test's processes carry
+# A sleep's length only this test's processes carry (another session's suite on this host has
+# its own).
+TOKEN = f"8{secrets.randbelow(10**8):08d}.{os.getpid()}"
 
 
 def test_scripted_run_on_docker_end_to_end(tmp_path: Path, client: Any) -> None:

@@ -57,7 +57,7 @@ sleep 3
 def test_public_scoring_stops_at_the_calls_limit(make_spec: SpecFactory) -> None:
     """A submit is a call like any other: when it reaches the per-call limit, the bundle's code
     scoring it is killed there and then, not when the run ends (the agent sleeps on after it)."""
-    token = TOKEN + "1"
+    token = "9" + TOKEN[1:]  # its own: TOKEN + "1" would hold TOKEN, and each test see both
     script = f"""{MAKE_BUNDLE}
 runner submit bundles/triv && runner promote c001
 mkdir -p bundles/slow

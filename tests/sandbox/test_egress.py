@@ -274,7 +274,11 @@ with create_sandbox("local", root=root, egress=[Egress("127.0.0.1", port)]) as b
     for name, url in (("allowed", f"http://127.0.0.1:{port}/"), ("other", "http://127.0.0.1:1/"),
                       ("name", "http://example.com/")):
         out[name] = box.exec(["curl", "-sS", "-m", "5", url], timeout=30).returncode
-    time.sleep(0.3)
+    end = time.monotonic() + 10  # the gate logs from its own thread: wait for the last try
+    while time.monotonic() < end and not (
+        len(box.egress_log) >= 4 and any(e["host"] == "example.com" for e in box.egress_log)
+    ):
+        time.sleep(0.02)
     out["log"] = [(e["host"], e["port"], e["allowed"]) for e in box.egress_log]
 print(json.dumps(out))
 """

@@ -398,6 +398,10 @@ def test_tree_dies_with_a_killed_host(backend: str, root: Path, marker: str) -> 
     )
     try:
         assert host.stdout is not None and host.stdout.readline() == b"started\n"
+        # "started" comes when the launcher has the command, a moment before its exec.
+        end = time.monotonic() + 30
+        while not leftover(marker) and time.monotonic() < end:
+            time.sleep(0.05)
         assert leftover(marker)
         host.kill()
         host.wait()
