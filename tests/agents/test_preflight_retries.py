@@ -27,6 +27,7 @@ from tests.agents.relay_calls import (
     relay_factory,
     send,
 )
+from tests.waiting import wait_for
 from toolkit.agents.opencode import OpencodeAgent
 from toolkit.agents.provider_api import PROBE_TEXT
 from toolkit.agents.providers import Provider
@@ -241,9 +242,7 @@ def test_retries_stop_when_the_relay_closes(relays: RelayFactory, tmp_path: Path
         thread.start()
         # Closed once the relay is waiting to retry (it logs the retry, then waits), however
         # slow the host: closed before that, the 503 would be passed on as it is.
-        deadline = time.monotonic() + 30
-        while not _log(tmp_path, "retry") and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_for(lambda: _log(tmp_path, "retry"), timeout=30)
         started = time.monotonic()
         relay.close()
         thread.join(10)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.agents.fake_provider import TLS_DIR, FakeProvider, Reply, Request
+from tests.waiting import wait_for
 from toolkit.agents.provider_api import PROBE_TEXT, Credential
 from toolkit.agents.providers import load_providers
 from toolkit.agents.relay.front import ProviderRelay
@@ -92,16 +93,6 @@ def entries(tmp_path: Path, kind: str | None = None) -> list[dict[str, object]]:
     lines = (tmp_path / "provider.jsonl").read_text().splitlines()
     found = [json.loads(line) for line in lines]
     return [e for e in found if kind is None or e["kind"] == kind]
-
-
-def wait_for(check: Callable[[], object], timeout: float = 15.0) -> object:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    return None
 
 
 # -- what passes, and how --------------------------------------------------------------------

@@ -9,7 +9,6 @@ from __future__ import annotations
 import secrets
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.run.conftest import ShellAgent
+from tests.waiting import wait_for
 from toolkit.agents import Agent
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.images import current, pin
@@ -99,6 +99,31 @@ http.server.ThreadingHTTPServer(("0.0.0.0", 8080), H).serve_forever()
 """
 
 
+# The start of a script run in a box that attacks another command of the same box, its victim
+# (started with `victim_command`): waits up to 30 s (the victim's wrapper starts on its own time,
+# however loaded the host) for the victims' wrappers, and leaves `victims`: (wrapper pid, call
+# id) each, the id read from the wrapper's command line.
+FIND_VICTIMS = r"""
+import os, time
+victims = []
+until = time.monotonic() + 30
+while not victims and time.monotonic() < until:
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) > 3 and argv[1] == b"run" and argv[-2] == b"VICTIM":
+            victims.append((int(pid), argv[2].decode()))
+    time.sleep(0.05)
+"""
+
+
+def victim_command(done: str) -> list[str]:
+    """A command that lives until the file `done` exists (the attack is over), then exits 7."""
+    return ["sh", "-c", f"until [ -e {done} ]; do sleep 0.05; done; exit 7", "VICTIM"]
+
+
 @dataclass
 class Upstream:
     """The network beyond the forwarder: a fake provider and another host, both on it."""
@@ -131,14 +156,13 @@ def _wait_serving(client: Any, container: str, timeout: float = 60) -> None:
     """Until the server in `container` answers on its port (it starts on the host's time)."""
     url = "http://127.0.0.1:8080/count"
     probe = f"import urllib.request; urllib.request.urlopen({url!r}, timeout=5)"
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def answers() -> bool:
         run = client.api.exec_create(container, ["python3", "-c", probe], user="65534:65534")
         client.api.exec_start(run["Id"])
-        if client.api.exec_inspect(run["Id"])["ExitCode"] == 0:
-            return
-        assert time.monotonic() < deadline, f"the server in {container[:12]} never answered"
-        time.sleep(0.1)
+        return bool(client.api.exec_inspect(run["Id"])["ExitCode"] == 0)
+
+    assert wait_for(answers, timeout), f"the server in {container[:12]} never answered"
 
 
 @pytest.fixture

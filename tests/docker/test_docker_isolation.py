@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from tests.docker.conftest import Upstream, containers_of
+from tests.docker.conftest import FIND_VICTIMS, Upstream, containers_of, victim_command
 from tests.sandbox.test_sandbox_attacks import CPU_HOG
+from tests.waiting import wait_for
 from toolkit.images import current
 from toolkit.run import roles
 from toolkit.sandbox import Egress, Limits, Sandbox, SandboxError, capped, create_sandbox
@@ -305,10 +306,7 @@ def test_escaped_processes_die_with_their_command(root: Path) -> None:
         assert box.exec(["sh", "-c", escape], timeout=30).stdout == b"started\n"
         assert _processes(box) == 0
         process = box.start(["sh", "-c", "(setsid sleep 1001 &); trap '' TERM; sleep 1002"])
-        deadline = time.monotonic() + 30  # both sleeps started, however slow the host
-        while _processes(box) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _processes(box) >= 2
+        assert wait_for(lambda: _processes(box) >= 2, timeout=30)  # however slow the host
         process.kill()
         assert process.wait(5) == -9
         assert _processes(box) == 0
@@ -451,23 +449,15 @@ def test_pins_that_do_not_match_refuse_to_start(tmp_path: Path) -> None:
     assert len(message) == 1 and "pins want" in message[0] and wrong in message[0], message
 
 
-PLANT = """
-import os, sys, time
-found, until = [], time.monotonic() + 30  # the victim's wrapper starts on its own time
-while not found and time.monotonic() < until:
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
-        except OSError:
-            continue
-        if len(argv) > 4 and argv[1] == b"run" and argv[-2] == b"VICTIM":
-            found.append(argv)
-    time.sleep(0.05)
-if not found:
+PLANT = (
+    FIND_VICTIMS
+    + """
+import sys
+if not victims:
     print("missed: no victim wrapper in 30 s")
-for argv in found:
+for _, call in victims:
     kind = sys.argv[1]
-    for status in ("/run/ari-init/status", f"/run/ari-init/{argv[2].decode()}"):
+    for status in ("/run/ari-init/status", f"/run/ari-init/{call}"):
         try:  # where the wrappers' reports go (a root-only folder: refused)
             os.unlink(status)
         except OSError:
@@ -481,6 +471,7 @@ for argv in found:
         except OSError as e:
             print("refused", kind, status, e.strerror)
 """
+)
 
 
 def test_a_call_cannot_hang_or_redirect_another_calls_status(root: Path) -> None:
@@ -491,8 +482,7 @@ def test_a_call_cannot_hang_or_redirect_another_calls_status(root: Path) -> None
             # The victim lives until the planting is done (told by a file), however slow the
             # host: a victim that has ended, or not yet started, would leave nothing to attack.
             done = f"/tmp/planted-{kind}"
-            wait = f"until [ -e {done} ]; do sleep 0.05; done; exit 7"
-            victim = box.start(["sh", "-c", wait, "VICTIM"], stdin=False)
+            victim = box.start(victim_command(done), stdin=False)
             planted = box.exec(["python3", "-c", PLANT, kind], timeout=60)
             box.exec(["touch", done])
             assert planted.stdout.startswith((b"planted", b"refused")), planted

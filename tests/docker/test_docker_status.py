@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.docker.conftest import FIND_VICTIMS, victim_command
 from toolkit.sandbox import Limits, capped, create_sandbox
 from toolkit.sandbox.docker.sandbox import DockerSandbox
 
@@ -25,19 +26,10 @@ from toolkit.sandbox.docker.sandbox import DockerSandbox
 # other wrapper's command line): write "exit 0" under that id in every writable folder, into
 # PID 1's output and the status FIFO, then kill the other call's wrapper so that its own
 # report never comes.
-FORGER = r"""
-import os, signal, time
-victims = []
-until = time.monotonic() + 30  # the victim's wrapper starts on its own time (a loaded host)
-while not victims and time.monotonic() < until:
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-        except OSError:
-            continue
-        if len(argv) > 3 and argv[1] == b"run" and argv[-2] == b"VICTIM":
-            victims.append((int(pid), argv[2].decode()))
-    time.sleep(0.05)
+FORGER = (
+    FIND_VICTIMS
+    + r"""
+import signal
 print("victims", len(victims), flush=True)
 lines = []
 for line in open("/proc/self/mountinfo"):
@@ -65,13 +57,13 @@ for pid, call in victims:
     except OSError as e:
         print("cannot kill the wrapper:", e.strerror, flush=True)
 """
+)
 
 
 def test_a_call_cannot_forge_another_calls_status(root: Path) -> None:
     with create_sandbox("docker", root=root) as box:
         # The victim lives until the forger is done (told by a file), however slow the host.
-        wait = "until [ -e /tmp/forged ]; do sleep 0.05; done; exit 7"
-        victim = box.start(["sh", "-c", wait, "VICTIM"], stdin=False)
+        victim = box.start(victim_command("/tmp/forged"), stdin=False)
         forger = box.exec(["python3", "-c", FORGER], timeout=60)
         box.exec(["touch", "/tmp/forged"])
         assert b"victims 1" in forger.stdout, forger.stdout + forger.stderr

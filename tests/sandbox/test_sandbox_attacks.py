@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import leftover
+from tests.waiting import wait_for
 from toolkit.sandbox import Limits, Sandbox, create_sandbox
 
 PY = sys.executable
@@ -399,10 +400,7 @@ def test_tree_dies_with_a_killed_host(backend: str, root: Path, marker: str) -> 
     try:
         assert host.stdout is not None and host.stdout.readline() == b"started\n"
         # "started" comes when the launcher has the command, a moment before its exec.
-        end = time.monotonic() + 30
-        while not leftover(marker) and time.monotonic() < end:
-            time.sleep(0.05)
-        assert leftover(marker)
+        assert wait_for(lambda: leftover(marker), timeout=30)
         host.kill()
         host.wait()
         end = time.monotonic() + 10
