@@ -232,6 +232,12 @@ def load_bank(bank_dir: Path) -> Bank:
             params = family.params.model_validate(entry.params)
         except ValidationError as exc:
             raise BankError(f"{toml_path}: {_first_error(exc, ('families', i, 'params'))}") from exc
+        undeclared = sorted(set(params.tiers) - set(family.tiers))
+        if undeclared:
+            raise BankError(
+                f"{where}.params.tiers: the family {entry.family!r} makes tiers "
+                f"{list(family.tiers)}, not {undeclared}"
+            )
         families.append(BankFamily(family, params, entry.count, i, source))
     return Bank(
         path=bank_dir,

@@ -20,9 +20,11 @@ MASK = "\u2592\u2592\u2592"
 
 @dataclass(frozen=True)
 class Answer:
-    """An answer span: the exact text a model must produce."""
+    """An answer span: the exact text a model must produce, and its difficulty tier (None: the
+    generator did not say; `exam_builder.families.base.TIERS` says what each tier is)."""
 
     text: str
+    tier: int | None = None
 
 
 @dataclass
@@ -35,11 +37,19 @@ class Document:
         """Append plain text (visible to every later question)."""
         self.parts.append(text)
 
-    def ask(self, answer: str) -> None:
-        """Append an answer span (one question; masked in later questions' prompts)."""
+    def ask(self, answer: str, tier: int | None = None) -> None:
+        """Append an answer span (one question; masked in later questions' prompts) of `tier`
+        (1, 2 or 3; None: the family's only tier)."""
         if not answer:
             raise ValueError("an answer span must not be empty")
-        self.parts.append(Answer(answer))
+        if tier is not None and tier not in (1, 2, 3):
+            raise ValueError(f"tier {tier!r}: a question's tier is 1, 2 or 3")
+        self.parts.append(Answer(answer, tier))
+
+    @property
+    def tiers(self) -> list[int | None]:
+        """The tier of every answer span, in order."""
+        return [p.tier for p in self.parts if isinstance(p, Answer)]
 
     @property
     def answers(self) -> list[str]:

@@ -27,6 +27,14 @@ class Question(BaseModel):
     family: str = Field(min_length=1, description="Exam family that generated it.")
     prompt: str = Field(description="Document text up to the answer span, earlier answers masked.")
     answer: str = Field(min_length=1, description="The exact answer span.")
+    tier: int | None = Field(
+        default=None,
+        ge=1,
+        le=3,
+        description="Difficulty tier (exam_builder.families.base.TIERS) where the family's "
+        "generator marks it (absent: the family's only tier). In the exam file only, never "
+        "sent to a bundle.",
+    )
 
 
 class ExamFileError(ValueError):
@@ -41,7 +49,16 @@ def canonical_line(record: dict[str, object]) -> bytes:
 
 def serialize(questions: Iterable[Question]) -> bytes:
     """The canonical bytes of an exam file."""
-    return b"".join(canonical_line(q.model_dump()) for q in questions)
+    return b"".join(canonical_line(_record(q)) for q in questions)
+
+
+def _record(question: Question) -> dict[str, object]:
+    """A question's fields for its line: `tier` only where the generator marked it (a family of
+    one tier keeps the bytes it had before tiers)."""
+    record = question.model_dump()
+    if record.get("tier") is None:
+        record.pop("tier", None)
+    return record
 
 
 def sha256_bytes(data: bytes) -> str:

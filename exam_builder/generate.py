@@ -19,6 +19,7 @@ from pathlib import Path
 from exam_builder.bank import Bank, BankError, BankFamily, load_bank
 from exam_builder.document import MASK, Document
 from exam_builder.exam_file import Question
+from exam_builder.families import AnyFamily
 from exam_builder.lexicon import Lexicon
 
 
@@ -54,6 +55,26 @@ def _document(bank: Bank, entry: BankFamily, number: int) -> Document:
     return doc
 
 
+def _tiers(bank: Bank, entry: BankFamily, doc: Document) -> list[int | None]:
+    """The tier of each of `doc`'s questions as the generator marked it (None: unmarked, the
+    family's only tier; `question_tier` resolves it); `BankError` for a tier the family does
+    not declare, or an unmarked question of a family that declares several."""
+    declared = entry.family.tiers
+    for tier in doc.tiers:
+        if tier is None if len(declared) > 1 else tier not in (None, *declared):
+            what = "an unmarked question" if tier is None else f"a question of tier {tier}"
+            raise BankError(
+                f"{bank.where(entry)}: generate made {what}; the family declares tiers "
+                f"{list(declared)} (mark each question: doc.ask(answer, tier=...))"
+            )
+    return doc.tiers
+
+
+def question_tier(question: Question, family: AnyFamily) -> int:
+    """A question's tier: as marked in the exam, else its family's only one."""
+    return question.tier if question.tier is not None else family.tiers[0]
+
+
 Progress = Callable[[int], None]
 """Called with the number of questions just handled (drives a progress bar)."""
 
@@ -84,9 +105,10 @@ def _generate_documents(bank: Bank, progress: Progress | None) -> list[Generated
         name, left, number = entry.family.name, entry.count, 0
         while left > 0:
             doc = _document(bank, entry, number)
+            tiers = _tiers(bank, entry, doc)
             questions = [
-                Question(id=f"{name}-{number:04d}-{span}", family=name, prompt=p, answer=a)
-                for span, (p, a) in enumerate(doc.prompts()[:left])
+                Question(id=f"{name}-{number:04d}-{span}", family=name, prompt=p, answer=a, tier=t)
+                for span, ((p, a), t) in enumerate(zip(doc.prompts()[:left], tiers, strict=False))
             ]
             out.append(GeneratedDocument(entry, number, doc, questions))
             left -= len(questions)

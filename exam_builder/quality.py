@@ -43,11 +43,12 @@ from functools import cache
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from exam_builder.bank import Bank, BankError, BankFamily
-from exam_builder.baselines import copy_continue, trained_ngram
+from exam_builder.baselines import NgramModel, copy_continue, trained_ngram
 from exam_builder.chance import PRIOR_SAMPLE, STRATEGIES, best_constant, question_chance
 from exam_builder.document import visible_tail
+from exam_builder.exam_file import Question
 from exam_builder.families import BUILTIN, AnyFamily, Params
-from exam_builder.generate import GeneratedDocument, Progress, sample_answers
+from exam_builder.generate import GeneratedDocument, Progress, question_tier, sample_answers
 from exam_builder.solvers import GENERIC, Solver, graded, run
 from exam_builder.solvers.text import Prompt
 
@@ -95,6 +96,11 @@ class FamilyQuality(_Model):
         description="Best private-pool solver's score, percent (None: no pool was run).",
     )
     max_prompt_bytes: int = Field(description="Longest prompt in bytes (the grader sends 1,024).")
+    tiers: dict[int, FamilyQuality] | None = Field(
+        default=None,
+        description="The same figures per difficulty tier (exam_builder.families.base.TIERS), "
+        "for the questions that have one (None: the exam has no tiers).",
+    )
 
 
 class BaselineInfo(_Model):
@@ -153,7 +159,10 @@ class _Tally:
     pool: dict[str, int] = field(default_factory=dict)
     max_prompt_bytes: int = 0
 
-    def add(self, other: _Tally) -> None:
+    def add(self, other: _Tally, *, same_family: bool = False) -> None:
+        """Add `other`'s counts. `same_family`: questions of this tally's family, each blind
+        strategy summed on its own; otherwise another family's, whose best strategy adds to
+        every strategy (a guesser picks its strategy per family)."""
         self.questions += other.questions
         self.reference += other.reference
         self.baseline += other.baseline
@@ -165,12 +174,19 @@ class _Tally:
         # A guesser may pick its strategy per family: the exam's floor adds each family's best
         # (each strategy's value is a sum of per-question chances, `prior` included).
         best = max(other.chance.values(), default=0.0)
-        self.chance = {s: self.chance.get(s, 0.0) + best for s in STRATEGIES}
+        for s in STRATEGIES:
+            self.chance[s] += other.chance[s] if same_family else best
         for name, hits in other.pool.items():
             self.pool[name] = self.pool.get(name, 0) + hits
         self.max_prompt_bytes = max(self.max_prompt_bytes, other.max_prompt_bytes)
 
-    def quality(self, with_baseline: bool, with_pool: bool, total: bool = False) -> FamilyQuality:
+    def quality(
+        self,
+        with_baseline: bool,
+        with_pool: bool,
+        total: bool = False,
+        tiers: dict[int, FamilyQuality] | None = None,
+    ) -> FamilyQuality:
         def pct(hits: float) -> float:
             return round(100.0 * hits / self.questions, 2) if self.questions else 0.0
 
@@ -189,6 +205,7 @@ class _Tally:
                 "chance_strategy": None if total else strategy,
                 "pool": max(map(pct, self.pool.values()), default=0.0) if with_pool else None,
                 "max_prompt_bytes": self.max_prompt_bytes,
+                "tiers": tiers,
             }
         )
 
@@ -225,51 +242,29 @@ def quality_report(
     pool = pool or {}
     ngram = trained_ngram(english_text, NGRAM_ORDER) if english_text is not None else None
     tallies: dict[str, _Tally] = {}
+    by_tier: dict[str, dict[int, _Tally]] = {}  # family -> tier -> counts
     last: dict[str, tuple[BankFamily, int]] = {}  # per family, its last document's number
     for doc in documents:
         entry = doc.entry
-        tally = tallies.setdefault(entry.family.name, _Tally(pool=dict.fromkeys(pool, 0)))
+        name = entry.family.name
+        tally = tallies.setdefault(name, _Tally(pool=dict.fromkeys(pool, 0)))
         for q in doc.questions:
-            prompt = visible_tail(q.prompt, CONTEXT_BYTES)
-            context = prompt.encode("utf-8")
-            answer = q.answer.encode("utf-8")
-            try:
-                solved = entry.family.solve(prompt, entry.params)
-            except Exception as exc:
-                if entry.source != "built-in":
-                    msg = f"solve raised {type(exc).__name__} on {q.id}: {exc}"
-                    raise BankError(f"{bank.where(entry)}: {msg}") from exc
-                solved = None  # a built-in solver that cannot read a prompt: counted as wrong
-            tally.questions += 1
-            tally.reference += solved == q.answer
-            if ngram is not None:
-                tally.baseline += ngram.generate(context, len(answer)) == answer
-            tally.copy += copy_continue(context, len(answer)) == answer
-            tally.public_engine += any(graded(a, q.answer) for a in public_engine_answers(prompt))
-            parsed = Prompt(prompt)
-            hits = [
-                name for name, solver in GENERIC.items() if graded(run(solver, parsed), q.answer)
-            ]
-            for name in hits:
-                tally.generic[name] += 1
-            tally.generic_any += bool(hits)
-            for strategy, p in question_chance(prompt, q.answer).items():
-                tally.chance[strategy] += p
-            for name, solver in pool.items():
-                try:
-                    guess = run(solver, parsed)
-                except Exception as exc:  # a bug of the pool: stop, naming the solver
-                    msg = f"pool solver {name} raised {type(exc).__name__} on {q.id}: {exc}"
-                    raise BankError(msg) from exc
-                tally.pool[name] += graded(guess, q.answer)
-            tally.max_prompt_bytes = max(tally.max_prompt_bytes, len(q.prompt.encode("utf-8")))
-        last[entry.family.name] = (entry, doc.number)
+            one = _score(bank, entry, q, ngram, pool)
+            tally.add(one, same_family=True)
+            tiers = by_tier.setdefault(name, {})
+            tier = tiers.setdefault(
+                question_tier(q, entry.family), _Tally(pool=dict.fromkeys(pool, 0))
+            )
+            tier.add(one, same_family=True)
+        last[name] = (entry, doc.number)
         if progress is not None:
             progress(len(doc.questions))
 
     for name, (entry, number) in last.items():
         _, rate = best_constant(sample_answers(bank, entry, number + 1, PRIOR_SAMPLE))
-        tallies[name].chance["prior"] = rate * tallies[name].questions
+        for t in [tallies[name], *by_tier.get(name, {}).values()]:
+            t.chance["prior"] = rate * t.questions
+    flags = (ngram is not None, bool(pool))
     total = _Tally()
     for tally in tallies.values():
         total.add(tally)
@@ -287,8 +282,11 @@ def quality_report(
         generic_solvers={name: solver.structure for name, solver in GENERIC.items()},
         chance_limit=bank.chance_limit,
         pool_solvers=len(pool),
-        families={name: t.quality(ngram is not None, bool(pool)) for name, t in tallies.items()},
-        total=total.quality(ngram is not None, bool(pool), total=True),
+        families={
+            name: t.quality(*flags, tiers=_per_tier(by_tier.get(name), *flags))
+            for name, t in tallies.items()
+        },
+        total=total.quality(*flags, total=True, tiers=_exam_tiers(by_tier, *flags)),
     )
     report._pool_detail = {
         family: {name: round(100.0 * hits / t.questions, 2) for name, hits in t.pool.items()}
@@ -296,6 +294,71 @@ def quality_report(
         if t.questions
     }
     return report
+
+
+def _score(
+    bank: Bank,
+    entry: BankFamily,
+    q: Question,
+    ngram: NgramModel | None,
+    pool: dict[str, Solver],
+) -> _Tally:
+    """Every solver's result on one question, as the counts of a one-question tally."""
+    one = _Tally(questions=1, pool=dict.fromkeys(pool, 0))
+    prompt = visible_tail(q.prompt, CONTEXT_BYTES)
+    context = prompt.encode("utf-8")
+    answer = q.answer.encode("utf-8")
+    try:
+        solved = entry.family.solve(prompt, entry.params)
+    except Exception as exc:
+        if entry.source != "built-in":
+            msg = f"solve raised {type(exc).__name__} on {q.id}: {exc}"
+            raise BankError(f"{bank.where(entry)}: {msg}") from exc
+        solved = None  # a built-in solver that cannot read a prompt: counted as wrong
+    one.reference = int(solved == q.answer)
+    if ngram is not None:
+        one.baseline = int(ngram.generate(context, len(answer)) == answer)
+    one.copy = int(copy_continue(context, len(answer)) == answer)
+    one.public_engine = int(any(graded(a, q.answer) for a in public_engine_answers(prompt)))
+    parsed = Prompt(prompt)
+    hits = [name for name, solver in GENERIC.items() if graded(run(solver, parsed), q.answer)]
+    for name in hits:
+        one.generic[name] += 1
+    one.generic_any = int(bool(hits))
+    for strategy, p in question_chance(prompt, q.answer).items():
+        one.chance[strategy] += p
+    for name, solver in pool.items():
+        try:
+            guess = run(solver, parsed)
+        except Exception as exc:  # a bug of the pool: stop, naming the solver
+            msg = f"pool solver {name} raised {type(exc).__name__} on {q.id}: {exc}"
+            raise BankError(msg) from exc
+        one.pool[name] += graded(guess, q.answer)
+    one.max_prompt_bytes = len(q.prompt.encode("utf-8"))
+    return one
+
+
+def _per_tier(
+    tiers: dict[int, _Tally] | None, with_baseline: bool, with_pool: bool
+) -> dict[int, FamilyQuality] | None:
+    """One family's figures per tier (None: its questions have no tiers)."""
+    if not tiers:
+        return None
+    return {t: tiers[t].quality(with_baseline, with_pool) for t in sorted(tiers)}
+
+
+def _exam_tiers(
+    by_tier: dict[str, dict[int, _Tally]], with_baseline: bool, with_pool: bool
+) -> dict[int, FamilyQuality] | None:
+    """The whole exam's figures per tier: each family's counts added (the chance floor of a
+    tier adds each family's best strategy on that tier)."""
+    if not by_tier:
+        return None
+    out: dict[int, _Tally] = {}
+    for tiers in by_tier.values():
+        for t, tally in tiers.items():
+            out.setdefault(t, _Tally()).add(tally)
+    return {t: out[t].quality(with_baseline, with_pool, total=True) for t in sorted(out)}
 
 
 def pool_problems(report: QualityReport) -> list[str]:

@@ -63,6 +63,9 @@ cli.add_command(keys_group)
 from toolkit.commands.data import data_group  # noqa: E402
 
 cli.add_command(data_group)
+from toolkit.commands.learn import learn_exam_command  # noqa: E402
+
+cli.add_command(learn_exam_command)
 
 
 def main() -> None:

@@ -127,5 +127,6 @@ FAMILY = Family(
     params=ExtractionParams,
     generate=generate,
     solve=solve,
+    tiers=(2,),
     description="copy a field out of the right message",
 )

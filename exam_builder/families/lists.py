@@ -134,5 +134,6 @@ FAMILY = Family(
     params=ListsParams,
     generate=generate,
     solve=solve,
+    tiers=(3,),
     description="ordering, n-th item, successor",
 )

@@ -199,5 +199,6 @@ FAMILY = Family(
     params=NumericParams,
     generate=generate,
     solve=solve,
+    tiers=(3,),
     description="sequences and operations defined or shown in the prompt",
 )

@@ -152,5 +152,6 @@ FAMILY = Family(
     params=PassagesParams,
     generate=generate,
     solve=solve,
+    tiers=(2,),
     description="facts stated in a short invented text",
 )

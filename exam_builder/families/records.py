@@ -182,5 +182,6 @@ FAMILY = Family(
     params=RecordsParams,
     generate=generate,
     solve=solve,
+    tiers=(2,),
     description="tables of invented entities, look-ups",
 )

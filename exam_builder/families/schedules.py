@@ -158,5 +158,6 @@ FAMILY = Family(
     params=SchedulesParams,
     generate=generate,
     solve=solve,
+    tiers=(3,),
     description="timetables and journey times, arrivals computed",
 )

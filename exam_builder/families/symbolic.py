@@ -155,5 +155,6 @@ FAMILY = Family(
     params=SymbolicParams,
     generate=generate,
     solve=solve,
+    tiers=(3,),
     description="string rules induced from examples",
 )

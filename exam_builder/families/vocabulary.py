@@ -129,5 +129,6 @@ FAMILY = Family(
     params=VocabularyParams,
     generate=generate,
     solve=solve,
+    tiers=(3,),
     description="invented words defined in the prompt, then used",
 )

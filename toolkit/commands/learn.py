@@ -1,0 +1,224 @@
+"""`toolkit learn-exam`: the reference learner's table for an exam (the gate's learnable side).
+
+The work is `toolkit.learn`; this module adds the command line: it checks the arguments before
+any training, draws a progress bar per family, prints the table and writes it as JSON.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from exam_builder.bank import Bank, BankError, load_bank
+from exam_builder.exam_file import EXAM_FILE, ExamFileError, Question, load_exam, sha256_file
+from toolkit.commands.console import make_console
+from toolkit.learn.reference import LearnReport, LearnRow, learn_family, report_of
+from toolkit.learn.scale import MAX_CPU_SECONDS, SCALES, Scale, scale
+from toolkit.results.model import write_json_atomic
+
+
+def _families(bank: Bank, exam: list[Question], wanted: str | None) -> list[str]:
+    """The families to learn: those asked (checked against the bank and the exam), else every
+    family of the exam that the bank makes, in exam order."""
+    in_exam = list(dict.fromkeys(q.family for q in exam))
+    in_bank = {e.family.name for e in bank.families}
+    if wanted is None:
+        missing = [f for f in in_exam if f not in in_bank]
+        if missing:
+            raise click.UsageError(
+                f"the exam has families the bank does not make: {', '.join(missing)} "
+                "(is this the exam of that bank?)"
+            )
+        return in_exam
+    names = [f.strip() for f in wanted.split(",") if f.strip()]
+    for name in names:
+        if name not in in_bank:
+            raise click.BadParameter(
+                f"{name!r} is not a family of bank {bank.id} ({', '.join(sorted(in_bank))})",
+                param_hint="--families",
+            )
+        if name not in in_exam:
+            raise click.BadParameter(
+                f"the exam has no question of {name!r}", param_hint="--families"
+            )
+    return list(dict.fromkeys(names))
+
+
+def learn_table(report: LearnReport) -> Table:
+    """The learnability table: a row per family and tier, then the totals."""
+    table = Table(
+        title=f"Reference learner ({report.scale} scale: {report.model}, "
+        f"{report.seconds_per_family:g} s a family on {report.device})",
+        title_justify="left",
+        caption_justify="left",
+    )
+    for name in ("family", "tier", "questions", "passed", "percent", "steps", "bytes seen"):
+        table.add_column(name, justify="left" if name == "family" else "right", no_wrap=True)
+    for name in ("final loss", "seconds"):
+        table.add_column(name, justify="right")
+
+    def add(r: LearnRow) -> None:
+        loss = "—" if r.final_loss is None else f"{r.final_loss:.3f}"
+        cells = (r.family, str(r.tier), str(r.total), str(r.passed), f"{r.percent:.1f}")
+        table.add_row(*cells, f"{r.steps:,}", f"{r.bytes_seen:,}", loss, f"{r.seconds:.0f}")
+
+    for row in report.rows:
+        add(row)
+    table.add_section()
+    for tier, t in report.tiers.items():
+        table.add_row("all", tier, str(t.total), str(t.passed), f"{t.percent:.1f}")
+    t = report.total
+    table.add_row("all", "all", str(t.total), str(t.passed), f"{t.percent:.1f}")
+    table.caption = (
+        "Each family's model is the starter's, trained only on in-format text that the family's "
+        "generator made from seeds the exam does not use, then graded by the real grader on "
+        "the family's questions (exact match)."
+    )
+    return table
+
+
+def run_learner(
+    console: Console,
+    bank: Bank,
+    exam: list[Question],
+    exam_sha256: str,
+    chosen: Scale,
+    families: list[str],
+    seconds: float,
+) -> LearnReport:
+    """Train and grade every family in `families`, with a progress bar each."""
+    columns = (
+        TextColumn("{task.description:<24}"),
+        BarColumn(),
+        TextColumn("{task.fields[status]}"),
+        TimeElapsedColumn(),
+    )
+    rows: list[LearnRow] = []
+    with Progress(*columns, console=console, transient=True) as bar:
+        for name in families:
+            task = bar.add_task(name, total=seconds, status="training")
+
+            def tick(elapsed: float, steps: int, loss: float, task: int = task) -> None:
+                status = f"step {steps:,}, loss {loss:.3f}"
+                bar.update(task, completed=min(elapsed, seconds), status=status)  # type: ignore[arg-type]
+
+            def grading(task: int = task) -> None:
+                bar.update(task, status="graded")  # type: ignore[arg-type]
+
+            bar.update(task, status="training")
+            mine = learn_family(bank, name, exam, chosen, seconds, tick=tick, graded=grading)
+            rows += mine
+            done = sum(r.passed for r in mine)
+            total = sum(r.total for r in mine)
+            console.print(f"{name}: {done}/{total} passed after {mine[0].steps:,} steps")
+    return report_of(rows, chosen, seconds, bank, exam_sha256)
+
+
+@click.command("learn-exam")
+@click.option(
+    "--bank",
+    "bank_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The bank the exam was built from (its families make the training text).",
+)
+@click.option(
+    "--exam",
+    "exam_path",
+    required=True,
+    type=click.Path(exists=True, path_type=Path),
+    help="The exam: an exam.jsonl, or a folder holding one.",
+)
+@click.option(
+    "--scale",
+    "scale_name",
+    type=click.Choice(SCALES),
+    default="cpu",
+    show_default=True,
+    help="cpu: a small model, minutes a family on a CPU (the gate's scale); gpu: the "
+    "starter's default preset on one GPU.",
+)
+@click.option(
+    "--families",
+    default=None,
+    metavar="A,B",
+    help="Only these families (comma-separated; default: every family of the exam).",
+)
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="Training seconds per family (default: cpu 300 each; gpu 300 in all, split).",
+)
+@click.option(
+    "--json",
+    "json_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also write the table as JSON here (rows: family, tier, total, passed, percent...).",
+)
+def learn_exam_command(
+    bank_dir: Path,
+    exam_path: Path,
+    scale_name: str,
+    families: str | None,
+    seconds: float | None,
+    json_out: Path | None,
+) -> None:
+    """Train the reference learner on each family's own format and grade it on the exam.
+
+    For every family (or those of --families) it trains a fresh starter model on in-format
+    text made by the family's generator from seeds the exam does not use (the best an agent
+    that had reverse-engineered the formats could do), exports it as a starter bundle, and
+    grades that bundle with the real grader on the family's questions of the exam. It prints
+    a table (family, tier, questions, passed, percent, steps, bytes seen, final loss,
+    seconds) and writes the same with --json. This is the learnable side of the exam's gate:
+    an exam that no model learns ranks nobody, as surely as one that rules read.
+
+    \b
+    Examples:
+      toolkit learn-exam --bank exam_builder/banks/public/demo --exam /tmp/demo-exam \\
+          --json /tmp/demo-learn.json
+      toolkit learn-exam --bank ~/secure/hidden-bank --exam ~/secure/exams/hidden \\
+          --families records,lists --seconds 120
+    """
+    chosen = scale(scale_name)
+    if chosen.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise click.UsageError(
+                "--scale gpu needs a CUDA GPU and a CUDA build of torch (this host has none); "
+                "use --scale cpu"
+            )
+    if chosen.name == "cpu" and seconds is not None and seconds > MAX_CPU_SECONDS:
+        raise click.BadParameter(
+            f"at most {MAX_CPU_SECONDS:g} seconds a family at the cpu scale", param_hint="--seconds"
+        )
+    exam_file = exam_path / EXAM_FILE if exam_path.is_dir() else exam_path
+    try:
+        bank = load_bank(bank_dir)
+        exam = load_exam(exam_file)
+    except (BankError, ExamFileError) as exc:
+        raise click.UsageError(str(exc)) from exc
+    names = _families(bank, exam, families)
+    if json_out is not None and not os.access(json_out.parent, os.W_OK):
+        raise click.UsageError(f"cannot write --json {json_out}: its folder is not writable")
+    per_family = chosen.seconds_per_family(len(names), seconds)
+    console = make_console()
+    console.print(
+        f"reference learner: {len(names)} famil{'y' if len(names) == 1 else 'ies'} of bank "
+        f"{bank.id}, {per_family:g} s each at the {chosen.name} scale"
+    )
+    try:
+        report = run_learner(console, bank, exam, sha256_file(exam_file), chosen, names, per_family)
+    except BankError as exc:
+        raise click.ClickException(str(exc)) from exc
+    console.print(learn_table(report))
+    if json_out is not None:
+        write_json_atomic(json_out, report.model_dump_json(indent=2) + "\n")
+        console.print(f"table written to {json_out}")

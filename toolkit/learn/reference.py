@@ -1,0 +1,178 @@
+"""One family trained, exported and graded; the learnability table of a whole exam.
+
+For each family asked, `learn_family` trains a fresh model on the family's training text
+(`corpus`, `trainer`), writes its bundle, and grades that bundle with the real grader
+(`toolkit.grading.grade_bundle`, in a local sandbox) on the family's questions of the exam,
+which are written to a scratch exam file of their own. The grading is hidden: the report keeps
+only which questions passed, never what the bundle wrote. The table has a row per (family,
+tier): questions, passed and percent, with the family's training figures beside them.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from exam_builder.bank import Bank, BankError
+from exam_builder.exam_file import Question, serialize
+from exam_builder.generate import question_tier
+from toolkit.learn.corpus import Corpus
+from toolkit.learn.scale import Scale
+from toolkit.learn.trainer import Tick, Trained, train_family
+
+LEARN_REPORT_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LearnRow(_Model):
+    """One family's questions of one tier, graded after training on the family's text."""
+
+    family: str = Field(description="The exam family.")
+    tier: int = Field(ge=1, le=3, description="The difficulty tier (exam_builder TIERS).")
+    total: int = Field(ge=0, description="Questions of this family and tier in the exam.")
+    passed: int = Field(ge=0, description="Questions the trained model answered exactly.")
+    percent: float = Field(ge=0, le=100, description="passed / total, percent (2 decimals).")
+    steps: int = Field(ge=0, description="Training steps of the family's model.")
+    bytes_seen: int = Field(ge=0, description="Bytes of training text read (padding included).")
+    final_loss: float | None = Field(description="Weighted loss of the last steps, nats/byte.")
+    seconds: float = Field(ge=0, description="Training seconds of the family's model.")
+
+
+class LearnTotal(_Model):
+    """Passed questions over a set of rows."""
+
+    total: int = Field(ge=0)
+    passed: int = Field(ge=0)
+    percent: float = Field(ge=0, le=100)
+
+
+class LearnReport(_Model):
+    """The reference learner's table for one exam (`toolkit learn-exam --json`)."""
+
+    version: int = Field(default=LEARN_REPORT_VERSION, description="Format version.")
+    scale: str = Field(description="cpu or gpu (toolkit.learn.scale).")
+    device: str = Field(description="Where it trained.")
+    model: str = Field(description="The model's shape, e.g. '2 layers x 128, context 1024'.")
+    seconds_per_family: float = Field(description="Training seconds each family was given.")
+    bank_id: str = Field(description="The bank the training text came from.")
+    exam_sha256: str = Field(description="SHA-256 of the exam graded.")
+    rows: list[LearnRow] = Field(description="Per family and tier, in exam order.")
+    families: dict[str, LearnTotal] = Field(description="Per family, all its tiers.")
+    tiers: dict[str, LearnTotal] = Field(description="Per tier, every family.")
+    total: LearnTotal = Field(description="The families learned, together.")
+
+
+def percent(passed: int, total: int) -> float:
+    return round(100.0 * passed / total, 2) if total else 0.0
+
+
+def totals(rows: list[LearnRow]) -> LearnTotal:
+    """`rows` added up."""
+    total = sum(r.total for r in rows)
+    passed = sum(r.passed for r in rows)
+    return LearnTotal(total=total, passed=passed, percent=percent(passed, total))
+
+
+def family_questions(exam: list[Question], family: str) -> list[Question]:
+    return [q for q in exam if q.family == family]
+
+
+def grade_passed(bundle: Path, questions: list[Question], device: str, work: Path) -> set[str]:
+    """Ids of `questions` that `bundle` answers, graded by the real grader (hidden: nothing the
+    bundle wrote is kept); a bundle that fails as a whole passes none."""
+    from toolkit.grading import grade_bundle
+
+    exam_file = work / "exam.jsonl"
+    exam_file.write_bytes(serialize(questions))
+    report = grade_bundle(
+        bundle,
+        exam_file,
+        device=device,
+        phases=("generate",),
+        hidden=True,
+        ablation=False,
+    )
+    return set(report.passed_ids) if report.ok else set()
+
+
+def learn_family(
+    bank: Bank,
+    family: str,
+    exam: list[Question],
+    scale: Scale,
+    seconds: float,
+    *,
+    tick: Tick | None = None,
+    graded: Callable[[], None] | None = None,
+    work: Path | None = None,
+) -> list[LearnRow]:
+    """Train on `family`'s text, grade on its questions of `exam`: a row per tier."""
+    entry = next((e for e in bank.families if e.family.name == family), None)
+    if entry is None:
+        known = ", ".join(e.family.name for e in bank.families)
+        raise BankError(f"{bank.path}: no family {family!r} in this bank (it has {known})")
+    questions = family_questions(exam, family)
+    if not questions:
+        raise BankError(f"the exam has no question of family {family!r}")
+    with tempfile.TemporaryDirectory(prefix=f"ari-learn-{family}-", dir=work) as tmp:
+        corpus = Corpus(bank, entry, mask_share=scale.mask_share, text_weight=scale.text_weight)
+        trained = train_family(corpus, scale, seconds, Path(tmp) / "bundle", tick=tick)
+        passed = grade_passed(Path(tmp) / "bundle", questions, scale.device, Path(tmp))
+    if graded is not None:
+        graded()
+    tiers = {q.id: question_tier(q, entry.family) for q in questions}
+    return rows_of(family, questions, tiers, passed, trained)
+
+
+def rows_of(
+    family: str, questions: list[Question], tiers: dict[str, int], passed: set[str], t: Trained
+) -> list[LearnRow]:
+    """A row per tier of `family`'s questions (`tiers`: each question's), lowest first."""
+    rows = []
+    for tier in sorted(set(tiers.values())):
+        mine = [q for q in questions if tiers[q.id] == tier]
+        right = sum(q.id in passed for q in mine)
+        rows.append(
+            LearnRow(
+                family=family,
+                tier=tier,
+                total=len(mine),
+                passed=right,
+                percent=percent(right, len(mine)),
+                steps=t.steps,
+                bytes_seen=t.bytes_seen,
+                final_loss=round(t.final_loss, 4) if t.final_loss == t.final_loss else None,
+                seconds=round(t.seconds, 1),
+            )
+        )
+    return rows
+
+
+def report_of(
+    rows: list[LearnRow], scale: Scale, seconds: float, bank: Bank, exam_sha256: str
+) -> LearnReport:
+    """The whole table, with totals per family, per tier and overall."""
+    by_family: dict[str, list[LearnRow]] = {}
+    by_tier: dict[str, list[LearnRow]] = {}
+    for row in rows:
+        by_family.setdefault(row.family, []).append(row)
+        by_tier.setdefault(str(row.tier), []).append(row)
+    shape = scale.shape
+    return LearnReport(
+        scale=scale.name,
+        device=scale.device,
+        model=f"{shape.n_layer} layers x {shape.d_model}, context {shape.block_size}",
+        seconds_per_family=seconds,
+        bank_id=bank.id,
+        exam_sha256=exam_sha256,
+        rows=rows,
+        families={f: totals(r) for f, r in by_family.items()},
+        tiers={t: totals(by_tier[t]) for t in sorted(by_tier)},
+        total=totals(rows),
+    )

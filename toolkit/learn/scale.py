@@ -1,0 +1,88 @@
+"""The scales of the reference learner: what model, how much text, how long.
+
+- `cpu`: the gate's scale. A model small enough that one family trains in minutes on two CPU
+  cores (`CPU_SECONDS` each, at most 15 minutes by design), so that an exam maintainer can run
+  it beside every build, and the tests can run it in seconds.
+- `gpu`: the track's scale. The starter's default preset (what an agent is handed) on one GPU,
+  `GPU_SECONDS` in all, split across the families unless `--seconds` says otherwise.
+
+Both train the starter's own architecture (`toolkit/starter/model.py`), so a bundle they make is
+a starter bundle that the grader loads like any agent's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+ScaleName = Literal["cpu", "gpu"]
+SCALES: tuple[ScaleName, ...] = ("cpu", "gpu")
+
+CPU_SECONDS = 300.0
+"""Training seconds per family at the cpu scale (the gate's default; at most 900)."""
+GPU_SECONDS = 300.0
+"""Training seconds in all at the gpu scale, split across the families."""
+MAX_CPU_SECONDS = 900.0
+"""The cpu scale's ceiling per family: what "minutes on two cores" allows."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The model: the starter's `ModelConfig` fields."""
+
+    n_layer: int
+    n_head: int
+    d_model: int
+    block_size: int = 1024  # the grader sends up to 1,024 bytes: the whole prompt is seen
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How the reference learner trains at one scale."""
+
+    name: ScaleName
+    device: str
+    shape: Shape
+    batch_size: int
+    lr: float
+    warmup_frac: float = 0.05
+    mask_share: float = 0.5
+    """Share of answer slots shown masked in training (the rest are targets)."""
+    text_weight: float = 0.1
+    """Loss weight of the bytes that are not answers (answers weigh 1, masks 0)."""
+    export_bits: int = 8
+
+    def seconds_per_family(self, families: int, seconds: float | None) -> float:
+        """Training seconds for each family: `seconds` if given; else the scale's default
+        (cpu: `CPU_SECONDS` each; gpu: `GPU_SECONDS` split across the families)."""
+        if seconds is not None:
+            return seconds
+        if self.name == "cpu":
+            return CPU_SECONDS
+        return GPU_SECONDS / max(1, families)
+
+
+CPU = Scale(
+    name="cpu",
+    device="cpu",
+    shape=Shape(n_layer=2, n_head=2, d_model=128),
+    batch_size=16,
+    lr=3e-3,
+)
+GPU = Scale(
+    name="gpu",
+    device="cuda",
+    # The starter's `default` preset (toolkit/starter/train.py): 3 layers of width 768.
+    shape=Shape(n_layer=3, n_head=6, d_model=768),
+    batch_size=64,
+    lr=1e-3,
+    export_bits=6,
+)
+
+
+def scale(name: str) -> Scale:
+    """The scale called `name` (`ValueError` naming the known ones otherwise)."""
+    for s in (CPU, GPU):
+        if s.name == name:
+            return s
+    raise ValueError(f"unknown scale {name!r}: one of {', '.join(SCALES)}")

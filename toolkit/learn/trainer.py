@@ -1,0 +1,148 @@
+"""Train the starter's model on a family's training text, then export it as a starter bundle.
+
+The loop is the starter's (AdamW, warm-up then a linear decay to zero at the end of the time,
+gradient clipping), with one difference an agent who had read the formats would make too: the
+loss is weighted per byte (`corpus`), so the answers count fully, the rest of a document a
+little and the masks not at all. One example is one document, padded at the end; a document
+longer than the context is cut to a window that ends at a random answer byte's successor.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import random
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from toolkit.learn.corpus import Corpus, Example
+from toolkit.learn.scale import Scale
+
+STARTER_DIR = Path(__file__).resolve().parent.parent / "starter"
+
+
+def starter_module(name: str) -> ModuleType:
+    """`toolkit/starter/<name>.py` (`model`, `export`), loaded once per process. The starter is a
+    folder of scripts that import one another by bare name, so its folder goes on `sys.path`."""
+    if str(STARTER_DIR) not in sys.path:
+        sys.path.insert(0, str(STARTER_DIR))
+    key = f"ari_starter_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, STARTER_DIR / f"{name}.py")
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load the starter's {name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class Trained:
+    """What one family's training did."""
+
+    steps: int
+    bytes_seen: int
+    documents: int
+    final_loss: float
+    """The weighted loss (nats per answer-weighted byte), averaged over the last steps."""
+    seconds: float
+
+
+Tick = Callable[[float, int, float], None]
+"""Called after each step with (elapsed seconds, steps, recent loss): drives a progress bar."""
+
+
+def _batch(examples: list[Example], block: int, rng: random.Random) -> tuple[Any, Any, Any]:
+    """(inputs, targets, weights) tensors of one batch, documents padded at the end."""
+    import torch
+
+    rows = []
+    for ex in examples:
+        data, weights = ex.data, ex.weights
+        if len(data) > block + 1:  # a window that ends just after a weighted byte
+            ends = [i + 1 for i, w in enumerate(weights) if w > 0 and i >= block] or [len(data)]
+            end = rng.choice(ends)
+            data, weights = data[end - block - 1 : end], weights[end - block - 1 : end]
+        rows.append((data, weights))
+    width = max(len(d) for d, _ in rows)
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    wts = torch.zeros((len(rows), width))
+    for i, (data, weights) in enumerate(rows):
+        ids[i, : len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
+        wts[i, : len(weights)] = torch.tensor(weights)
+    return ids[:, :-1], ids[:, 1:], wts[:, 1:]
+
+
+def train_family(
+    corpus: Corpus,
+    scale: Scale,
+    seconds: float,
+    out_dir: Path,
+    *,
+    seed: int = 0,
+    tick: Tick | None = None,
+) -> Trained:
+    """Train a fresh starter model of `scale`'s shape on `corpus` for `seconds` of wall time,
+    then write its bundle to `out_dir` (the starter's own export)."""
+    import torch
+    import torch.nn.functional as F
+
+    model_mod, export = starter_module("model"), starter_module("export")
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    shape = scale.shape
+    cfg = model_mod.ModelConfig(
+        block_size=shape.block_size,
+        n_layer=shape.n_layer,
+        n_head=shape.n_head,
+        d_model=shape.d_model,
+    )
+    device = scale.device
+    model = model_mod.GPT(cfg).to(device)
+    decay = [p for p in model.parameters() if p.ndim == 2 and p is not model.embed.weight]
+    rest = [p for p in model.parameters() if p.ndim != 2 or p is model.embed.weight]
+    optimizer = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+        lr=scale.lr,
+        betas=(0.9, 0.95),
+    )
+    autocast = torch.autocast(
+        device_type="cuda" if device == "cuda" else "cpu",
+        dtype=torch.bfloat16,
+        enabled=device == "cuda",
+    )
+    start = time.monotonic()
+    steps, seen = 0, 0
+    recent: list[float] = []
+    while (elapsed := time.monotonic() - start) < seconds:
+        progress = elapsed / seconds
+        warm = min(1.0, progress / scale.warmup_frac) if scale.warmup_frac else 1.0
+        for group in optimizer.param_groups:
+            group["lr"] = scale.lr * warm * (1.0 - progress)
+        batch = _batch(corpus.take(scale.batch_size), shape.block_size, rng)
+        x, y, w = (t.to(device) for t in batch)
+        with autocast:
+            logits = model(x)
+        per_byte = F.cross_entropy(logits.float().reshape(-1, 256), y.reshape(-1), reduction="none")
+        loss = (per_byte * w.reshape(-1)).sum() / w.sum().clamp(min=1e-6)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        steps += 1
+        seen += int(x.numel())
+        recent = [*recent[-49:], float(loss.item())]
+        if tick is not None:
+            tick(time.monotonic() - start, steps, sum(recent) / len(recent))
+    trained_s = time.monotonic() - start
+    model.eval()
+    export.write_bundle(model.to("cpu"), out_dir, bits=scale.export_bits)
+    final = sum(recent) / len(recent) if recent else math.nan
+    return Trained(steps, seen, corpus.documents, final, trained_s)
