@@ -20,6 +20,7 @@ from exam_builder.bank import load_bank
 from exam_builder.document import MASK
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, serialize, sha256_bytes
 from exam_builder.generate import generate_documents, generate_questions
+from exam_builder.learnability import LearnReport, learn_problems
 from exam_builder.manifest import Manifest
 from exam_builder.pool import load_pool, pool_dirs
 from exam_builder.quality import quality_problems, quality_report
@@ -31,6 +32,7 @@ __all__ = [
     "generate_questions",
     "git_worktree",
     "prepare_exam",
+    "with_learnability",
 ]
 
 
@@ -137,6 +139,23 @@ def prepare_exam(
     return PreparedExam(exam_bytes, manifest, quality_problems(report))
 
 
+Learner = Callable[[PreparedExam], LearnReport]
+"""Trains and grades the reference learner on a prepared exam (the toolkit supplies it)."""
+
+
+def with_learnability(prepared: PreparedExam, learn: Learner) -> PreparedExam:
+    """`prepared` with the reference learner's table in its manifest and the learnable side's
+    problems added to its own (`exam_builder.learnability`)."""
+    report = learn(prepared)
+    manifest = prepared.manifest.model_copy(update={"learnability": report})
+    public = prepared.manifest.quality.public_bank
+    return PreparedExam(
+        prepared.exam_bytes,
+        manifest,
+        prepared.problems + learn_problems(report, public_bank=public),
+    )
+
+
 def build_exam(
     bank_dir: Path,
     out_dir: Path,
@@ -145,16 +164,23 @@ def build_exam(
     allow_in_repo: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     pool: Iterable[Path] = (),
+    learn: Learner | None = None,
 ) -> Manifest:
     """Build the exam of `bank_dir` into `out_dir` and return its manifest.
 
-    See `prepare_exam` for `english_text`, `progress` and `pool`. Raises `BankError` for a bad bank
-    and `BuildError` for a refused destination or a failed quality gate.
+    See `prepare_exam` for `english_text`, `progress` and `pool`. `learn`: the reference learner,
+    run once the model-free gate has passed (its table goes into the manifest, and for a bank
+    that is not public its floors gate the exam too). Raises `BankError` for a bad bank and
+    `BuildError` for a refused destination or a failed gate.
     """
     check_destination(out_dir, allow_in_repo=allow_in_repo)
     prepared = prepare_exam(bank_dir, english_text=english_text, progress=progress, pool=pool)
     if prepared.problems:
         raise BuildError(f"{bank_dir}: exam refused: " + "; ".join(prepared.problems))
+    if learn is not None:
+        prepared = with_learnability(prepared, learn)
+        if prepared.problems:
+            raise BuildError(f"{bank_dir}: exam refused: " + "; ".join(prepared.problems))
     out_dir.mkdir(parents=True, exist_ok=True)
     _write_new(out_dir / EXAM_FILE, prepared.exam_bytes)
     try:

@@ -1,7 +1,8 @@
 """`manifest.json`: what an exam is, beside the exam file, so that it can be checked and cited.
 
 It holds the exam hash, the count per family, the builder version, the bank id and bank hash,
-the mask, and the quality report. Never the seed. It has no timestamp, so the same bank builds
+the mask, the quality report (per family and per tier) and, when the build ran the reference
+learner, its table (`learnability`). Never the seed. It has no timestamp, so the same bank builds
 the same manifest too.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from exam_builder.exam_file import EXAM_FILE
+from exam_builder.learnability import LearnReport
 from exam_builder.quality import QualityReport
 
 MANIFEST_VERSION = 1
@@ -37,10 +39,18 @@ class Manifest(BaseModel):
     bank_sha256: str = Field(pattern=r"^[0-9a-f]{64}$", description="SHA-256 of the bank.")
     mask: str = Field(description="What stands for earlier answers in a prompt.")
     quality: QualityReport = Field(description="Per-family quality report.")
+    learnability: LearnReport | None = Field(
+        default=None,
+        description="The reference learner's table (`toolkit build-exam --learn`); absent when "
+        "it was not run.",
+    )
 
     def to_json(self) -> str:
-        """Deterministic JSON: field order, then families in exam order (not sorted)."""
+        """Deterministic JSON: field order, then families in exam order (not sorted). A
+        manifest built without the learner has no `learnability` key at all."""
         data = self.model_dump(mode="json")
+        if data.get("learnability") is None:
+            data.pop("learnability", None)
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -25,11 +25,13 @@ from rich.progress import (
 )
 
 from exam_builder.bank import BankError
-from exam_builder.build import BuildError, build_exam, prepare_exam
+from exam_builder.build import BuildError, build_exam, prepare_exam, with_learnability
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
 from toolkit.commands.console import make_console
-from toolkit.commands.exam_tables import generic_table, pct, quality_table
+from toolkit.commands.exam_tables import both_sides_table, generic_table, pct, quality_table
+from toolkit.commands.learn import check_scale, make_learner
+from toolkit.learn.scale import SCALES
 from toolkit.text.corpus import CorpusError, default_corpus
 
 SHORT_HASH = 8
@@ -71,6 +73,9 @@ def _summary(console: Console, manifest: Manifest) -> None:
     generic = generic_table(manifest)
     if generic is not None:
         console.print(generic)
+    sides = both_sides_table(manifest)
+    if sides is not None:
+        console.print(sides)
     console.print(
         f"bank {manifest.bank_id} (sha256 {manifest.bank_sha256[:SHORT_HASH]}), "
         f"builder {manifest.builder_version}, {manifest.questions} questions, "
@@ -115,6 +120,21 @@ def _summary(console: Console, manifest: Manifest) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="English text that trains the context-free baseline (default: the default corpus).",
 )
+@click.option(
+    "--learn",
+    "learn_scale",
+    type=click.Choice(SCALES),
+    default=None,
+    help="Also run the reference learner at this scale once the model-free gate passes "
+    "(toolkit learn-exam): its table goes into the manifest and, at the cpu scale for a bank "
+    "that is not public, gates the exam (tier 1 >= 50 in every family, the exam >= 15).",
+)
+@click.option(
+    "--learn-seconds",
+    type=click.FloatRange(min=1.0),
+    default=None,
+    help="Training seconds per family for --learn (default: the scale's).",
+)
 def build_exam_command(
     bank_dir: Path,
     out_dir: Path | None,
@@ -122,6 +142,8 @@ def build_exam_command(
     allow_in_repo: bool,
     train_data: Path | None,
     pools: tuple[Path, ...],
+    learn_scale: str | None,
+    learn_seconds: float | None,
 ) -> None:
     """Build an exam (exam.jsonl + manifest.json) from a bank and print its hash and quality.
 
@@ -144,6 +166,12 @@ def build_exam_command(
     if out_dir is None and not check:
         raise click.UsageError("pass --out DIR to write the exam, or --check to write nothing")
     console = make_console()
+    learner = None
+    if learn_scale is not None:
+        chosen = check_scale(learn_scale, learn_seconds, "--learn-seconds")
+        learner = make_learner(console, bank_dir, chosen, learn_seconds)
+    elif learn_seconds is not None:
+        raise click.UsageError("--learn-seconds goes with --learn cpu|gpu")
     with console.status("Loading the English text for the baseline..."):
         english = _english_text(train_data)
     try:
@@ -152,6 +180,8 @@ def build_exam_command(
                 prepared = prepare_exam(
                     bank_dir, english_text=english, progress=progress, pool=pools
                 )
+            if learner is not None and not prepared.problems:
+                prepared = with_learnability(prepared, learner)
             _summary(console, prepared.manifest)
             if prepared.problems:
                 raise click.ClickException("exam refused: " + "; ".join(prepared.problems))
@@ -166,6 +196,7 @@ def build_exam_command(
                     allow_in_repo=allow_in_repo,
                     progress=progress,
                     pool=pools,
+                    learn=learner,
                 )
             _summary(console, manifest)
             console.print(f"wrote {out_dir / EXAM_FILE} and {MANIFEST_FILE}")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from exam_builder.learnability import EXAM_FLOOR, TIER1_FLOOR
+from exam_builder.learnability import GATED_SCALE as TIER_GATE_SCALE
 from exam_builder.manifest import Manifest
 from exam_builder.quality import GENERIC_LIMIT, FamilyQuality
 
@@ -104,5 +106,51 @@ def generic_table(manifest: Manifest) -> Table | None:
             if report.public_bank
             else f"Each must be <= {GENERIC_LIMIT:g} per family (bold: above)."
         )
+    )
+    return table
+
+
+def model_free_best(fq: FamilyQuality, public_bank: bool) -> float:
+    """The best model-free score of a family (or tier): the blind guesser's floor, the oracle
+    of the generic solvers, the private pool, the English baseline, copying and (for a bank
+    that is not public) the public engine."""
+    values = [fq.chance, fq.generic_any, fq.pool, fq.baseline, fq.copy_]
+    if not public_bank:
+        values.append(fq.public_engine)
+    return max((v for v in values if v is not None), default=0.0)
+
+
+def both_sides_table(manifest: Manifest) -> Table | None:
+    """The gate's two sides per family and tier: the best model-free score beside the
+    reference learner's; None when the build did not run the learner."""
+    learned = manifest.learnability
+    if learned is None:
+        return None
+    report = manifest.quality
+    table = Table(
+        title=f"Both sides of the gate (percent exact; learner: {learned.scale} scale, "
+        f"{learned.seconds_per_family:g} s a family)",
+        title_justify="left",
+        caption_justify="left",
+    )
+    for name in ("family", "tier", "questions", "model-free best", "reference learner"):
+        table.add_column(name, justify="left" if name == "family" else "right", no_wrap=True)
+    rows = {(r.family, r.tier): r for r in learned.rows}
+    for name, fq in report.families.items():
+        for tier, tq in (fq.tiers or {}).items():
+            row = rows.get((name, tier))
+            learner = "—" if row is None else f"{row.percent:.1f} ({row.passed}/{row.total})"
+            free = pct(model_free_best(tq, report.public_bank))
+            table.add_row(name, str(tier), str(tq.questions), free, learner)
+    table.add_section()
+    free = pct(model_free_best(report.total, report.public_bank))
+    total = learned.total
+    table.add_row("all", "all", str(report.total.questions), free, f"{total.percent:.1f}")
+    table.caption = (
+        f"model-free best: the highest of chance, generic, pool, baseline, copy"
+        f"{'' if report.public_bank else ' and public engine'} (must stay near 0); reference "
+        f"learner: the starter's model trained on the family's own format (at the "
+        f"{TIER_GATE_SCALE} scale, for a bank that is not public: tier 1 at least "
+        f"{TIER1_FLOOR:g} in every family, the exam at least {EXAM_FLOOR:g})."
     )
     return table

@@ -7,6 +7,7 @@ any training, draws a progress bar per family, prints the table and writes it as
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -15,9 +16,11 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from exam_builder.bank import Bank, BankError, load_bank
+from exam_builder.build import PreparedExam
 from exam_builder.exam_file import EXAM_FILE, ExamFileError, Question, load_exam, sha256_file
+from exam_builder.learnability import LearnReport, LearnRow
 from toolkit.commands.console import make_console
-from toolkit.learn.reference import LearnReport, LearnRow, learn_family, report_of
+from toolkit.learn.reference import learn_family, report_of
 from toolkit.learn.scale import MAX_CPU_SECONDS, SCALES, Scale, scale
 from toolkit.results.model import write_json_atomic
 
@@ -119,6 +122,44 @@ def run_learner(
     return report_of(rows, chosen, seconds, bank, exam_sha256)
 
 
+def make_learner(
+    console: Console, bank_dir: Path, chosen: Scale, seconds: float | None
+) -> Callable[[PreparedExam], LearnReport]:
+    """The reference learner as `toolkit build-exam --learn` runs it on the exam it built."""
+
+    def learn(prepared: PreparedExam) -> LearnReport:
+        bank = load_bank(bank_dir)
+        exam = [Question.model_validate_json(line) for line in prepared.exam_bytes.splitlines()]
+        names = list(dict.fromkeys(q.family for q in exam))
+        per_family = chosen.seconds_per_family(len(names), seconds)
+        console.print(
+            f"reference learner: {len(names)} families, {per_family:g} s each at the "
+            f"{chosen.name} scale"
+        )
+        sha = prepared.manifest.exam_sha256
+        return run_learner(console, bank, exam, sha, chosen, names, per_family)
+
+    return learn
+
+
+def check_scale(scale_name: str, seconds: float | None, hint: str) -> Scale:
+    """The scale asked for, refused before any work when this host cannot run it."""
+    chosen = scale(scale_name)
+    if chosen.device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():
+            raise click.UsageError(
+                "the gpu scale needs a CUDA GPU and a CUDA build of torch (this host has "
+                "none); use the cpu scale"
+            )
+    if chosen.name == "cpu" and seconds is not None and seconds > MAX_CPU_SECONDS:
+        raise click.BadParameter(
+            f"at most {MAX_CPU_SECONDS:g} seconds a family at the cpu scale", param_hint=hint
+        )
+    return chosen
+
+
 @click.command("learn-exam")
 @click.option(
     "--bank",
@@ -186,19 +227,7 @@ def learn_exam_command(
       toolkit learn-exam --bank ~/secure/hidden-bank --exam ~/secure/exams/hidden \\
           --families records,lists --seconds 120
     """
-    chosen = scale(scale_name)
-    if chosen.device == "cuda":
-        import torch
-
-        if not torch.cuda.is_available():
-            raise click.UsageError(
-                "--scale gpu needs a CUDA GPU and a CUDA build of torch (this host has none); "
-                "use --scale cpu"
-            )
-    if chosen.name == "cpu" and seconds is not None and seconds > MAX_CPU_SECONDS:
-        raise click.BadParameter(
-            f"at most {MAX_CPU_SECONDS:g} seconds a family at the cpu scale", param_hint="--seconds"
-        )
+    chosen = check_scale(scale_name, seconds, "--seconds")
     exam_file = exam_path / EXAM_FILE if exam_path.is_dir() else exam_path
     try:
         bank = load_bank(bank_dir)

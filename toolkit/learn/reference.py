@@ -14,69 +14,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from exam_builder.bank import Bank, BankError
 from exam_builder.exam_file import Question, serialize
 from exam_builder.generate import question_tier
+from exam_builder.learnability import LearnReport, LearnRow, percent, totals
 from toolkit.learn.corpus import Corpus
 from toolkit.learn.scale import Scale
 from toolkit.learn.trainer import Tick, Trained, train_family
-
-LEARN_REPORT_VERSION = 1
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class LearnRow(_Model):
-    """One family's questions of one tier, graded after training on the family's text."""
-
-    family: str = Field(description="The exam family.")
-    tier: int = Field(ge=1, le=3, description="The difficulty tier (exam_builder TIERS).")
-    total: int = Field(ge=0, description="Questions of this family and tier in the exam.")
-    passed: int = Field(ge=0, description="Questions the trained model answered exactly.")
-    percent: float = Field(ge=0, le=100, description="passed / total, percent (2 decimals).")
-    steps: int = Field(ge=0, description="Training steps of the family's model.")
-    bytes_seen: int = Field(ge=0, description="Bytes of training text read (padding included).")
-    final_loss: float | None = Field(description="Weighted loss of the last steps, nats/byte.")
-    seconds: float = Field(ge=0, description="Training seconds of the family's model.")
-
-
-class LearnTotal(_Model):
-    """Passed questions over a set of rows."""
-
-    total: int = Field(ge=0)
-    passed: int = Field(ge=0)
-    percent: float = Field(ge=0, le=100)
-
-
-class LearnReport(_Model):
-    """The reference learner's table for one exam (`toolkit learn-exam --json`)."""
-
-    version: int = Field(default=LEARN_REPORT_VERSION, description="Format version.")
-    scale: str = Field(description="cpu or gpu (toolkit.learn.scale).")
-    device: str = Field(description="Where it trained.")
-    model: str = Field(description="The model's shape, e.g. '2 layers x 128, context 1024'.")
-    seconds_per_family: float = Field(description="Training seconds each family was given.")
-    bank_id: str = Field(description="The bank the training text came from.")
-    exam_sha256: str = Field(description="SHA-256 of the exam graded.")
-    rows: list[LearnRow] = Field(description="Per family and tier, in exam order.")
-    families: dict[str, LearnTotal] = Field(description="Per family, all its tiers.")
-    tiers: dict[str, LearnTotal] = Field(description="Per tier, every family.")
-    total: LearnTotal = Field(description="The families learned, together.")
-
-
-def percent(passed: int, total: int) -> float:
-    return round(100.0 * passed / total, 2) if total else 0.0
-
-
-def totals(rows: list[LearnRow]) -> LearnTotal:
-    """`rows` added up."""
-    total = sum(r.total for r in rows)
-    passed = sum(r.passed for r in rows)
-    return LearnTotal(total=total, passed=passed, percent=percent(passed, total))
 
 
 def family_questions(exam: list[Question], family: str) -> list[Question]:
