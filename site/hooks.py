@@ -25,6 +25,7 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
+from toolkit.grading import publish
 from toolkit.results.model import ResultsError
 from toolkit.results.published import UnsafePathError, copy_published
 from toolkit.stats import load_results
@@ -137,6 +138,12 @@ def environment() -> jinja2.Environment:
         yaml=lambda s: markupsafe.Markup(json.dumps(str(markupsafe.escape(s)))),
         stash=_stash,
     )
+    # The published bounds of a hidden grading, in the words of the code that enforces them.
+    env.globals["published"] = {
+        "bpb": publish.BPB_WORDS,
+        "time": publish.TIME_WORDS,
+        "ablation": publish.ABLATION_WORDS,
+    }
     return env
 
 
