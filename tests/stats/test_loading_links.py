@@ -18,6 +18,7 @@ from results_factory import run_dict, track_dict, write_registry, write_run
 
 from toolkit.results.model import ResultsError, load_run
 from toolkit.stats import load_results, results_problems
+from toolkit.tracks.model import RegistryError
 
 SECRET = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEI\n"
 
@@ -121,3 +122,15 @@ def test_keep_going_lists_every_bad_file_and_loads_the_rest(tmp_path: Path) -> N
         str(results / "v1-test" / "truncated.json"),
     ]
     assert "score" in kept.refused[0] and "invalid JSON" in kept.refused[1]
+
+
+@pytest.mark.parametrize("name", ["tracks.json", "protocol_fixes.json"])
+def test_a_registry_file_that_is_a_link_is_refused(tmp_path: Path, name: str) -> None:
+    results = _results(tmp_path)
+    if not (results / name).exists():
+        (results / name).write_text("[]")
+    elsewhere = tmp_path / name
+    shutil.move(results / name, elsewhere)
+    os.symlink(elsewhere, results / name)
+    with pytest.raises(RegistryError, match=f"^{results / name}: a symlink, refused"):
+        load_results(results, keep_going=True)

@@ -17,7 +17,13 @@ from toolkit import state
 from toolkit.commands.options import keys_option, refuse_device
 from toolkit.paths import state_dir
 from toolkit.results.chain import ChainError, read_chain
-from toolkit.results.model import ResultsError, RunResult, json_schema, load_run
+from toolkit.results.model import (
+    ResultsError,
+    RunResult,
+    json_schema,
+    load_run,
+    read_result_file,
+)
 from toolkit.results.published import tree_problems
 from toolkit.results.signing import (
     Keyring,
@@ -55,7 +61,7 @@ class _Keyrings:
 
     def check(self, result_file: Path) -> Verdict:
         trusted, folder = self.of(result_file)
-        return check(result_file.read_bytes(), trusted, folder)
+        return check(read_result_file(result_file), trusted, folder)
 
 
 def run_folder_problems(result_file: Path, result: RunResult) -> list[str]:

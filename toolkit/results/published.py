@@ -78,7 +78,10 @@ def _refusal(root: Path, parts: list[str], dir_fd: int, why: OSError) -> UnsafeP
 @contextlib.contextmanager
 def _folder(root: Path, parts: list[str]) -> Iterator[int]:
     """A descriptor of `root/parts...`, a folder, each part opened without following links."""
-    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise NotPublishedError(f"{root}: no such folder") from None
     try:
         for i, name in enumerate(parts):
             try:
