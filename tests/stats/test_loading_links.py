@@ -134,3 +134,14 @@ def test_a_registry_file_that_is_a_link_is_refused(tmp_path: Path, name: str) ->
     os.symlink(elsewhere, results / name)
     with pytest.raises(RegistryError, match=f"^{results / name}: a symlink, refused"):
         load_results(results, keep_going=True)
+
+
+def test_a_refusal_stays_one_line_whatever_the_names(tmp_path: Path) -> None:
+    results = _results(tmp_path)
+    (results / "v1-test" / "bad\n\x1b[2Jname.json").write_text("{")
+    with pytest.raises(ResultsError) as info:
+        load_results(results)
+    assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
+    assert "bad\\n\\x1b[2Jname.json" in str(info.value)
+    kept = load_results(results, keep_going=True)
+    assert len(kept.refused) == 1 and "\n" not in kept.refused[0]

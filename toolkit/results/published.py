@@ -42,6 +42,12 @@ class NotPublishedError(UnsafePathError, FileNotFoundError):
     """A published path with nothing there."""
 
 
+def one_line(text: str) -> str:
+    """`text` with every character that is not printable (a newline, a terminal escape in a
+    file name someone else chose) written as a Python escape: a refusal stays one line."""
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
 def parts_of(rel: str | PurePosixPath) -> list[str]:
     """The parts of a path relative to the results root; `UnsafePathError` for one that could
     lead out of it (absolute, `..`, empty)."""

@@ -43,6 +43,7 @@ from toolkit.results.published import (
     UnsafePathError,
     check_folder,
     check_published,
+    one_line,
     read_published,
 )
 from toolkit.results.signing import (
@@ -216,6 +217,7 @@ def _scan(
     seen: dict[str, Path] = {}
 
     def refuse(problem: str) -> None:
+        problem = one_line(problem)  # names in the folder are someone else's
         if problems is None:
             raise ResultsError(problem)
         refused.append(problem)
