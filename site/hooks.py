@@ -2,11 +2,12 @@
 
 Thin on purpose: `toolkit.stats` validates the results and plans the site (which pages, with
 what data); this hook only renders the plan's jinja templates (site/overrides/ari/) and hands
-the pages and files to mkdocs. Bad input stops the build with the loader's one-line message,
-which names the file and the field.
+the pages and files to mkdocs. Bad input stops the build with the loader's one-line message
+per bad file, which names the file and the field.
 
 The results folder is `$ARI_RESULTS_DIR` when set (the tests point it at fixtures), otherwise
-`results/` beside mkdocs.yml.
+`results/` beside mkdocs.yml. A bad result file stops the build, with every bad file named in
+one pass; `ARI_SKIP_BAD_RESULTS=1` publishes the rest and lists the refused files on the site.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +25,16 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 from mkdocs.structure.pages import Page
 
+from toolkit.grading import publish
 from toolkit.results.model import ResultsError
+from toolkit.results.published import UnsafePathError, copy_published
 from toolkit.stats import load_results
 from toolkit.stats.site_plan import Copy, SitePlan, plan_site
 from toolkit.tracks.model import RegistryError
 
 TEMPLATES = Path(__file__).parent / "overrides" / "ari"
+# Set to 1 to publish a site without the bad result files, listed on a page of their own.
+SKIP_BAD_ENV = "ARI_SKIP_BAD_RESULTS"
 MAINTAINERS = "maintainers/"
 # The Docs section of the nav: every hand-written page under these folders, index first.
 DOCS = (("Operators", "operators/"), ("Maintainers", MAINTAINERS), ("Security", "security/"))
@@ -50,6 +54,22 @@ def results_dir(config: MkDocsConfig) -> Path:
     if env:
         return Path(env)
     return Path(config.config_file_path).resolve().parent / "results"
+
+
+def skip_bad_results() -> bool:
+    """Whether `$ARI_SKIP_BAD_RESULTS` asks to publish the rest when a result file is bad."""
+    return os.environ.get(SKIP_BAD_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def refusal(refused: list[str]) -> str:
+    """Why the build stops: every bad result file, one line each, and the way to publish the
+    rest (deliberately: a partial board is not the default)."""
+    lines = [f"bad results: {line}" for line in refused]
+    lines.append(
+        f"{len(refused)} result file(s) refused; fix or remove them, or set {SKIP_BAD_ENV}=1 "
+        "to publish the rest with these listed as refused"
+    )
+    return "\n".join(lines)
 
 
 # --- formatting filters (presentation only; the numbers come from toolkit.stats) ------------
@@ -118,6 +138,12 @@ def environment() -> jinja2.Environment:
         yaml=lambda s: markupsafe.Markup(json.dumps(str(markupsafe.escape(s)))),
         stash=_stash,
     )
+    # The published bounds of a hidden grading, in the words of the code that enforces them.
+    env.globals["published"] = {
+        "bpb": publish.BPB_WORDS,
+        "time": publish.TIME_WORDS,
+        "ablation": publish.ABLATION_WORDS,
+    }
     return env
 
 
@@ -159,10 +185,12 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     """Load results/, plan the site, add every generated page and file, build the nav."""
     source = results_dir(config)
     try:
-        results = load_results(source)
+        results = load_results(source, keep_going=True)
     except (ResultsError, RegistryError) as exc:
         # The message names the file (or the missing folder) and the field already.
         raise PluginError(f"bad results: {exc}") from None
+    if results.refused and not skip_bad_results():
+        raise PluginError(refusal(results.refused))
     plan = plan_site(results)
     _render(plan, files, config)
     nav: list[Any] = _escape_titles(plan.nav)
@@ -192,10 +220,11 @@ def on_page_content(html: str, page: Page, **_: Any) -> str:
 
 
 def on_post_build(config: MkDocsConfig, **_: Any) -> None:
-    """Put the run artifacts into the site: a hard link when possible, else a copy.
+    """Put the run artifacts into the site, each a copy of its own.
 
-    A link shares its file with results/: nothing may edit the built site in place (deploying
-    copies it, and the next build unlinks before it writes)."""
+    Never a link: a hard link would give the artifact a second name, which the loader refuses
+    (it cannot tell that name from one outside results/), and each is read without following
+    a link out of results/ (`toolkit.results.published`), as the loader checked it."""
     site = Path(config.site_dir)
     made: set[Path] = set()
     for copy in _copies:
@@ -205,6 +234,6 @@ def on_post_build(config: MkDocsConfig, **_: Any) -> None:
             made.add(target.parent)
         target.unlink(missing_ok=True)
         try:
-            os.link(copy.source, target)
-        except OSError:  # another file system, or links not allowed: copy instead
-            shutil.copyfile(copy.source, target)
+            copy_published(copy.root, copy.rel, target)
+        except UnsafePathError as exc:  # changed since it was loaded
+            raise PluginError(f"bad results: {exc}") from None

@@ -63,6 +63,25 @@ def test_a_folder_that_disagrees_about_the_track_is_refused(tmp_path: Path) -> N
         carry_track(out, reg, get_track(reg, "demo-cpu-2"))
 
 
+def test_a_fix_reworded_in_the_registry_is_reworded_in_the_folder(tmp_path: Path) -> None:
+    """A description corrected in the registry (issue #38: "3 decimals") must not lock out a
+    results folder that carries the old words; a fix whose rules differ still is refused."""
+    reg = _registry(tmp_path)
+    track = get_track(reg, "demo-cpu-2")
+    out = tmp_path / "out"
+    carry_track(out, reg, track)
+    fixes = json.loads((reg / "protocol_fixes.json").read_text())
+    fixes[0]["description"] = "test data, corrected"
+    (reg / "protocol_fixes.json").write_text(json.dumps(fixes))
+    assert carry_track(out, reg, track)
+    assert [f.description for f in load_fixes(out, load_tracks(out))] == ["test data, corrected"]
+    assert not carry_track(out, reg, track)
+    fixes[0]["action"] = "rerun"
+    (reg / "protocol_fixes.json").write_text(json.dumps(fixes))
+    with pytest.raises(RegistryError, match="protocol fix 'demo-fix' differs"):
+        carry_track(out, reg, track)
+
+
 def test_the_registry_itself_is_left_alone(tmp_path: Path) -> None:
     reg = _registry(tmp_path)
     before = (reg / "tracks.json").read_text()

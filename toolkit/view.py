@@ -4,7 +4,9 @@ Two parts, served on one local port:
 
 - `/` : the leaderboard site of the results folder (`mkdocs build` of the checkout's site with
   `ARI_RESULTS_DIR` set), rebuilt in the background whenever a result file or the registry
-  changes, so finished runs appear on the board while you watch;
+  changes, so finished runs appear on the board while you watch. A bad result file (or one
+  with a link on its path) costs its own row only: it is built with `ARI_SKIP_BAD_RESULTS=1`,
+  and the site lists each refused file with its reason;
 - `/live/` : every run of this host (the journal of `toolkit runs list`), and per run a page
   with the hour on one line: the runner calls on the clock (a call in flight drawn up to
   *now*), the submissions with their public scores, the promotion, the reserved window and
@@ -84,7 +86,12 @@ class SiteBuilder:
             return
         fresh = self.out.with_name(self.out.name + ".next")
         shutil.rmtree(fresh, ignore_errors=True)
-        env = {**os.environ, "ARI_RESULTS_DIR": str(self.results.resolve())}
+        # A bad result file costs its own row only: the site lists it as refused.
+        env = {
+            **os.environ,
+            "ARI_RESULTS_DIR": str(self.results.resolve()),
+            "ARI_SKIP_BAD_RESULTS": "1",
+        }
         done = subprocess.run(
             [
                 sys.executable,

@@ -19,10 +19,11 @@ from grading_helpers import ORACLE, code_questions, run_spec, submit_and_promote
 
 from toolkit.grading import secret_log
 from toolkit.grading.publish import PHASE1_REASONS
-from toolkit.results.model import RunResult
+from toolkit.results.model import RunResult, Timings
 from toolkit.run.orchestrate import execute_run
 
 SLEEP_S = 4.0
+CHANNELS = Path(__file__).resolve().parents[2] / "site" / "docs" / "security" / "channels.md"
 
 # Sleeps in every generate() call; in the final grading's phase 2 it steers bits per byte to
 # the issue's 849.901 (every printable byte the same tiny probability); with CRASH, it exits
@@ -78,10 +79,31 @@ def test_a_sleeping_bundle_publishes_no_grading_time_and_a_clipped_bpb(tmp_path:
     assert after >= 2 * SLEEP_S, after
     log = (folder.parent / result.artifacts["agent_log"]).read_text()
     assert len(_held_stamps(log)) == 1, log  # one stamp for every line of the grading on
-    # nor do the files' times (a web server shows them)
+    # nor do the files' and folders' times (a web server, a copy, a git client shows them):
+    # the run folder, candidates/, the track folder, the results folder and its key list too
     assert result.finished_at is not None
-    for path in [folder.parent / f"{result.run_id}.json", *folder.rglob("*")]:
+    results = folder.parent.parent
+    published = [
+        folder.parent / f"{result.run_id}.json",
+        *folder.rglob("*"),
+        folder,
+        folder / "candidates",
+        folder.parent,
+        results,
+        results / "signing_keys.json",
+    ]
+    for path in published:
         assert path.stat().st_mtime <= result.finished_at.timestamp() + 0.01, path
+    # every time the result carries is on the channels page with its bound; those it lists as
+    # fixed before the grading are before it
+    page = CHANNELS.read_text(encoding="utf-8")
+    times = [f"timings.{name}" for name in Timings.model_fields]
+    times += ["started_at", "finished_at", "submitted_at", "elapsed_s", "promoted_at", "mtime"]
+    assert [t for t in times if f"`{t}`" not in page] == []
+    assert result.promoted is not None
+    before = [result.started_at, result.promoted.promoted_at]
+    before += [c.submitted_at for c in result.candidates]
+    assert all(t <= result.finished_at for t in before)
     exact = secret_log.log_path().read_text()
     assert f"final grading of {result.run_id}: seconds (exact)" in exact
 

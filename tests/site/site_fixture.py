@@ -18,11 +18,14 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def build(
-    results: Path, out: Path, config: Path = REPO / "mkdocs.yml"
+    results: Path,
+    out: Path,
+    config: Path = REPO / "mkdocs.yml",
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """`mkdocs build --strict` of `config` reading `results`, into `out`. The build runs with
     a home of its own: the key that signed the test data (this process's) is pinned for it,
-    as a maintainer pins theirs (never the folder's own list)."""
+    as a maintainer pins theirs (never the folder's own list). `extra_env`: more variables."""
     pins = out.parent / "pinned_keys.json"
     signing.trust_file(pins, signing.local_public())
     env = {
@@ -31,6 +34,7 @@ def build(
         "NO_MKDOCS_2_WARNING": "1",
         "ARI_HOME": str(out.parent / "ari-home"),
         signing.TRUSTED_KEYS_ENV: str(pins),
+        **(extra_env or {}),
     }
     return subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(out)],

@@ -191,8 +191,11 @@ def grade_command(
     \b
     The exam is hidden unless it is a demo track's exam or a track's public validation set
     (by SHA-256), or --public is given: then the report says what went wrong in categories
-    only ("load(): the bundle raised an error"), bits per byte has 3 decimals, and what the
-    bundle said is appended to $ARI_HOME/operator/grading.log (mode 0600) for the operator.
+    only, with no number in them ("load(): the bundle raised an error"), bits per byte is
+    published 0 to 8 in steps of 0.25, the weights-ablation count rounded down to 1/10 of the
+    exam, and what the bundle said is appended to $ARI_HOME/operator/grading.log (mode 0600)
+    for the operator. Its timings stay exact here (they are the operator's); a run publishes
+    its grading's time only as under a minute, one to ten minutes, or longer.
 
     \b
     Example:

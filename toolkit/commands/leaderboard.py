@@ -97,14 +97,16 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     superseded protocol revision are legacy rows, shown last and never ranked. A run whose
     result file is not signed by a pinned key (`toolkit keys`; never the folder's own list) is
     unverified: noted on its row, never counted. A rank like "2–4" is the range of places the
-    row could hold: its interval (mean ± SE) overlaps others.
+    row could hold: its interval (mean ± SE) overlaps others. A result file that fails its
+    checks (bad JSON or field, a link on its path) is left off the board and listed on stderr,
+    with its reason; the exit status is then 1.
 
     \b
     Example:
       toolkit leaderboard --track demo-cpu --results results --format table
     """
     try:
-        results = load_results(results_dir)
+        results = load_results(results_dir, keep_going=True)
     except (ResultsError, RegistryError) as exc:
         raise click.ClickException(str(exc)) from exc
     if track_id is not None and track_id not in results.tracks:
@@ -138,3 +140,8 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
             console.print(f"No tracks registered in {results_dir} yet: no results to show.")
         for track, rows in boards:
             console.print(_table(track, rows))
+    for problem in results.refused:  # after the board: each bad file costs its own row only
+        click.echo(f"refused: {problem}", err=True)
+    if results.refused:
+        click.echo(f"{len(results.refused)} result file(s) refused, left off the board", err=True)
+        raise SystemExit(1)

@@ -7,6 +7,7 @@ Exit status: 0 when everything checked is good; 1 when a file is bad or a re-gra
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -16,7 +17,14 @@ from toolkit import state
 from toolkit.commands.options import keys_option, refuse_device
 from toolkit.paths import state_dir
 from toolkit.results.chain import ChainError, read_chain
-from toolkit.results.model import ResultsError, json_schema, load_run
+from toolkit.results.model import (
+    ResultsError,
+    RunResult,
+    json_schema,
+    load_run,
+    read_result_file,
+)
+from toolkit.results.published import tree_problems
 from toolkit.results.signing import (
     Keyring,
     SigningError,
@@ -53,7 +61,15 @@ class _Keyrings:
 
     def check(self, result_file: Path) -> Verdict:
         trusted, folder = self.of(result_file)
-        return check(result_file.read_bytes(), trusted, folder)
+        return check(read_result_file(result_file), trusted, folder)
+
+
+def run_folder_problems(result_file: Path, result: RunResult) -> list[str]:
+    """One line per link (at any depth), odd file or hard link in the run folder of
+    `result_file`, each naming it: nothing there may lead out of the results folder."""
+    full = Path(os.path.abspath(result_file))
+    rel = f"{full.parent.name}/{result.run_id}"
+    return [f"{result_file}: run folder: {p}" for p in tree_problems(full.parent.parent, rel)]
 
 
 @click.group("runs")
@@ -121,11 +137,18 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
     """
     bad = 0
     reported: set[str] = set()  # each problem once, however many checks find it
+    bad_files: set[str] = set()
     files = _result_files(paths)
     keyrings = _Keyrings(keys_file)
     for file in files:
         try:
-            result = load_run(file)
+            result = load_run(file)  # a link on the way to the file is refused, and named
+            links = run_folder_problems(file, result)
+            if links:
+                for problem in links[1:]:
+                    click.echo(f"error: {problem}", err=True)
+                    reported.add(problem)
+                raise ResultsError(links[0])
             history = file.parent / result.run_id / HISTORY_FILE
             if history.is_file():
                 check_against(history, result)
@@ -144,6 +167,7 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
         except (ResultsError, ChainError, SigningError, OSError) as exc:
             click.echo(f"error: {exc}", err=True)
             reported.add(str(exc))
+            bad_files.add(str(file))
             bad += 1
             continue
         flag = f"; unverified: {verdict.reason}" if not verdict.verified else ""
@@ -158,7 +182,8 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
         except SigningError as exc:
             problems = [str(exc)]
         for problem in problems:
-            if problem not in reported:
+            # A file already reported bad is not reported again in the loader's words.
+            if problem not in reported and problem.split(": ", 1)[0] not in bad_files:
                 click.echo(f"error: {problem}", err=True)
                 reported.add(problem)
                 bad += 1
@@ -210,6 +235,11 @@ def verify_command(
         verdict = _Keyrings(keys_file).check(result_file)
     except (ResultsError, SigningError) as exc:
         raise click.UsageError(str(exc)) from exc
+    links = run_folder_problems(result_file, result)
+    if links:  # nothing is re-graded or read through a link out of the results folder
+        for problem in links:
+            click.echo(f"mismatch: {problem}")
+        raise SystemExit(1)
     signature: list[str] = []
     if not verdict.verified and not verdict.listed_unsigned:
         signature.append(f"signature: {verdict.reason}")

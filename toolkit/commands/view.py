@@ -20,7 +20,9 @@ from toolkit.paths import state_dir
 def view_command(results_dir: Path, host: str, port: int) -> None:
     """A live local web view: the leaderboard site of a results folder, rebuilt as results
     arrive, and every run of this host with a timeline of its hour (runner calls, submissions
-    with their public scores, the promotion, time left), refreshed while it runs.
+    with their public scores, the promotion, time left), refreshed while it runs. A result
+    file that fails its checks is left off the board and listed, with its reason, on the
+    site's "Refused result files" page.
 
     \b
     Examples:

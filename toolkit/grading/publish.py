@@ -41,6 +41,15 @@ TIME_EDGES_S = (0.0, 60.0, 600.0)
 ABLATION_PARTS = 10
 """The ablated pass count is published rounded down to 1/ABLATION_PARTS of the exam."""
 
+# The words every page and help text uses for these bounds (a test holds them to the numbers
+# above: `tests/grading/test_published_words.py`).
+BPB_WORDS = f"0 to {BPB_MAX:g} in steps of {BPB_STEP:g}"
+"""How a hidden grading publishes bits per byte: "0 to 8 in steps of 0.25"."""
+TIME_WORDS = "under a minute, one to ten minutes, or longer"
+"""The buckets of `TIME_EDGES_S`, in words."""
+ABLATION_WORDS = f"rounded down to 1/{ABLATION_PARTS} of the exam"
+"""How a hidden grading publishes the ablated pass count."""
+
 
 def coarse_bpb(bpb: float | None) -> float | None:
     """Bits per byte as a hidden grading publishes it: clipped to [0, BPB_MAX], then rounded

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from toolkit.results import signing
+from toolkit.results.published import UnsafePathError, read_published, relative_to_root
 from toolkit.results.signing import Signature
 
 SCHEMA_VERSION = 1
@@ -442,18 +443,39 @@ def _describe(path: Path, exc: ValidationError) -> str:
     return f"{path}: field '{field}': {first['msg']}{more}"
 
 
-def load_run(path: Path) -> RunResult:
-    """Read and validate one results file, raising `ResultsError` naming file and field."""
+def read_result_file(path: Path) -> bytes:
+    """The bytes of the results file `path` (`<root>/<track>/<run_id>.json`), read without
+    following a link on the way from `<root>` (`toolkit.results.published`): a track folder or
+    a file that is a link is refused, with a `ResultsError` naming it."""
+    full = Path(os.path.abspath(path))
+    root = full.parent.parent if full.parent.name else full.parent
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return read_published(root, relative_to_root(root, full))
+    except UnsafePathError as exc:
+        raise ResultsError(str(exc)) from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def parse_run(path: Path, data: bytes) -> RunResult:
+    """Validate the bytes of the results file `path`, raising `ResultsError` naming the file
+    and the field."""
+    try:
+        raw = json.loads(data.decode("utf-8"))
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
         raise ResultsError(f"{path}: cannot read: {exc}") from exc
     try:
         return RunResult.model_validate(raw)
     except ValidationError as exc:
         raise ResultsError(_describe(path, exc)) from exc
+
+
+def load_run(path: Path) -> RunResult:
+    """Read (`read_result_file`) and validate one results file, raising `ResultsError` naming
+    file and field."""
+    return parse_run(path, read_result_file(path))
 
 
 def _umask() -> int:

@@ -31,6 +31,7 @@ from toolkit.results.model import (
     TrainData,
     save_run,
 )
+from toolkit.results.signing import keyring_path
 from toolkit.run import recovery
 from toolkit.run.agent_log import STATUS_REASON_CHARS, AgentLog, bounded
 from toolkit.run.artifacts import TRANSCRIPT_FILE, file_hashes, list_artifacts, log_heads
@@ -47,14 +48,24 @@ from toolkit.runner.service import RunnerService
 from toolkit.sandbox import Sandbox, SandboxProcess, capped
 
 
-def _backdate(paths: list[Path], when: float) -> None:
-    """Give files published after a hidden grading began that beginning as their times: a web
-    server shows a file's time, and a bundle that slept through its grading would otherwise
-    publish how long it slept."""
+def _backdate(paths: list[Path], when: float, shared: list[Path]) -> None:
+    """Give what a run published after its hidden grading began that beginning as its time: a
+    web server, a copy or a git client shows a file's or a folder's time, and a bundle that
+    slept through its grading would otherwise publish how long it slept.
+
+    `paths` are the run's own (its result, every file and folder of its run folder, the run
+    folder itself; setting a time changes no folder's time). `shared` are folders
+    and files other runs write too (the track folder, the results folder and its key list):
+    one later than `when` was touched by this publishing (or by another run's, whose own
+    publishing sets it back in turn) and is set back; an earlier one is left as it is."""
     for path in paths:
         # A file gone meanwhile, or not ours to touch, publishes nothing through its time.
         with contextlib.suppress(OSError):
             os.utime(path, (when, when), follow_symlinks=False)
+    for path in shared:
+        with contextlib.suppress(OSError):
+            if os.stat(path, follow_symlinks=False).st_mtime > when:
+                os.utime(path, (when, when), follow_symlinks=False)
 
 
 def _read_head(path: Path, limit: int) -> str:
@@ -195,7 +206,12 @@ class RunState:
         self.published = True
         recovery.clear_marker(self.harness)
         if self.grading_from is not None:  # the last write to the run's files is done
-            _backdate([saved, *self.artifacts.rglob("*")], self.grading_from.timestamp())
+            results = self.spec.results_dir
+            _backdate(
+                [saved, *self.artifacts.rglob("*"), self.artifacts],
+                self.grading_from.timestamp(),
+                shared=[saved.parent, keyring_path(results), results],
+            )
         return result
 
     def _finish_invalid(self, reason: str, check: InvalidCheck) -> RunResult:

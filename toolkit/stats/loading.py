@@ -8,6 +8,11 @@ are really there (and inside `results/`). Every problem is one `ResultsError` li
 file and the field, because `mkdocs build` shows exactly that line to whoever published the
 bad file.
 
+Nothing outside the results folder is read: each result file and artifact is opened part by
+part from the root without following a link (`toolkit.results.published`), so a track folder,
+run folder or artifact that is a symlink, or an artifact with a second name (a hard link), is
+refused and named.
+
 Each file's signature is checked against the pinned keys and pinned pre-signing files
 (`toolkit.results.signing.trusted_keyring`); the folder's own `signing_keys.json` is only a hint.
 A file that is unsigned, signed by a key nobody pinned, or changed since it was signed is not
@@ -23,14 +28,24 @@ that exam's, so the total is checked only against the track's own exam.
 from __future__ import annotations
 
 import os
-import stat
+import posixpath
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from toolkit.results.model import ResultsError, RunResult, load_run
+from toolkit.results.model import ResultsError, RunResult, parse_run
+from toolkit.results.published import (
+    WHAT_TO_DO,
+    NotPublishedError,
+    UnsafePathError,
+    check_folder,
+    check_published,
+    one_line,
+    read_published,
+)
 from toolkit.results.signing import (
     Keyring,
     SigningError,
@@ -66,6 +81,9 @@ class ResultsSet:
     fixes: list[ProtocolFix]
     runs: list[LoadedRun] = field(default_factory=list)
     keyring: Keyring = field(default_factory=Keyring)
+    refused: list[str] = field(default_factory=list)
+    """One line per result file left out (bad JSON, a field, a link on its path), with
+    `load_results(..., keep_going=True)`; otherwise the first such file raises."""
 
     def runs_of(self, track_id: str) -> list[LoadedRun]:
         """The runs of one track, in file order."""
@@ -80,7 +98,7 @@ class ResultsSet:
         return self._by_id[run_id]
 
 
-def _check_run(path: Path, run: RunResult, tracks: dict[str, Track], root: str) -> None:
+def _check_run(path: Path, run: RunResult, tracks: dict[str, Track], root: Path) -> None:
     folder = path.parent.name
     if run.track != folder:
         raise ResultsError(
@@ -108,31 +126,63 @@ def _check_run(path: Path, run: RunResult, tracks: dict[str, Track], root: str) 
             f"{path}: field 'config.protocol_revision': {run.config.protocol_revision} is newer "
             f"than track '{track.id}' revision {track.protocol_revision}"
         )
+    # The run folder, and every artifact's path part by part from the root: a link anywhere on
+    # the way, or a file with a second name, would publish what lies outside results/.
+    try:
+        check_folder(root, f"{folder}/{run.run_id}")
+    except NotPublishedError:
+        pass
+    except UnsafePathError as exc:
+        raise ResultsError(f"{path}: run folder: {exc}") from None
     for name, rel in run.artifacts.items():
-        # normpath, not resolve(): one lstat instead of one per path component (10,000 runs).
-        # A symlink is refused outright, so it cannot point outside results/ either.
-        target = os.path.normpath(os.path.join(root, folder, rel))
-        if not target.startswith(root + os.sep):
+        target = posixpath.normpath(posixpath.join(folder, rel))
+        if target.startswith("../") or target in ("..", ".") or posixpath.isabs(rel):
             raise ResultsError(f"{path}: field 'artifacts.{name}': '{rel}' is outside results/")
         try:
-            mode = os.lstat(target).st_mode
-        except OSError:
-            mode = 0
-        if stat.S_ISLNK(mode):
-            raise ResultsError(f"{path}: field 'artifacts.{name}': '{rel}' is a symlink")
-        if not stat.S_ISREG(mode):
-            raise ResultsError(f"{path}: field 'artifacts.{name}': no such file '{rel}'")
+            check_published(root, target)
+        except NotPublishedError:
+            raise ResultsError(f"{path}: field 'artifacts.{name}': no such file '{rel}'") from None
+        except UnsafePathError as exc:
+            raise ResultsError(f"{path}: field 'artifacts.{name}': {exc}") from None
 
 
-def _load(path: Path) -> tuple[RunResult, bytes]:
-    """`load_run`, with a fast path: pydantic parses the JSON bytes itself (about 1.5x faster);
-    on any failure `load_run` reads the file again to word the error the one standard way.
-    The bytes come back too: the signature is checked on them."""
+def _load(root: Path, path: Path) -> tuple[RunResult, bytes]:
+    """Read the result file `path` (`root/<track>/<name>.json`) without following a link
+    (`toolkit.results.published`) and validate it; pydantic parses the JSON bytes itself
+    (about 1.5x faster), and on any failure `parse_run` words the error the one standard
+    way. The bytes come back too: the signature is checked on them."""
     try:
-        raw = path.read_bytes()
+        raw = read_published(root, f"{path.parent.name}/{path.name}")
+    except UnsafePathError as exc:
+        raise ResultsError(str(exc)) from None
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
         return RunResult.model_validate_json(raw), raw
-    except (ValidationError, OSError):
-        return load_run(path), path.read_bytes()  # load_run words the error
+    except ValidationError:
+        return parse_run(path, raw), raw
+
+
+def _result_files(root: Path, refuse: Callable[[str], None]) -> list[Path]:
+    """Every `<track>/<name>.json` under `root`, found without following a link: a link where
+    a track folder would be is refused (`refuse` gets its line); a result file that is a link
+    is listed, and refused when it is read."""
+    files: list[Path] = []
+    with os.scandir(root) as entries:
+        tops = sorted(entries, key=lambda e: e.name)
+    for top in tops:
+        if top.name.startswith("."):
+            continue
+        if top.is_symlink():
+            if top.is_dir():  # a track folder that leads elsewhere
+                refuse(f"{root / top.name}: a symlink, refused ({WHAT_TO_DO})")
+            continue
+        if not top.is_dir(follow_symlinks=False):
+            continue
+        with os.scandir(top.path) as entries:
+            names = sorted(e.name for e in entries)
+        files += [root / top.name / n for n in names if n.endswith(".json") and n[0] != "."]
+    return files
 
 
 def signature_problem(path: Path, reason: str) -> str:
@@ -163,20 +213,27 @@ def _scan(
     except SigningError as exc:
         raise RegistryError(str(exc)) from None
     runs: list[LoadedRun] = []
+    refused: list[str] = []
     seen: dict[str, Path] = {}
-    for path in sorted(results_dir.glob("*/*.json")):
+
+    def refuse(problem: str) -> None:
+        problem = one_line(problem)  # names in the folder are someone else's
+        if problems is None:
+            raise ResultsError(problem)
+        refused.append(problem)
+        problems.append(problem)
+
+    for path in _result_files(results_dir, refuse):
         try:
-            run, raw = _load(path)
+            run, raw = _load(results_dir, path)
             if run.run_id in seen:
                 raise ResultsError(
                     f"{path}: field 'run_id': duplicate run id '{run.run_id}' "
                     f"(also in {seen[run.run_id]})"
                 )
-            _check_run(path, run, tracks, root)
+            _check_run(path, run, tracks, results_dir)
         except ResultsError as exc:
-            if problems is None:
-                raise
-            problems.append(str(exc))
+            refuse(str(exc))
             continue
         seen[run.run_id] = path
         verdict = check(raw, keyring, folder_keys)
@@ -184,19 +241,28 @@ def _scan(
             problems.append(signature_problem(path, verdict.reason or ""))
         runs.append(LoadedRun(path=path, result=run, unverified=verdict.reason))
     return ResultsSet(
-        results_dir=results_dir, tracks=tracks, fixes=fixes, runs=runs, keyring=keyring
+        results_dir=results_dir,
+        tracks=tracks,
+        fixes=fixes,
+        runs=runs,
+        keyring=keyring,
+        refused=refused,
     )
 
 
-def load_results(results_dir: Path, keyring: Keyring | None = None) -> ResultsSet:
+def load_results(
+    results_dir: Path, keyring: Keyring | None = None, *, keep_going: bool = False
+) -> ResultsSet:
     """Load the registry and every `results/<track>/<run_id>.json`, checking them together.
 
     An empty folder is a benchmark with no results yet; a folder that does not exist is a
     mistake (a typo in --results would otherwise publish an empty leaderboard).
-    Raises `ResultsError` (or `RegistryError`, a sibling) with one line naming file and field.
+    Raises `ResultsError` (or `RegistryError`, a sibling) with one line naming file and field;
+    with `keep_going`, a bad result file is left out instead and its line is in
+    `ResultsSet.refused` (a bad registry still raises: no run can be checked without it).
     A run whose signature does not hold is loaded, flagged (`LoadedRun.unverified`).
     """
-    return _scan(results_dir, None, keyring)
+    return _scan(results_dir, [] if keep_going else None, keyring)
 
 
 def results_problems(results_dir: Path, keyring: Keyring | None = None) -> list[str]:

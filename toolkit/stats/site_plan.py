@@ -22,6 +22,7 @@ from typing import Any
 
 from toolkit import __version__
 from toolkit.results.model import RunResult, Usage, json_schema
+from toolkit.results.published import read_published
 from toolkit.runner.audit import decode_arg
 from toolkit.stats.board import Row, RunEntry, leaderboard
 from toolkit.stats.chart import MeansChart, TimelineChart, means_chart, timeline_chart
@@ -34,6 +35,7 @@ TOP_ROWS = 5  # rows shown on the home page per track
 AUDIT_ARTIFACT = "audit"  # the runner's audit log (JSON lines), shown as a table
 
 # The site's sections, in navigation order: the mkdocs nav and the log pages' header both.
+REFUSED_PAGE = "refused.md"
 SECTIONS: list[tuple[str, str]] = [
     ("Home", "index.md"),
     ("Leaderboards", "leaderboards/index.md"),
@@ -68,10 +70,14 @@ class HtmlPage:
 
 @dataclass
 class Copy:
-    """A file put into the site unchanged (a run artifact), as a hard link where possible."""
+    """A file put into the site unchanged (a run artifact): a copy, never a link, read as
+    `toolkit.results.published` reads (no link followed out of the results folder)."""
 
     src_uri: str
-    source: Path
+    root: Path
+    """The results folder."""
+    rel: str
+    """The artifact's path relative to `root`."""
 
 
 @dataclass
@@ -426,10 +432,10 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
     texts: list[tuple[str, str]] = []
     raws: dict[str, tuple[str, int]] = {}
     for name in sorted(run.artifacts):
-        source = loaded.artifact_path(name)
-        raw = f"runs/{source.relative_to(root_dir).as_posix()}"
-        plan.copies.append(Copy(src_uri=raw, source=source))
-        data = source.read_bytes()
+        rel = loaded.artifact_path(name).relative_to(root_dir).as_posix()
+        raw = f"runs/{rel}"
+        plan.copies.append(Copy(src_uri=raw, root=results.results_dir, rel=rel))
+        data = read_published(results.results_dir, rel)
         texts.append((name, data.decode("utf-8", errors="replace")))
         raws[name] = (raw, len(data))
     pages = log_pages(texts)
@@ -483,6 +489,13 @@ def last_updated(results: ResultsSet) -> str | None:
     return f"{newest.astimezone(UTC):%Y-%m-%d}"
 
 
+def refused_lines(results: ResultsSet) -> list[str]:
+    """Each refused result file's line, its path relative to the results folder (the
+    publisher's own folder names stay off the site)."""
+    prefix = f"{results.results_dir}{os.sep}"
+    return [p.replace(prefix, "") for p in results.refused]
+
+
 def agents_used(results: ResultsSet) -> list[str]:
     """The agent scaffolds that produced the published runs (the limitations page says so)."""
     return sorted({r.result.agent for r in results.runs})
@@ -523,6 +536,7 @@ def plan_site(results: ResultsSet) -> SitePlan:
         "top_rows": TOP_ROWS,
         "last_updated": last_updated(results),
         "agents_used": agents_used(results),
+        "refused": refused_lines(results),
     }
 
     def page(src_uri: str, template: str, **context: Any) -> Page:
@@ -567,4 +581,7 @@ def plan_site(results: ResultsSet) -> SitePlan:
         {b.track.title: f"leaderboards/{b.track.id}.md"} for b in boards.values()
     ]
     plan.nav = [{title: boards_nav if title == "Leaderboards" else src} for title, src in SECTIONS]
+    if results.refused:  # published on purpose without them (ARI_SKIP_BAD_RESULTS): say so
+        page(REFUSED_PAGE, "refused.md")
+        plan.nav.append({"Refused result files": REFUSED_PAGE})
     return plan

@@ -20,6 +20,8 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from toolkit.results.published import NotPublishedError, UnsafePathError, read_published
+
 T = TypeVar("T")
 
 # The words a track's isolation floor is written in, and what each means; a host is checked
@@ -267,10 +269,13 @@ class RegistryError(ValueError):
 
 
 def _load_list(path: Path, adapter: TypeAdapter[list[T]]) -> list[T]:
+    # Read without following a link: the registry is published with the results beside it.
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+        raw = json.loads(read_published(path.parent, path.name).decode("utf-8"))
+    except NotPublishedError:
         return []
+    except UnsafePathError as exc:
+        raise RegistryError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise RegistryError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
     try:

@@ -5,7 +5,9 @@
 was started from. Now every run (and campaign) copies its track's entry and that track's
 protocol fixes into the results folder's own `tracks.json` and `protocol_fixes.json` before it
 starts. An entry already there must be the same: a folder whose `tracks.json` says something
-else about the track is refused (its runs would be judged by other rules).
+else about the track is refused (its runs would be judged by other rules). A protocol fix whose
+rules are the same but whose words changed (a description corrected) takes the registry's
+words.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from toolkit.results.model import write_json_atomic
 from toolkit.tracks.model import (
     FIXES_FILE,
     TRACKS_FILE,
+    ProtocolFix,
     RegistryError,
     Track,
     load_fixes,
@@ -45,17 +48,27 @@ def carry_track(results_dir: Path, registry_dir: Path, track: Track) -> bool:
     source = [f for f in load_fixes(registry_dir, load_tracks(registry_dir)) if f.track == track.id]
     here = load_fixes(results_dir, tracks)
     known = {f.id: f for f in here}
+    reworded = False
     for fix in source:
         if fix.id in known and known[fix.id] != fix:
-            raise RegistryError(
-                f"{results_dir / FIXES_FILE}: protocol fix '{fix.id}' differs from the one in "
-                f"{registry_dir / FIXES_FILE}"
-            )
+            if _rules(known[fix.id]) != _rules(fix):
+                raise RegistryError(
+                    f"{results_dir / FIXES_FILE}: protocol fix '{fix.id}' differs from the one "
+                    f"in {registry_dir / FIXES_FILE}"
+                )
+            # Same fix, new wording (a page that said something no longer true): take it.
+            here = [fix if f.id == fix.id else f for f in here]
+            reworded = True
     new = [f for f in source if f.id not in known]
-    if new:
+    if new or reworded:
         _write(results_dir / FIXES_FILE, [f.model_dump(mode="json") for f in [*here, *new]])
         wrote = True
     return wrote
+
+
+def _rules(fix: ProtocolFix) -> ProtocolFix:
+    """A fix without its words (title, description): what it changes, where and when."""
+    return fix.model_copy(update={"title": "", "description": ""})
 
 
 def _write(path: Path, data: object) -> None:
