@@ -145,3 +145,18 @@ def test_a_build_with_the_learner_records_its_table_in_the_manifest() -> None:
     assert learned.problems == []  # the test bank is public: measured, not gated
     assert '"learnability"' in learned.manifest.to_json()
     assert '"learnability"' not in prepared.manifest.to_json()  # absent, not null
+
+
+def test_the_frontier_benchmark_reads_variants_and_its_bank_builds() -> None:
+    from tests import benchmark_scripts
+
+    bench = benchmark_scripts.load("bench_learner")
+    scale = bench.variant("cpu+d_model=64+n_layer=3+lr=0.01+batch_size=32")
+    assert (scale.shape.d_model, scale.shape.n_layer) == (64, 3)
+    assert (scale.lr, scale.batch_size, scale.name) == (0.01, 32, "cpu")
+    with pytest.raises(SystemExit, match="unknown field"):
+        bench.variant("cpu+depth=3")
+    quality = prepare_exam(bench.VARIANTS, english_text=None).manifest.quality
+    for name, fq in quality.families.items():
+        assert fq.reference == 100.0, name
+        assert fq.tiers is not None and list(fq.tiers) == [1], name
