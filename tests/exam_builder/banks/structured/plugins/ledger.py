@@ -70,4 +70,4 @@ def solve(prompt, params):
     return str(total)
 
 
-FAMILY = Family("ledger", LedgerParams, generate, solve, "composition: a running count")
+FAMILY = Family("ledger", LedgerParams, generate, solve, "composition: a running count", tiers=(3,))

@@ -95,5 +95,10 @@ def year_of(prompt, who):
 
 
 FAMILY = Family(
-    "mentors", MentorsParams, generate, solve, "two hops: years between two teachers' births"
+    "mentors",
+    MentorsParams,
+    generate,
+    solve,
+    "two hops: years between two teachers' births",
+    tiers=(3,),  # two hops, then computed
 )
