@@ -16,6 +16,11 @@
 #   scripts/gpu-check.sh calibrate OUT  the untouched starter after BUDGETS seconds (default 180)
 #                                       of training: val bpb, public set and demo exam scores
 #                                       (bench_calibration.py; about 4 min for 180)
+#   scripts/gpu-check.sh learn OUT      the reference learner (toolkit learn-exam) at SCALE (default
+#                                       gpu: the starter's default preset) on the demo exam,
+#                                       LEARN_S (default 300) seconds in all, split across the
+#                                       eight families (about 7 min); the untouched starter's own
+#                                       300-s point is `calibrate` with BUDGETS=300
 #
 # Environment: PY (default python3: the interpreter with CUDA torch), CORPUS (a training text;
 # default: the toolkit's built-in corpus), WHEELS (a folder of wheels to install first, for a
@@ -31,15 +36,16 @@
 # official-rules run, FROM (default v1-h100-1h) the track whose rules it copies (demo-cpu-2 runs
 # on a CPU), CAL_PRESET for the calibration (default: the starter's own choice for the device).
 set -u
-MODE=${1:?usage: gpu-check.sh official|speed|mfu|calibrate OUT}
-OUT=${2:?usage: gpu-check.sh official|speed|mfu|calibrate OUT}
+MODE=${1:?usage: gpu-check.sh official|speed|mfu|calibrate|learn OUT}
+OUT=${2:?usage: gpu-check.sh official|speed|mfu|calibrate|learn OUT}
 case $MODE in
-official | speed | mfu | calibrate) ;;
-*) echo "unknown mode $MODE (official, speed, mfu or calibrate)" >&2 && exit 2 ;;
+official | speed | mfu | calibrate | learn) ;;
+*) echo "unknown mode $MODE (official, speed, mfu, calibrate or learn)" >&2 && exit 2 ;;
 esac
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda} PRESET=${PRESET:-default} TRAIN_S=${TRAIN_S:-60} BUDGET=${BUDGET:-300}
 FROM=${FROM:-v1-h100-1h} REPEAT=${REPEAT:-3} BUDGETS=${BUDGETS:-180}
+SCALE=${SCALE:-gpu} LEARN_S=${LEARN_S:-300}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 WORK=${WORK:-/tmp/ari-gpu-check}
@@ -182,6 +188,12 @@ PY
     step bench-train $(($(count "$PRESETS") * (TRAIN_S + 45) + 15)) \
         "$PY" benchmarks/bench_train.py --presets "$PRESETS" --device "$DEVICE" \
         --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
+elif [ "$MODE" = learn ]; then
+    families=$(grep -c '^family = ' exam_builder/banks/public/demo/bank.toml)
+    per=$(((LEARN_S + families - 1) / families))
+    step learn $((per * families + families * 30 + 60)) toolkit learn-exam \
+        --bank exam_builder/banks/public/demo --exam "$EXAM" --scale "$SCALE" --seconds "$per" \
+        --json "$OUT/learn.json"
 else  # calibrate
     limit=150  # each budget's training, its start-up and two gradings
     IFS=, read -ra budgets <<<"$BUDGETS"

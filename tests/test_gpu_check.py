@@ -27,6 +27,8 @@ REHEARSAL = {
     "CAL_PRESET": "micro",
     "BUDGETS": "3",
     "FROM": "demo-cpu-2",
+    "SCALE": "cpu",
+    "LEARN_S": "16",
     "BUDGET": "45",
     "REPEAT": "1",
     "SKIP": "doctor,check-cgroup2",
@@ -100,6 +102,17 @@ def test_the_mfu_and_calibration_modes_run_every_step(work: Path, tmp_path: Path
     output, out = rehearse("calibrate", work, tmp_path)
     assert verdicts(output) == {"calibration": "PASS"}, output[-3000:]
     assert (out / "calibration" / "calibration.json").is_file()
+
+
+@pytest.mark.slow
+def test_the_learn_mode_runs_the_reference_learner_on_every_family(
+    work: Path, tmp_path: Path
+) -> None:
+    output, out = rehearse("learn", work, tmp_path)
+    assert verdicts(output) == {"learn": "PASS"}, output[-3000:]
+    table = json.loads((out / "learn.json").read_text())
+    assert table["scale"] == "cpu" and table["seconds_per_family"] == 2
+    assert len(table["families"]) == 8 and table["total"]["total"] == 100
 
 
 def test_a_failed_step_is_said_and_the_next_one_still_runs(work: Path, tmp_path: Path) -> None:
