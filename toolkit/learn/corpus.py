@@ -62,6 +62,13 @@ def render(doc: Document, rng: random.Random, mask_share: float, text_weight: fl
     return Example(bytes(data), weights)
 
 
+def repeated(example: Example) -> Example:
+    """`example` written twice, only the second copy a target: a copying exercise in the
+    family's own text (the skill a look-up needs, an induction head, forms on it first)."""
+    data = example.data + b"\n" + example.data
+    return Example(data, [0.0] * (len(example.data) + 1) + [1.0] * len(example.data))
+
+
 class Corpus:
     """An endless stream of one family's training examples (document n, n+1, ...)."""
 

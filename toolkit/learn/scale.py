@@ -51,6 +51,8 @@ class Scale:
     text_weight: float = 0.1
     """Loss weight of the bytes that are not answers (answers weigh 1, masks 0)."""
     export_bits: int = 8
+    copy_share: float = 0.0
+    """Share of the training time first spent copying the family's documents (`repeated`)."""
 
     def seconds_per_family(self, families: int, seconds: float | None) -> float:
         """Training seconds for each family: `seconds` if given; else the scale's default

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from toolkit.learn.corpus import Corpus, Example
+from toolkit.learn.corpus import Corpus, Example, repeated
 from toolkit.learn.scale import Scale
 
 STARTER_DIR = Path(__file__).resolve().parent.parent / "starter"
@@ -126,7 +126,10 @@ def train_family(
         warm = min(1.0, progress / scale.warmup_frac) if scale.warmup_frac else 1.0
         for group in optimizer.param_groups:
             group["lr"] = scale.lr * warm * (1.0 - progress)
-        batch = _batch(corpus.take(scale.batch_size), shape.block_size, rng)
+        examples = corpus.take(scale.batch_size)
+        if progress < scale.copy_share:
+            examples = [repeated(ex) for ex in examples]
+        batch = _batch(examples, shape.block_size, rng)
         x, y, w = (t.to(device) for t in batch)
         with autocast:
             logits = model(x)

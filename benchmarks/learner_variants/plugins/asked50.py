@@ -1,5 +1,6 @@
 """Look-up variant 'asked50': a register of 50 single-letter keys with three-digit values,
-then questions that name a key in a question of their own ("Bin K? "), so the bytes before the answer are not those before the value."""
+then questions that name a key in a line of their own ("Bin K? "): the bytes before the answer
+are not those before the value."""
 
 import re
 import string

@@ -1,5 +1,7 @@
 """Look-up variant 'echo50': a register of 50 single-letter keys with three-digit values,
-then questions that name a key exactly as the register writes it (the bytes before the answer are those before the value: what an induction head, and the induction solver, copies)."""
+then questions that name a key exactly as the register writes it ("Again: K "): the bytes
+before the answer are those before the value, what an induction head (and the generic
+`induction` solver) copies."""
 
 import re
 import string
