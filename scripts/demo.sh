@@ -7,7 +7,8 @@
 # committed results/ folder only ever holds real published runs, so the demo's result lands in
 # $DEMO_DIR/results (the run copies its track's registry entry there) and the site is built from
 # there. Each demo takes the next seed the folder has no run of, so that repeated demos build a
-# real row of distinct seeds (3 make it non-provisional) instead of repeats of seed 0.
+# real row of distinct seeds (3 make it non-provisional) instead of repeats of seed 0; a seed
+# whose run was interrupted is taken again first (scripts/demo-seed.py). Ctrl-C stops the demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEMO_DIR=${DEMO_DIR:-.ari/demo}
@@ -22,6 +23,15 @@ else
     step() { printf '\n== %s\n' "$*"; }
 fi
 started=$(date +%s)
+# Ctrl-C stops the demo: the run being stopped records itself `invalid` (its seed is rerun by
+# the next demo), and nothing after it (validation, the site) runs on a half-made state. Bash
+# runs the trap once the command in the foreground has returned.
+stopped() {
+    printf '\ndemo interrupted: stopped here (a run stopped is recorded invalid: the next demo' >&2
+    printf ' reruns its seed first)\n' >&2
+    exit 130
+}
+trap stopped INT TERM
 # Exams are kept per exam_builder version: a newer engine builds other exams (and the demo
 # track pins the newer one), so an exam left by an older checkout must not be reused.
 BUILDER=$("$BIN/python" -c 'import exam_builder; print(exam_builder.BUILDER_VERSION)')
@@ -42,24 +52,16 @@ else
         --out "$DEMO_DIR/exam-$BUILDER" --allow-in-repo
 fi
 
-seed=$("$BIN/python" - "$RESULTS/demo-cpu-2" <<'PY'
-import json, sys
-from pathlib import Path
-used = set()
-for path in Path(sys.argv[1]).glob("*.json"):
-    try:
-        used.add(json.loads(path.read_text())["seed"])
-    except (OSError, ValueError, KeyError):
-        pass
-print(next(s for s in range(len(used) + 1) if s not in used))
-PY
-)
+# An interrupted seed (its only results `invalid`) is rerun before a new one is taken.
+seed=$("$BIN/python" scripts/demo-seed.py "$RESULTS/demo-cpu-2")
 step "3/5 one run: scripted agent, local backend, track demo-cpu-2, seed $seed (about 5 minutes)"
 status=0
 # The scripted agent uses no model: its run is recorded as the row "scripted-baseline".
 "$BIN/toolkit" run --agent scripted --backend local --track demo-cpu-2 --seed "$seed" \
     --exam "$DEMO_DIR/exam-$BUILDER/exam.jsonl" --results "$RESULTS" || status=$?
-if [ "$status" -ne 0 ]; then
+if [ "$status" -ge 128 ]; then  # the run was stopped by a signal (Ctrl-C, SIGTERM)
+    stopped
+elif [ "$status" -ne 0 ]; then
     echo "the run did not end valid or failed (status $status): see the result above" >&2
 fi
 

@@ -1,0 +1,87 @@
+"""`make demo` (scripts/demo.sh): Ctrl-C stops it, and an interrupted seed is rerun first.
+
+The demo runs here with a stand-in `toolkit` (its run stops the way a real one does on
+Ctrl-C: SIGINT to the demo, exit status 130), so the test takes a second and needs no run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+REPO = Path(__file__).resolve().parents[2]
+
+FAKE_TOOLKIT = """#!/usr/bin/env bash
+echo "$*" >> "$CALLS"
+case "$1" in
+    build-exam)
+        while [ "$#" -gt 0 ]; do [ "$1" = --out ] && out=$2; shift; done
+        mkdir -p "$out" && touch "$out/exam.jsonl" ;;
+    run)
+        kill -INT "$PPID"  # Ctrl-C reaches the whole foreground group: the demo too
+        exit 130 ;;
+esac
+"""
+
+
+def _seed_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("demo_seed", REPO / "scripts" / "demo-seed.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _result(folder: Path, name: str, seed: int, status: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{name}.json").write_text(json.dumps({"seed": seed, "status": status}))
+
+
+def test_an_interrupted_seed_is_rerun_before_a_new_one(tmp_path: Path) -> None:
+    next_seed = _seed_module().next_seed
+    track = tmp_path / "demo-cpu-2"
+    assert next_seed(track) == 0  # no folder yet
+    _result(track, "a", 0, "valid")
+    _result(track, "b", 1, "invalid")  # stopped with Ctrl-C
+    _result(track, "c", 2, "failed")
+    assert next_seed(track) == 1
+    _result(track, "d", 1, "valid")  # its rerun: the invalid one is done with
+    assert next_seed(track) == 3
+    (track / "broken.json").write_text("{")
+    assert next_seed(track) == 3
+
+
+def test_ctrl_c_during_the_run_stops_the_demo(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "toolkit").write_text(FAKE_TOOLKIT)
+    (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    calls = tmp_path / "calls"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "BIN": str(bin_dir),
+        "DEMO_DIR": str(tmp_path / "demo"),
+        "CALLS": str(calls),
+        "ARI_HOME": str(tmp_path / "home"),
+    }
+    done = subprocess.run(
+        ["bash", str(REPO / "scripts" / "demo.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        # As from a terminal: SIGINT at its default even where the test runner ignores it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    assert done.returncode == 130, done.stdout + done.stderr
+    assert "demo interrupted" in done.stderr
+    commands = [line.split()[0:2] for line in calls.read_text().splitlines()]
+    assert commands[-1][0] == "run"  # nothing after the stopped run: no validate, no site
+    assert "5/5" not in done.stdout and "demo finished" not in done.stdout
