@@ -24,6 +24,7 @@ from toolkit.campaign.plan import KeyPlan
 from toolkit.campaign.view import LiveView, PlainView, summary
 from toolkit.commands.console import make_console
 from toolkit.commands.leaderboard import leaderboard_command
+from toolkit.commands.options import Refused, results_write_problem
 from toolkit.results.model import ResultsError
 from toolkit.results.signing import SigningError, local_key
 from toolkit.run.interrupt import raise_interrupted
@@ -204,7 +205,11 @@ def run_command(
         local_key()  # the driver signs what it writes: a key that cannot sign stops us now
     except SigningError as exc:
         raise click.UsageError(str(exc)) from None
-    console = make_console(stderr=True)
+    # Steady: a reader that goes away (`| head`) silences the campaign, never stops its runs.
+    console = make_console(stderr=True, steady=True)
+    unwritable = results_write_problem(campaign.results_dir, campaign.track.id)
+    if unwritable:  # before any provider call, exam or data: one line
+        raise Refused(unwritable)
     plans = _plan(campaign)  # a bad result file stops us here, with its name
     campaign = _preflight(campaign, plans, skip_failing_models, console)
     if campaign.registry is not None:  # the results folder carries its track (and fixes)

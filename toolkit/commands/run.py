@@ -1,7 +1,8 @@
 """`toolkit run`: one agent run under a track's rules (`toolkit runs`: commands/runs.py).
 
 Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result: it scores 0);
-1 when it ended `invalid` (infrastructure failure: rerun it); 2 for usage errors.
+1 when it ended `invalid` (infrastructure failure: rerun it); 2 for usage errors; 130 when
+stopped with Ctrl-C (143 with SIGTERM): the run is recorded `invalid`, interrupted.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from toolkit.commands.options import (
     refuse_stray_results,
     registry_option,
     results_dir_option,
+    results_write_problem,
 )
 from toolkit.results.signing import (
     SigningError,
@@ -169,9 +171,13 @@ def run_command(
       OPENAI_API_KEY=... toolkit run --agent opencode --provider openai --model gpt-5 \\
           --effort high --track demo-cpu-2 --seed 0 --results /tmp/ari-results
     """
-    console = make_console(stderr=True)
+    # Steady consoles: a reader that goes away (`| head`) silences the run, never stops it.
+    console = make_console(stderr=True, steady=True)
     refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
     refuse_stray_results(results_dir)
+    unwritable = results_write_problem(results_dir, track)  # before any work, not at the end
+    if unwritable:
+        raise Refused(unwritable)
     model = model_for(agent, model)
     try:
         local_key()  # the result will be signed: a key that cannot sign stops the run now
@@ -281,12 +287,17 @@ def run_command(
             result = execute_run(spec, echo=echo, tick=tick)
     except (WorkspaceError, RuntimeError, DataError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except KeyboardInterrupt:
+        # Exit as a process stopped by Ctrl-C does (130), so that a script running the run
+        # (`make demo`) stops too instead of taking the run for one that merely ended invalid.
+        console.print("interrupted (Ctrl-C): the run is recorded as invalid; rerun its seed")
+        raise SystemExit(130) from None
     finally:
         state.remove_tree(data_dir)  # the workspace holds its own copy
     # The result and its artifacts are in the results folder: the workspace is not needed.
     state.discard_run(result.run_id)
     path = results_dir / result.track / f"{result.run_id}.json"
-    print_result(result, path, make_console())
+    print_result(result, path, make_console(steady=True))
     note_untrusted_key(path, results_dir, console)
     warn_if_in_worktree(results_dir, the_track.id, the_track.demo, console)
     if result.status == "invalid":
