@@ -201,6 +201,11 @@ def run_command(
         raise click.UsageError("--ray-resource and --address are for --engine ray")
     if engine == "ray" and (gpus is not None or slots is not None):
         raise click.UsageError("--gpus and --slots are for --engine local; Ray assigns GPUs")
+    try:  # GPU ids this host cannot use: refused before any work
+        local = engine == "local"
+        the_slots = setup.local_slots(gpus, slots, campaign.file.backend) if local else []
+    except CampaignError as exc:
+        raise Refused(str(exc)) from None
     try:
         local_key()  # the driver signs what it writes: a key that cannot sign stops us now
     except SigningError as exc:
@@ -224,7 +229,6 @@ def run_command(
     signal.signal(signal.SIGTERM, raise_interrupted)
     try:
         if engine == "local":
-            the_slots = setup.local_slots(gpus, slots)
             console.print("preparing the exam and the training data...")
             settings, prepared = setup.local_inputs(campaign)
             runner = setup.local_engine(campaign, the_slots)
