@@ -25,6 +25,7 @@ identified by its key (track, model, effort, seed): `plan.py` matches keys to re
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -212,7 +213,7 @@ def load_campaign_file(path: Path) -> CampaignFile:
                 )
     base = path.resolve().parent
     updates = {
-        name: base / value
+        name: Path(os.path.normpath(base / value))  # no "campaigns/../" in what it prints
         for name in ("results", "exam", "train_data", "registry")
         if (value := getattr(campaign, name)) is not None and not Path(value).is_absolute()
     }

@@ -191,7 +191,7 @@ def run_command(
     \b
     Example:
       toolkit campaign run campaign.toml                      # every GPU of this box
-      toolkit campaign run demo.toml --slots 2                # a box without GPUs
+      toolkit campaign run campaigns/demo.toml --slots 2      # a box without GPUs (shipped)
       toolkit campaign run campaign.toml --engine ray --address ray://head:10001
     """
     from toolkit.campaign import setup

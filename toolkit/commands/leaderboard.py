@@ -68,7 +68,7 @@ def _table(track: Track, rows: list[Row]) -> Table:
             escape(row.effort or ""),
             _score(row),
             f"{row.n}/{row.seeds_required}",
-            _num(row.bits_per_byte, "{:.3f}"),
+            _num(row.bits_per_byte, "{:.2f}"),
             _num(row.best_public),
             _num(row.gap, "{:+.1f}"),
             escape(_flags(row)),

@@ -19,7 +19,7 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
     console.print(
         f"[bold {colour}]{result.status}[/bold {colour}] · score {s.percent:.1f}% "
         f"({s.passed}/{s.total}) · bpb "
-        f"{'—' if result.bits_per_byte is None else f'{result.bits_per_byte:.4f}'}"
+        f"{'—' if result.bits_per_byte is None else f'{result.bits_per_byte:.2f}'}"
     )
     if result.status_reason:
         console.print(f"reason: {result.status_reason}")
