@@ -19,26 +19,46 @@ from toolkit.paths import state_dir
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.sandbox.local.gpus import host_gpu_ids, host_gpus
 from toolkit.text.data import DataError
-from toolkit.tracks.model import RegistryError, get_track
+from toolkit.tracks.model import TRACKS_FILE, RegistryError, get_track, load_tracks
 
 CHECKOUT_RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def open_campaign(path: Path, budget_s: float | None = None) -> Campaign:
-    """Load the file, find its track (registry: `registry`, the results folder, ./results, the
-    checkout's), apply a command-line budget override. Raises CampaignError (one line)."""
+    """Load the file, find its track (`find_registry`), apply a command-line budget override.
+    Raises CampaignError (one line)."""
     file = load_campaign_file(path)
     if budget_s is not None:
         file = file.model_copy(update={"budget_s": budget_s})
-    candidates = [file.registry] if file.registry else []
-    candidates += [file.results, Path("results"), CHECKOUT_RESULTS]
-    registry = next((c for c in candidates if (c / "tracks.json").is_file()), file.results)
+    registry = find_registry(path, file.registry, file.results, file.track)
     try:
         track = get_track(registry, file.track)
     except RegistryError as exc:
         raise CampaignError(f"{path}: field 'track': {exc}") from None
     check_against_track(path, file, track)
     return Campaign(file=file, track=track, registry=registry)
+
+
+def find_registry(path: Path, named: Path | None, results: Path, track_id: str) -> Path:
+    """The folder whose tracks.json the campaign takes its track from: the `registry` the file
+    names (that one only: a folder of the cwd must never stand in for it), else the first of
+    the file's results folder, the checkout's results/ and ./results that registers the track
+    (a results folder that so far holds other tracks must not hide it), else the first that has
+    a tracks.json. Paths in the file are relative to it, so ./results comes last."""
+    if named is not None:
+        if named.name == TRACKS_FILE and named.is_file():  # the file itself, not its folder
+            return named.parent
+        if not (named / TRACKS_FILE).is_file():
+            raise CampaignError(f"{path}: field 'registry': {named} holds no {TRACKS_FILE}")
+        return named
+    held = [c for c in (results, CHECKOUT_RESULTS, Path("results")) if (c / TRACKS_FILE).is_file()]
+    for folder in held:
+        try:
+            if track_id in load_tracks(folder):
+                return folder
+        except RegistryError:
+            return folder  # a broken registry is reported, with its name, by get_track
+    return next(iter(held), results)
 
 
 def exam_of(campaign: Campaign) -> Path:
