@@ -64,3 +64,31 @@ def test_one_document_is_one_document(tmp_path: Path) -> None:
                                     "--source", str(source)])  # fmt: skip
     assert done.exit_code == 0, done.output
     assert "1 document" in done.output and "1 documents" not in done.output
+
+
+def test_a_track_folder_given_as_results_is_named_not_an_empty_board(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    track = results / "demo-cpu-2"
+    track.mkdir(parents=True)
+    (results / "tracks.json").write_text((REPO / "results" / "tracks.json").read_text())
+    (track / "20261128T120000-scripted-baseline-s0-abcd.json").write_text("{}")
+    done = CliRunner().invoke(cli, ["leaderboard", "--results", str(track)])
+    assert done.exit_code == 2, done.output
+    assert f"--results {results} --track demo-cpu-2" in done.output
+    empty = tmp_path / "empty"  # a results folder with nothing yet: still an empty board
+    empty.mkdir()
+    assert CliRunner().invoke(cli, ["leaderboard", "--results", str(empty)]).exit_code == 0
+
+
+def test_grading_an_empty_folder_says_so_in_one_line(tmp_path: Path) -> None:
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    exam = tmp_path / "exam.jsonl"
+    exam.write_text("")
+    done = CliRunner().invoke(cli, ["grade", str(bundle), "--exam", str(exam)])
+    assert done.exit_code == 2, done.output
+    assert "an empty folder: a bundle is a folder" in done.output
+    assert "FileNotFoundError" not in done.output
+    (bundle / "weights.bin").write_bytes(b"\0")
+    done = CliRunner().invoke(cli, ["grade", str(bundle), "--exam", str(exam)])
+    assert done.exit_code == 2 and "no inference.py there" in done.output

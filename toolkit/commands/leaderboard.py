@@ -103,6 +103,7 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     Example:
       toolkit leaderboard --track demo-cpu --results results --format table
     """
+    refuse_track_folder(results_dir)
     try:
         results = load_results(results_dir)
     except (ResultsError, RegistryError) as exc:
@@ -138,3 +139,23 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
             console.print(f"No tracks registered in {results_dir} yet: no results to show.")
         for track, rows in boards:
             console.print(_table(track, rows))
+
+
+def refuse_track_folder(results_dir: Path) -> None:
+    """`--results results/demo-cpu-2` (a track's folder of runs, not a results folder): said in
+    one line with the command meant, instead of an empty board and exit status 0."""
+    from toolkit.commands.options import Refused
+    from toolkit.tracks.model import TRACKS_FILE
+
+    if (results_dir / TRACKS_FILE).is_file() or not results_dir.is_dir():
+        return
+    parent = results_dir.resolve().parent
+    registry_files = {"signing_keys.json", "protocol_fixes.json"}  # a results folder's own
+    holds_runs = any(p.name not in registry_files for p in results_dir.glob("*.json"))
+    if holds_runs or (parent / TRACKS_FILE).is_file():
+        track = results_dir.resolve().name
+        raise Refused(
+            f"{results_dir} holds no {TRACKS_FILE}: it looks like the folder of track "
+            f"'{track}'s runs; pass the results folder above it: "
+            f"toolkit leaderboard --results {parent} --track {track}"
+        )
