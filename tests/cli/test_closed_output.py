@@ -111,3 +111,39 @@ def test_a_read_only_results_folder_is_refused_before_any_work(tmp_path: Path) -
     assert list(results.iterdir()) == []
     runs = tmp_path / "home" / "runs"
     assert not runs.exists() or not any(runs.iterdir())
+
+
+# `toolkit run` whose run is stopped by `toolkit runs kill` (SIGTERM) once it has recorded
+# itself, as the harness does: what the command says on the run's own terminal.
+KILLED_RUN = """
+import json, sys
+sys.path.insert(0, sys.argv.pop(1))
+from results_factory import run_dict
+import toolkit.commands.run as run
+from toolkit.run.interrupt import Interrupted
+
+def execute_run(spec, *, echo, tick):
+    reason = "the run was interrupted during the agent's session (the operator: toolkit runs kill)"
+    data = run_dict(spec.run_id, track=spec.track.id, status="invalid", status_reason=reason)
+    folder = spec.results_dir / spec.track.id
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{spec.run_id}.json").write_text(json.dumps(data))
+    raise Interrupted("SIGTERM", 143)
+
+run.execute_run = execute_run
+from toolkit.cli import cli
+cli(sys.argv[1:])
+"""
+
+
+def test_a_killed_run_says_why_on_its_own_terminal(tmp_path: Path) -> None:
+    factory = str(Path(__file__).resolve().parents[1] / "stats")
+    env = {**os.environ, "ARI_HOME": str(tmp_path / "home")}
+    done = subprocess.run(
+        [sys.executable, "-c", KILLED_RUN, factory, "run", "--agent", "scripted", "--seed", "0",
+         "--results", str(tmp_path / "results")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 143, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "invalid" in said and "(the operator: toolkit runs kill)" in said, said

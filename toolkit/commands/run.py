@@ -39,13 +39,18 @@ from toolkit.results.signing import (
     SigningError,
     local_key,
 )
-from toolkit.results.summary import note_untrusted_key, print_result, warn_if_in_worktree
+from toolkit.results.summary import (
+    note_untrusted_key,
+    print_result,
+    say_interrupted,
+    warn_if_in_worktree,
+)
 from toolkit.run.inputs import InputError, prepare_inputs
-from toolkit.run.interrupt import raise_interrupted
+from toolkit.run.interrupt import Interrupted, raise_interrupted
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.roles import default_gpu, detect_device
-from toolkit.run.spec import RunSpec, env_secrets, scaled_budget
+from toolkit.run.spec import RunSpec, env_secrets, new_run_id, scaled_budget
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
 from toolkit.text.data import DataError, check_source
@@ -258,6 +263,7 @@ def run_command(
     warn_if_in_worktree(results_dir, the_track.id, the_track.demo, console)
     resolved_device = detect_device() if device == "auto" else device
     spec = RunSpec(
+        run_id=new_run_id(model, seed),  # known here: an interrupted run's result is found
         track=the_track,
         model=model,
         seed=seed,
@@ -287,11 +293,12 @@ def run_command(
             result = execute_run(spec, echo=echo, tick=tick)
     except (WorkspaceError, RuntimeError, DataError) as exc:
         raise click.ClickException(str(exc)) from exc
-    except KeyboardInterrupt:
-        # Exit as a process stopped by Ctrl-C does (130), so that a script running the run
-        # (`make demo`) stops too instead of taking the run for one that merely ended invalid.
-        console.print("interrupted (Ctrl-C): the run is recorded as invalid; rerun its seed")
-        raise SystemExit(130) from None
+    except (KeyboardInterrupt, Interrupted) as exc:
+        # The run's own terminal says why it stopped (`runs kill`, SIGTERM, Ctrl-C), with the
+        # result it recorded; then exit as a process stopped by that signal does (Ctrl-C: 130),
+        # so that a script running the run (`make demo`) stops too.
+        say_interrupted(results_dir / the_track.id / f"{spec.run_id}.json", console)
+        raise SystemExit(130 if isinstance(exc, KeyboardInterrupt) else exc.code) from None
     finally:
         state.remove_tree(data_dir)  # the workspace holds its own copy
     # The result and its artifacts are in the results folder: the workspace is not needed.

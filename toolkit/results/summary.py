@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from toolkit.results.model import RunResult
+from toolkit.results.model import ResultsError, RunResult, load_run
 from toolkit.results.signing import SigningError, check, keyring_path, load_keyring, trusted_keyring
 
 
@@ -35,6 +35,17 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
         f"{result.timings.budget_s:.0f}s"
     )
     console.print(f"result: {path.resolve()}")
+
+
+def say_interrupted(path: Path, console: Console) -> None:
+    """What a run stopped from outside recorded (`path`: its result), on its own terminal: the
+    status and the reason (by what, during which step), or that nothing was recorded."""
+    try:
+        result = load_run(path)
+    except (OSError, ResultsError):
+        console.print("interrupted before the run started: nothing was recorded")
+        return
+    print_result(result, path, console)
 
 
 def git_worktree_of(path: Path) -> Path | None:
