@@ -128,6 +128,11 @@ def execute_run(spec, *, echo, tick):
     folder = spec.results_dir / spec.track.id
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{spec.run_id}.json").write_text(json.dumps(data))
+    from toolkit.run.recovery import runs_root
+    from toolkit.state import PIDS
+    harness = runs_root() / spec.run_id / "harness"  # a finished run's: pids, no marker
+    harness.mkdir(parents=True)
+    (harness / PIDS).write_text("")
     raise Interrupted("SIGTERM", 143)
 
 run.execute_run = execute_run
@@ -147,3 +152,5 @@ def test_a_killed_run_says_why_on_its_own_terminal(tmp_path: Path) -> None:
     assert done.returncode == 143, done.stdout + done.stderr
     said = done.stdout + done.stderr
     assert "invalid" in said and "(the operator: toolkit runs kill)" in said, said
+    runs = tmp_path / "home" / "runs"  # its workspace went with it, as after a run that ends
+    assert runs.is_dir() and not any(runs.iterdir())

@@ -298,6 +298,7 @@ def run_command(
         # result it recorded; then exit as a process stopped by that signal does (Ctrl-C: 130),
         # so that a script running the run (`make demo`) stops too.
         say_interrupted(results_dir / the_track.id / f"{spec.run_id}.json", console)
+        state.discard_run(spec.run_id or "")  # recorded: its workspace goes, as after an end
         raise SystemExit(130 if isinstance(exc, KeyboardInterrupt) else exc.code) from None
     finally:
         state.remove_tree(data_dir)  # the workspace holds its own copy
