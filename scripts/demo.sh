@@ -9,12 +9,28 @@
 # there. Each demo takes the next seed the folder has no run of, so that repeated demos build a
 # real row of distinct seeds (3 make it non-provisional) instead of repeats of seed 0; a seed
 # whose run was interrupted is taken again first (scripts/demo-seed.py). Ctrl-C stops the demo.
+#
+# The run is a run of this machine like any other: the toolkit's own state folder ($ARI_HOME,
+# default ~/.cache/ari-bench) holds the key that signs it, the journal of this host's runs and
+# the caches. So every command the README suggests afterwards, typed as it is written
+# (`toolkit leaderboard --results .ari/demo/results`, `runs validate`, `runs verify`, `runs
+# list/show/tail`, `toolkit view`), trusts and sees what the site built here shows. (A demo
+# with a state folder of its own signed with a key no later command trusted.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEMO_DIR=${DEMO_DIR:-.ari/demo}
 BIN=${BIN:-.venv/bin}
-export ARI_HOME=${ARI_HOME:-$DEMO_DIR/home}
 RESULTS=$DEMO_DIR/results
+OLD_HOME=$DEMO_DIR/home  # the state folder older demos kept for themselves
+if [ -d "$OLD_HOME" ] && [ -d "$RESULTS" ] &&
+    [ "$(realpath -m "${ARI_HOME:-$HOME/.cache/ari-bench}")" != "$(realpath -m "$OLD_HOME")" ]; then
+    # Its runs carry its key, which no later command trusts: kept aside, never counted here.
+    aside="$DEMO_DIR/results-old-key-$(date +%Y%m%dT%H%M%S)"
+    mv "$RESULTS" "$aside"
+    mv "$OLD_HOME" "$aside/home"
+    echo "note: an older demo's runs (signed by its own key, in $OLD_HOME) moved to $aside;" \
+        "this demo starts a new row signed by this machine's key" >&2
+fi
 mkdir -p "$DEMO_DIR" "$RESULTS"
 # Bold step titles on a terminal only: piped into a file, the output stays plain text.
 if [ -t 1 ]; then
@@ -79,4 +95,7 @@ else
 fi
 
 printf '\ndemo finished in %ss; result: %s\n' "$(( $(date +%s) - started ))" "$latest"
+# What to type next: each answers as the site above does (same results, same trusted key).
+echo "the board in the terminal: $BIN/toolkit leaderboard --results $RESULTS"
+echo "this host's runs: $BIN/toolkit runs list · live view: $BIN/toolkit view --results $RESULTS"
 exit "$status"

@@ -17,14 +17,19 @@ from types import ModuleType
 REPO = Path(__file__).resolve().parents[2]
 
 FAKE_TOOLKIT = """#!/usr/bin/env bash
-echo "$*" >> "$CALLS"
+echo "$* ARI_HOME=${ARI_HOME:-}" >> "$CALLS"
 case "$1" in
     build-exam)
         while [ "$#" -gt 0 ]; do [ "$1" = --out ] && out=$2; shift; done
         mkdir -p "$out" && touch "$out/exam.jsonl" ;;
     run)
-        kill -INT "$PPID"  # Ctrl-C reaches the whole foreground group: the demo too
-        exit 130 ;;
+        if [ -n "${STOP_THE_RUN:-}" ]; then
+            kill -INT "$PPID"  # Ctrl-C reaches the whole foreground group: the demo too
+            exit 130
+        fi
+        while [ "$#" -gt 0 ]; do [ "$1" = --results ] && results=$2; shift; done
+        mkdir -p "$results/demo-cpu-2"
+        echo '{"seed": 0, "status": "valid"}' > "$results/demo-cpu-2/run0.json" ;;
 esac
 """
 
@@ -56,22 +61,24 @@ def test_an_interrupted_seed_is_rerun_before_a_new_one(tmp_path: Path) -> None:
     assert next_seed(track) == 3
 
 
-def test_ctrl_c_during_the_run_stops_the_demo(tmp_path: Path) -> None:
+def _demo(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    """scripts/demo.sh with the stand-in toolkit (its calls, one a line, in tmp_path/calls)."""
     bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
+    bin_dir.mkdir(exist_ok=True)
     (bin_dir / "toolkit").write_text(FAKE_TOOLKIT)
+    (bin_dir / "mkdocs").write_text("#!/bin/sh\n")
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
-    calls = tmp_path / "calls"
     env = {
         "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path / "user"),
         "BIN": str(bin_dir),
         "DEMO_DIR": str(tmp_path / "demo"),
-        "CALLS": str(calls),
-        "ARI_HOME": str(tmp_path / "home"),
+        "CALLS": str(tmp_path / "calls"),
+        **env,
     }
-    done = subprocess.run(
+    return subprocess.run(
         ["bash", str(REPO / "scripts" / "demo.sh")],
         env=env,
         capture_output=True,
@@ -80,8 +87,38 @@ def test_ctrl_c_during_the_run_stops_the_demo(tmp_path: Path) -> None:
         # As from a terminal: SIGINT at its default even where the test runner ignores it.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def test_ctrl_c_during_the_run_stops_the_demo(tmp_path: Path) -> None:
+    done = _demo(tmp_path, STOP_THE_RUN="1", ARI_HOME=str(tmp_path / "home"))
+    calls = tmp_path / "calls"
     assert done.returncode == 130, done.stdout + done.stderr
     assert "demo interrupted" in done.stderr
     commands = [line.split()[0:2] for line in calls.read_text().splitlines()]
     assert commands[-1][0] == "run"  # nothing after the stopped run: no validate, no site
     assert "5/5" not in done.stdout and "demo finished" not in done.stdout
+
+
+def test_the_demo_uses_the_state_folder_every_later_command_uses(tmp_path: Path) -> None:
+    """The README's next commands (`toolkit leaderboard --results .ari/demo/results`, `runs
+    validate`, `runs list`, `toolkit view`) run without ARI_HOME: the demo's run must be signed
+    by, and journaled in, that same state folder, or they disagree with the site it built."""
+    done = _demo(tmp_path)  # no ARI_HOME: the operator's default
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert calls and all(line.endswith(" ARI_HOME=") for line in calls), calls
+    assert "toolkit leaderboard --results" in done.stdout
+
+
+def test_an_older_demos_own_state_is_moved_aside_not_lost(tmp_path: Path) -> None:
+    old_home = tmp_path / "demo" / "home" / "keys"
+    old_home.mkdir(parents=True)
+    (old_home / "result-signing.ed25519").write_text("old key")
+    _result(tmp_path / "demo" / "results" / "demo-cpu-2", "old0", 0, "valid")
+    done = _demo(tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (aside,) = (tmp_path / "demo").glob("results-old-key-*")
+    assert (aside / "demo-cpu-2" / "old0.json").is_file()
+    assert (aside / "home" / "keys" / "result-signing.ed25519").read_text() == "old key"
+    assert not (tmp_path / "demo" / "home").exists()
+    assert "moved to" in done.stderr

@@ -96,5 +96,7 @@ def note_untrusted_key(path: Path, results_dir: Path, console: Console) -> None:
     if not verdict.verified:
         console.print(
             f"[bold yellow]note:[/bold yellow] {verdict.reason}: readers of {results_dir} will "
-            "see this run as unverified unless they pin this machine's key (toolkit keys pin)"
+            "see this run as unverified unless they pin this machine's key: `toolkit keys pin "
+            "--file KEYS.json`, then --keys KEYS.json or ARI_TRUSTED_KEYS=KEYS.json (a "
+            "maintainer adds it to the toolkit's own pinned_keys.json)"
         )
