@@ -1,0 +1,87 @@
+"""The live view's words and marks (issue 39, an operator's day): a finished run's timeline has
+no *now* line, the axis is marked between 0 and the budget, and the list of this host's runs
+shows each finished run's score. No browser: the pages' HTML."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from toolkit import view
+from toolkit.run import journal
+
+
+def _finished_run(tmp_path: Path, percent: float) -> journal.Entry:
+    results = tmp_path / "results"
+    entry = journal.Entry(
+        run_id="20261128T120000-scripted-baseline-s0-abcd", track="demo-cpu-2",
+        model="scripted-baseline", effort=None, seed=0, agent="scripted",
+        started_at=datetime(2026, 11, 28, 12, tzinfo=UTC), budget_s=300.0,
+        harness=str(tmp_path / "home" / "runs" / "x" / "harness"),
+        artifacts=str(results / "demo-cpu-2" / "x"), results_dir=str(results),
+    )  # fmt: skip
+    entry.result_path.parent.mkdir(parents=True)
+    entry.result_path.write_text(
+        json.dumps({"status": "valid", "score": {"percent": percent}, "timings": {"used_s": 155.5}})
+    )
+    return entry
+
+
+def test_axis_ticks_mark_round_times_between_0_and_the_budget() -> None:
+    assert view.axis_ticks(300) == [0, 60, 120, 180, 240, 300]
+    hour = view.axis_ticks(3600)
+    assert hour[0] == 0 and hour[-1] == 3600 and len(hour) <= view.MAX_TICKS + 1
+    assert all(b - a == 600 for a, b in itertools.pairwise(hour))
+    assert view.axis_ticks(310)[-2:] == [240, 310]  # no mark crowding the end
+
+
+def test_a_finished_run_has_no_now_and_its_axis_is_marked(tmp_path: Path) -> None:
+    entry = _finished_run(tmp_path, 5.0)
+    done = view.timeline_svg(entry, 155.5, 30.0, live=False)
+    assert 'class="now"' not in done
+    assert done.count('<text class="tick"') == 6 and ">2 min<" in done
+    assert 'class="now"' in view.timeline_svg(entry, 100.0, 30.0, live=True)
+
+
+def test_the_run_list_shows_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARI_HOME", str(tmp_path / "home"))
+    entry = _finished_run(tmp_path, 5.0)
+    journal.append(entry)
+    page = view.live_index().decode()
+    assert "<th>score</th>" in page and "<td>5.0%</td>" in page
+
+
+def test_a_grading_run_says_when_its_session_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The view said "session over at 182 s" (the time since the harness started) for a
+    session that ended at 155.5 s (the clock the result reports as used)."""
+    from site_fixture import run_dict  # the results factory of the site tests
+
+    from toolkit.results.model import RunResult
+    from toolkit.run import recovery
+    from toolkit.run.live import LiveFile
+
+    monkeypatch.setenv("ARI_HOME", str(tmp_path / "home"))
+    entry = _finished_run(tmp_path, 0.0)
+    entry.result_path.unlink()  # not published yet: grading
+    entry = entry.model_copy(update={"started_at": datetime.now(UTC) - timedelta(seconds=182)})
+    harness = Path(entry.harness)
+    skeleton = RunResult.model_validate(run_dict(entry.run_id, status="invalid", passed=0))
+    recovery.write_marker(
+        harness,
+        recovery.Marker(
+            pid=os.getpid(), pid_start=recovery.process_start(os.getpid()),
+            results_dir=entry.results_dir, artifacts=entry.artifacts, skeleton=skeleton,
+        ),
+    )  # fmt: skip
+    LiveFile(harness).update("the final grading of c001", [], session_s=155.5)
+    journal.append(entry)
+    page = (view.live_run(entry.run_id) or b"").decode()
+    assert "session over at <b>155.5 s</b>" in page, page[:2000]
+    assert 'class="now"' in page  # still live: grading
