@@ -88,7 +88,10 @@ echo "latest result: $latest"
 
 step "5/5 leaderboard site"
 if [ -f mkdocs.yml ]; then
-    ARI_RESULTS_DIR="$RESULTS" "$BIN/mkdocs" build --quiet --site-dir "$(pwd)/$DEMO_DIR/site"
+    # mkdocs takes a relative --site-dir from its config's folder: made absolute here (a
+    # DEMO_DIR given absolute stays as it is).
+    case $DEMO_DIR in /*) site_dir=$DEMO_DIR/site ;; *) site_dir=$(pwd)/$DEMO_DIR/site ;; esac
+    ARI_RESULTS_DIR="$RESULTS" "$BIN/mkdocs" build --quiet --site-dir "$site_dir"
     echo "site: $DEMO_DIR/site/index.html"
 else
     echo "no mkdocs.yml yet: skipped"

@@ -66,7 +66,8 @@ def _demo(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     (bin_dir / "toolkit").write_text(FAKE_TOOLKIT)
-    (bin_dir / "mkdocs").write_text("#!/bin/sh\n")
+    mkdocs = 'echo "mkdocs $* ARI_HOME=${ARI_HOME:-}" >> "$CALLS"'
+    (bin_dir / "mkdocs").write_text(f"#!/bin/sh\n{mkdocs}\n")
     (bin_dir / "python").write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
@@ -108,6 +109,9 @@ def test_the_demo_uses_the_state_folder_every_later_command_uses(tmp_path: Path)
     calls = (tmp_path / "calls").read_text().splitlines()
     assert calls and all(line.endswith(" ARI_HOME=") for line in calls), calls
     assert "toolkit leaderboard --results" in done.stdout
+    # DEMO_DIR given absolute: the site goes there, not under the checkout.
+    (site,) = [line for line in calls if line.startswith("mkdocs ")]
+    assert f"--site-dir {tmp_path}/demo/site" in site, site
 
 
 def test_an_older_demos_own_state_is_moved_aside_not_lost(tmp_path: Path) -> None:
