@@ -23,7 +23,7 @@ FAKE_RUN = """
 import sys
 import toolkit.commands.run as run
 
-def execute_run(spec, *, echo, tick):
+def execute_run(spec, *, echo, tick, **_):
     for i in range(2000):
         echo(f"console line {i} " + "x" * 100)
     raise KeyboardInterrupt
@@ -122,7 +122,7 @@ from results_factory import run_dict
 import toolkit.commands.run as run
 from toolkit.run.interrupt import Interrupted
 
-def execute_run(spec, *, echo, tick):
+def execute_run(spec, *, echo, tick, **_):
     reason = "the run was interrupted during the agent's session (the operator: toolkit runs kill)"
     data = run_dict(spec.run_id, track=spec.track.id, status="invalid", status_reason=reason)
     folder = spec.results_dir / spec.track.id

@@ -20,7 +20,7 @@ from toolkit.agents.relay.budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.campaign.claims import Claims, holder
 from toolkit.campaign.plan import RunKey
-from toolkit.commands.console import make_console, run_progress
+from toolkit.commands.console import grading_lines, make_console, run_progress
 from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
@@ -290,7 +290,9 @@ def run_command(
     signal.signal(signal.SIGTERM, raise_interrupted)
     try:
         with progress:
-            result = execute_run(spec, echo=echo, tick=tick)
+            # The final grading's steps on this terminal only (its minutes were silent).
+            said = grading_lines(lambda line: console.print(line, markup=False, highlight=False))
+            result = execute_run(spec, echo=echo, tick=tick, grading_progress=said)
     except (WorkspaceError, RuntimeError, DataError) as exc:
         raise click.ClickException(str(exc)) from exc
     except (KeyboardInterrupt, Interrupted) as exc:
