@@ -339,12 +339,36 @@ svg.timeline {{ max-width: 100% }}
 .running, .grading {{ color: #06c }} .valid {{ color: #080 }} .failed {{ color: #a60 }}
 .invalid, .interrupted {{ color: #c00 }}
 </style></head><body><p><a href="/">leaderboard</a> · <a href="/live/">runs on this host</a></p>
-{body}</body></html>"""
+{body}<script>{script}</script></body></html>"""
+
+# The page reloads itself every REFRESH_S seconds while a run goes on: without this, each
+# reload put every console box back at its top and the page at its start. A box the reader
+# left at its end follows the new lines; one scrolled up stays where it was (per tab).
+KEEP_SCROLL = """(function () {
+  var key = "ari-scroll:" + location.pathname, saved = {};
+  try { saved = JSON.parse(sessionStorage.getItem(key) || "{}"); } catch (e) {}
+  var boxes = document.querySelectorAll("pre");
+  for (var i = 0; i < boxes.length; i++) {
+    var was = saved["pre" + i];
+    boxes[i].scrollTop = !was || was.end ? boxes[i].scrollHeight : was.top;
+  }
+  if (typeof saved.page === "number") window.scrollTo(0, saved.page);
+  window.addEventListener("pagehide", function () {
+    var state = {page: window.scrollY};
+    for (var i = 0; i < boxes.length; i++) {
+      var b = boxes[i], end = b.scrollTop + b.clientHeight >= b.scrollHeight - 4;
+      state["pre" + i] = {top: b.scrollTop, end: end};
+    }
+    try { sessionStorage.setItem(key, JSON.stringify(state)); } catch (e) {}
+  });
+})();"""
 
 
 def _page(title: str, body: str, refresh: bool) -> bytes:
     meta = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if refresh else ""
-    return PAGE.format(refresh=meta, title=html.escape(title), body=body).encode()
+    return PAGE.format(
+        refresh=meta, title=html.escape(title), body=body, script=KEEP_SCROLL
+    ).encode()
 
 
 def live_index() -> bytes:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
+import subprocess
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -85,3 +87,48 @@ def test_a_grading_run_says_when_its_session_ended(
     page = (view.live_run(entry.run_id) or b"").decode()
     assert "session over at <b>155.5 s</b>" in page, page[:2000]
     assert 'class="now"' in page  # still live: grading
+
+
+# The live page's scroll keeper, run by node in a stand-in of a browser page: three loads of
+# one page (each a refresh), the reader scrolling in between.
+KEEPER_HARNESS = r"""
+const vm = require("vm");
+const script = require("fs").readFileSync(process.argv[2], "utf8");
+const store = {};
+function load(height) {
+  const boxes = [{scrollTop: 0, scrollHeight: height, clientHeight: 100}];
+  const on = {};
+  const win = {scrollY: 0, scrollTo(x, y) { this.scrollY = y; },
+               addEventListener(name, f) { on[name] = f; }};
+  vm.runInNewContext(script, {
+    document: {querySelectorAll: () => boxes}, window: win, location: {pathname: "/live/r"},
+    sessionStorage: {getItem: (k) => (k in store ? store[k] : null),
+                     setItem: (k, v) => { store[k] = v; }},
+  });
+  return {box: boxes[0], win, on};
+}
+const out = {};
+let p = load(1000);
+out.first = p.box.scrollTop;
+p.box.scrollTop = 300; p.win.scrollY = 50; p.on.pagehide();
+p = load(1200);
+out.kept = p.box.scrollTop; out.page = p.win.scrollY;
+p.box.scrollTop = 1100; p.on.pagehide();
+p = load(1500);
+out.follows = p.box.scrollTop;
+console.log(JSON.stringify(out));
+"""
+
+
+def test_a_refresh_keeps_the_console_where_the_reader_left_it(tmp_path: Path) -> None:
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed (scripts/test-setup.sh installs it for opencode)")
+    script, harness = tmp_path / "keep.js", tmp_path / "harness.js"
+    script.write_text(view.KEEP_SCROLL)
+    harness.write_text(KEEPER_HARNESS)
+    done = subprocess.run([node, str(harness), str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # New page: at the end; scrolled up: kept, and the page's own scroll; at the end: follows.
+    assert json.loads(done.stdout) == {"first": 1000, "kept": 300, "page": 50, "follows": 1500}
+    assert view.KEEP_SCROLL in view.live_index().decode()
