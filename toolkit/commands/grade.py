@@ -192,8 +192,9 @@ def grade_command(
     \b
     The exam is hidden unless it is a demo track's exam or a track's public validation set
     (by SHA-256), or --public is given: then the report says what went wrong in categories
-    only ("load(): the bundle raised an error"), bits per byte has 3 decimals, and what the
-    bundle said is appended to $ARI_HOME/operator/grading.log (mode 0600) for the operator.
+    only ("load(): the bundle raised an error"), bits per byte is in steps of 0.25 (as a run
+    publishes it), and what the bundle said is appended to $ARI_HOME/operator/grading.log
+    (mode 0600) for the operator.
 
     \b
     Example:
