@@ -19,7 +19,9 @@ shows is escaped (agent and bundle text is hostile input, even here).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import html
 import http.server
 import json
@@ -364,6 +366,15 @@ KEEP_SCROLL = """(function () {
 })();"""
 
 
+# The live pages show the agent's text (escaped): whatever it holds, the browser runs no script
+# but the scroll keeper above, named by its hash.
+LIVE_POLICY = (
+    "script-src 'sha256-"
+    + base64.b64encode(hashlib.sha256(KEEP_SCROLL.encode()).digest()).decode()
+    + "'"
+)
+
+
 def _page(title: str, body: str, refresh: bool) -> bytes:
     meta = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if refresh else ""
     return PAGE.format(
@@ -526,12 +537,12 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self) -> None:
         path = unquote(urlparse(self.path).path)
         if path in ("/live", "/live/"):
-            return self._send(live_index())
+            return self._send(live_index(), LIVE_POLICY)
         if path.startswith("/live/"):
             page = live_run(path.removeprefix("/live/").strip("/"))
             if page is None:
                 return self.send_error(404, "no such run on this host")
-            return self._send(page)
+            return self._send(page, LIVE_POLICY)
         if not (self.site_dir / "index.html").is_file() and path in ("/", "/index.html"):
             return self._send(_page("ARI Bench", self.server_note(), True))
         page = self._site_page(path)
@@ -558,11 +569,13 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         why = html.escape(error) if error else "the site is being built"
         return f"<h1>ARI Bench</h1><p>No leaderboard yet: {why}.</p>"
 
-    def _send(self, body: bytes) -> None:
+    def _send(self, body: bytes, policy: str | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        if policy is not None:
+            self.send_header("Content-Security-Policy", policy)
         self.end_headers()
         self.wfile.write(body)
 

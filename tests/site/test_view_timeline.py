@@ -132,3 +132,27 @@ def test_a_refresh_keeps_the_console_where_the_reader_left_it(tmp_path: Path) ->
     # New page: at the end; scrolled up: kept, and the page's own scroll; at the end: follows.
     assert json.loads(done.stdout) == {"first": 1000, "kept": 300, "page": 50, "follows": 1500}
     assert view.KEEP_SCROLL in view.live_index().decode()
+
+
+def test_the_live_pages_run_no_script_but_the_scroll_keeper(tmp_path: Path) -> None:
+    """The live pages show the agent's text: their policy names the one script they may run
+    by its hash, which must be the hash of the script as the page holds it."""
+    import base64
+    import hashlib
+    import http.server
+    import threading
+    import urllib.request
+
+    page = view.live_index().decode()
+    script = page.split("<script>", 1)[1].split("</script>", 1)[0]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    assert f"script-src 'sha256-{digest}'" == view.LIVE_POLICY
+    handler = type("TestHandler", (view.Handler,), {"site_dir": tmp_path})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/live/"
+        with urllib.request.urlopen(url, timeout=30) as answer:
+            assert answer.headers["Content-Security-Policy"] == view.LIVE_POLICY
+    finally:
+        httpd.shutdown()
