@@ -4,8 +4,10 @@ the result or the agent (a hidden grading publishes no time but a coarse bucket)
 
 from __future__ import annotations
 
+import pytest
+
 from tests.run.conftest import ShellAgent, SpecFactory
-from toolkit.commands.console import grading_lines
+from toolkit.grading.progress_bar import ProgressBar, progress_lines
 from toolkit.run.orchestrate import execute_run
 
 BUNDLE = """mkdir -p bundles/b
@@ -25,7 +27,7 @@ runner promote c001
 def test_the_lines_say_each_step_and_at_most_one_line_between() -> None:
     now = [0.0]
     said: list[str] = []
-    report = grading_lines(said.append, every_s=15, clock=lambda: now[0])
+    report = progress_lines(said.append, prefix="final grading: ", every_s=15, clock=lambda: now[0])
     report("phase 1: load the bundle", 0, 1)
     now[0] = 40.0
     report("phase 1: load the bundle", 1, 1)
@@ -56,3 +58,19 @@ def test_the_final_grading_reports_its_steps_to_the_operator_only(
     folder = spec.results_dir / "demo-cpu-2" / result.run_id
     published = "".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file())
     assert "load the bundle" not in published and "phase 1: generate" not in published
+
+
+def test_a_grading_whose_stderr_is_not_a_terminal_says_its_steps_in_lines(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`toolkit grade` and `runs verify` draw a bar on a terminal; piped, a bar showed nothing
+    until the end (minutes): they say each step in lines instead."""
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    with ProgressBar() as bar:
+        bar.update("phase 1: load the bundle", 0, 1)
+        bar.update("phase 1: load the bundle", 1, 1)
+        bar.update("phase 1: generate", 0, 6)
+    err = capsys.readouterr().err
+    assert "phase 1: load the bundle...\n" in err and "phase 1: load the bundle: done in" in err
+    assert "phase 1: generate..." in err and "\x1b[" not in err

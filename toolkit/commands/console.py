@@ -13,11 +13,12 @@ run, a campaign) asks for a *steady* console: its output then goes nowhere and t
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+from toolkit.grading.progress_bar import progress_lines
 
 # Width of "unlimited" for a stream that is not a terminal: wide enough for any line we print.
 PLAIN_WIDTH = 10_000
@@ -78,33 +79,8 @@ def run_progress(
     return progress, echo, tick
 
 
-GRADING_LINE_EVERY_S = 15.0  # at most one line per step in between its start and its end
-
-
-def grading_lines(
-    say: Callable[[str], None],
-    every_s: float = GRADING_LINE_EVERY_S,
-    clock: Callable[[], float] = time.monotonic,
-) -> Callable[[str, int, int], None]:
+def grading_lines(say: Callable[[str], None]) -> Callable[[str, int, int], None]:
     """A run's final grading, as lines for the operator's terminal (a `grading_progress`
-    callback: phase, done, total): each step when it starts and when it is done, with how
-    long it took, and in between at most one line every `every_s` seconds. The terminal only:
-    agent.log and the result keep no time of a hidden grading."""
-    step: list[str] = []
-    since = last = 0.0
-
-    def report(name: str, done: int, total: int) -> None:
-        nonlocal since, last
-        now = clock()
-        if not step or step[0] != name:
-            step[:] = [name]
-            since = last = now
-            say(f"final grading: {name}...")
-        elif done >= total:
-            say(f"final grading: {name}: done in {now - since:.0f} s")
-            last = now
-        elif now - last >= every_s:
-            say(f"final grading: {name} {done}/{total} ({now - since:.0f} s)")
-            last = now
-
-    return report
+    callback: phase, done, total; see `progress_lines`). The terminal only: agent.log and the
+    result keep no time of a hidden grading."""
+    return progress_lines(say, prefix="final grading: ")
