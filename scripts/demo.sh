@@ -7,13 +7,30 @@
 # committed results/ folder only ever holds real published runs, so the demo's result lands in
 # $DEMO_DIR/results (the run copies its track's registry entry there) and the site is built from
 # there. Each demo takes the next seed the folder has no run of, so that repeated demos build a
-# real row of distinct seeds (3 make it non-provisional) instead of repeats of seed 0.
+# real row of distinct seeds (3 make it non-provisional) instead of repeats of seed 0; a seed
+# whose run was interrupted is taken again first (scripts/demo-seed.py). Ctrl-C stops the demo.
+#
+# The run is a run of this machine like any other: the toolkit's own state folder ($ARI_HOME,
+# default ~/.cache/ari-bench) holds the key that signs it, the journal of this host's runs and
+# the caches. So every command the README suggests afterwards, typed as it is written
+# (`toolkit leaderboard --results .ari/demo/results`, `runs validate`, `runs verify`, `runs
+# list/show/tail`, `toolkit view`), trusts and sees what the site built here shows. (A demo
+# with a state folder of its own signed with a key no later command trusted.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEMO_DIR=${DEMO_DIR:-.ari/demo}
 BIN=${BIN:-.venv/bin}
-export ARI_HOME=${ARI_HOME:-$DEMO_DIR/home}
 RESULTS=$DEMO_DIR/results
+OLD_HOME=$DEMO_DIR/home  # the state folder older demos kept for themselves
+if [ -d "$OLD_HOME" ] && [ -d "$RESULTS" ] &&
+    [ "$(realpath -m "${ARI_HOME:-$HOME/.cache/ari-bench}")" != "$(realpath -m "$OLD_HOME")" ]; then
+    # Its runs carry its key, which no later command trusts: kept aside, never counted here.
+    aside="$DEMO_DIR/results-old-key-$(date +%Y%m%dT%H%M%S)"
+    mv "$RESULTS" "$aside"
+    mv "$OLD_HOME" "$aside/home"
+    echo "note: an older demo's runs (signed by its own key, in $OLD_HOME) moved to $aside;" \
+        "this demo starts a new row signed by this machine's key" >&2
+fi
 mkdir -p "$DEMO_DIR" "$RESULTS"
 # Bold step titles on a terminal only: piped into a file, the output stays plain text.
 if [ -t 1 ]; then
@@ -22,6 +39,15 @@ else
     step() { printf '\n== %s\n' "$*"; }
 fi
 started=$(date +%s)
+# Ctrl-C stops the demo: the run being stopped records itself `invalid` (its seed is rerun by
+# the next demo), and nothing after it (validation, the site) runs on a half-made state. Bash
+# runs the trap once the command in the foreground has returned.
+stopped() {
+    printf '\ndemo interrupted: stopped here (a run stopped is recorded invalid: the next demo' >&2
+    printf ' reruns its seed first)\n' >&2
+    exit 130
+}
+trap stopped INT TERM
 # Exams are kept per exam_builder version: a newer engine builds other exams (and the demo
 # track pins the newer one), so an exam left by an older checkout must not be reused.
 BUILDER=$("$BIN/python" -c 'import exam_builder; print(exam_builder.BUILDER_VERSION)')
@@ -42,24 +68,16 @@ else
         --out "$DEMO_DIR/exam-$BUILDER" --allow-in-repo
 fi
 
-seed=$("$BIN/python" - "$RESULTS/demo-cpu-2" <<'PY'
-import json, sys
-from pathlib import Path
-used = set()
-for path in Path(sys.argv[1]).glob("*.json"):
-    try:
-        used.add(json.loads(path.read_text())["seed"])
-    except (OSError, ValueError, KeyError):
-        pass
-print(next(s for s in range(len(used) + 1) if s not in used))
-PY
-)
+# An interrupted seed (its only results `invalid`) is rerun before a new one is taken.
+seed=$("$BIN/python" scripts/demo-seed.py "$RESULTS/demo-cpu-2")
 step "3/5 one run: scripted agent, local backend, track demo-cpu-2, seed $seed (about 5 minutes)"
 status=0
 # The scripted agent uses no model: its run is recorded as the row "scripted-baseline".
 "$BIN/toolkit" run --agent scripted --backend local --track demo-cpu-2 --seed "$seed" \
     --exam "$DEMO_DIR/exam-$BUILDER/exam.jsonl" --results "$RESULTS" || status=$?
-if [ "$status" -ne 0 ]; then
+if [ "$status" -ge 128 ]; then  # the run was stopped by a signal (Ctrl-C, SIGTERM)
+    stopped
+elif [ "$status" -ne 0 ]; then
     echo "the run did not end valid or failed (status $status): see the result above" >&2
 fi
 
@@ -70,11 +88,17 @@ echo "latest result: $latest"
 
 step "5/5 leaderboard site"
 if [ -f mkdocs.yml ]; then
-    ARI_RESULTS_DIR="$RESULTS" "$BIN/mkdocs" build --quiet --site-dir "$(pwd)/$DEMO_DIR/site"
+    # mkdocs takes a relative --site-dir from its config's folder: made absolute here (a
+    # DEMO_DIR given absolute stays as it is).
+    case $DEMO_DIR in /*) site_dir=$DEMO_DIR/site ;; *) site_dir=$(pwd)/$DEMO_DIR/site ;; esac
+    ARI_RESULTS_DIR="$RESULTS" "$BIN/mkdocs" build --quiet --site-dir "$site_dir"
     echo "site: $DEMO_DIR/site/index.html"
 else
     echo "no mkdocs.yml yet: skipped"
 fi
 
 printf '\ndemo finished in %ss; result: %s\n' "$(( $(date +%s) - started ))" "$latest"
+# What to type next: each answers as the site above does (same results, same trusted key).
+echo "the board in the terminal: $BIN/toolkit leaderboard --results $RESULTS"
+echo "this host's runs: $BIN/toolkit runs list · live view: $BIN/toolkit view --results $RESULTS"
 exit "$status"

@@ -19,11 +19,13 @@ Outside CI, a missing engine skips the docker tests with the reason; with CI=tru
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,7 +87,10 @@ def _start_private(work: Path) -> tuple[str, int]:
         ],
         stdout=log,
         stderr=log,
-        start_new_session=True,
+        start_new_session=True,  # Ctrl-C is the session's to handle, not the engine's
+        # ...but a session that dies without its teardown (Ctrl-C on `make test` kills the
+        # xdist workers) must not leave the engine running: it dies with this process.
+        preexec_fn=die_with_parent(os.getpid()),
     )  # fmt: skip
     host = f"unix://{sock}"
     end = time.monotonic() + 60
@@ -97,6 +102,22 @@ def _start_private(work: Path) -> tuple[str, int]:
         time.sleep(0.2)
     os.kill(process.pid, signal.SIGTERM)
     raise RuntimeError(f"dockerd did not answer within 60 s; see {work / 'dockerd.log'}")
+
+
+def die_with_parent(parent: int) -> Callable[[], None]:
+    """A `preexec_fn` that makes the child get SIGTERM when `parent` (the process that
+    starts it) dies, however it dies (Linux `PR_SET_PDEATHSIG`; kept across exec)."""
+
+    def arm() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the signal was armed
+            os._exit(1)
+
+    return arm
+
+
+PR_SET_PDEATHSIG = 1
 
 
 def _stop_stale(work: Path) -> None:

@@ -16,6 +16,7 @@ from toolkit.cli import cli
 from toolkit.host import floor
 from toolkit.host.doctor import (
     WORK_ROOM_BYTES,
+    Check,
     Doctor,
     TorchBuild,
     driver_version,
@@ -349,3 +350,34 @@ def test_the_disk_row_and_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "disk_usage", lambda _path: free)
     row = _row("disk", workspace_kind=lambda _cap: "ext4")
     assert row.ok and row.fix == "" and "63.9 GiB free at" in row.here
+
+
+def test_the_disk_row_never_asks_more_than_the_track_caps() -> None:
+    """The demo track caps its workspace at 2 GiB: the row asked for "a workspace of at least
+    4.0 GiB" beside "the track's cap: 2.0 GiB" (issue 39)."""
+    cap = 2 * GIB
+    plan = plan_disk(int(74.2 * GIB), 0, cap, "ext4")
+    assert plan.ok
+    assert "a workspace of at least 2.0 GiB" in plan.need and plan.need.startswith("4.0 GiB free")
+    assert "capped at 2.0 GiB (the track's cap: 2.0 GiB)" in plan.here
+    assert not plan_disk(4 * GIB - 1, 0, cap, "ext4").ok
+
+
+def test_a_long_fix_folds_and_is_never_cut() -> None:
+    from rich.console import Console
+
+    from toolkit.commands.doctor import _table
+
+    fix = "systemd-run --user --scope -p Delegate=yes --property=DelegateSubgroup=ari toolkit run"
+    here = (
+        "v2, not delegated: /sys/fs/cgroup/user.slice/user-1000.slice/session-3.scope is read-only"
+    )
+    check = Check("cgroups", "a delegated cgroup v2 subtree", here, False, required=True, fix=fix)
+    console = Console(width=100, record=True, color_system=None)
+    console.print(_table([check], "doctor"))
+    text = console.export_text()
+    assert "…" not in text
+    cells = "".join(
+        line.split("│")[5].strip() for line in text.splitlines() if line.count("│") == 6
+    )
+    assert cells.replace(" ", "") == fix.replace(" ", "")

@@ -109,3 +109,12 @@ def test_rebudgeted_official_track_does_not_claim_an_hour(tmp_path: Path) -> Non
     )
     assert own.exit_code == 0, own.output
     assert get_track(results, "v1-own").description == "Mine."
+
+
+def test_list_shows_every_exam_hash_with_one_prefix_length() -> None:
+    """An official track publishes an 8-digit prefix of its hidden exam's hash: the list
+    mixed those with 12-digit ones of the demo tracks (issue 39)."""
+    listed = CliRunner().invoke(cli, ["tracks", "list", "--results", str(REPO / "results")])
+    rows = [line.split("│") for line in listed.output.splitlines() if line.count("│") == 8]
+    hashes = {cells[4].strip() for cells in rows}
+    assert len(rows) >= 3 and {len(h) for h in hashes} == {8}, hashes

@@ -21,7 +21,9 @@ shows is escaped (agent and bundle text is hostile input, even here).
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import html
 import http.server
 import json
@@ -229,6 +231,26 @@ def spend(artifacts: Path) -> str:
     return f"model calls {len(entries)} · tokens {tokens:,}{spent}"
 
 
+TICK_STEPS_S = (10, 30, 60, 120, 300, 600, 900, 1800, 3600)
+MAX_TICKS = 8
+
+
+def axis_ticks(budget: float) -> list[float]:
+    """Seconds to mark on the timeline's axis: 0, every step of a round size that gives at
+    most `MAX_TICKS` marks, and the budget."""
+    step = next((s for s in TICK_STEPS_S if budget / s <= MAX_TICKS), TICK_STEPS_S[-1])
+    ticks = [float(t) for t in range(0, int(budget), step)]
+    if budget - ticks[-1] < step / 2 and len(ticks) > 1:  # too close to the end to read
+        ticks.pop()
+    return [*ticks, budget]
+
+
+def _tick_label(seconds: float) -> str:
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"
+
+
 def _x(seconds: float, budget: float) -> float:
     return round(WIDTH * max(0.0, min(seconds, budget)) / budget, 1)
 
@@ -238,9 +260,12 @@ def timeline_svg(
     now_s: float,
     reserved_s: float,
     in_flight: list[tuple[float, str]] | None = None,
+    *,
+    live: bool = True,
 ) -> str:
     """The hour on one line: runner calls (those `in_flight`, as (start, name), drawn up to
-    now), submissions, promotion, reserved window, now."""
+    now), submissions, promotion, reserved window, ticks along the budget, and *now* while the
+    run is `live` (a finished run has no now: its line would sit at the end of its clock)."""
     budget = max(entry.budget_s, 1.0)
     artifacts = Path(entry.artifacts)
     parts = [
@@ -298,10 +323,17 @@ def timeline_svg(
                 f'<path class="promote" d="M{x - 6},64 L{x + 6},64 L{x},54 Z" fill="#d80">'
                 f"<title>promoted {cid} at {elapsed:.0f}s</title></path>"
             )
-    x = _x(now_s, budget)
-    parts.append(f'<line class="now" x1="{x}" y1="14" x2="{x}" y2="56" stroke="#c00"/>')
-    parts.append('<text x="0" y="82" font-size="12">0 s</text>')
-    parts.append(f'<text x="{WIDTH}" y="82" font-size="12" text-anchor="end">{budget:.0f} s</text>')
+    if live:
+        x = _x(now_s, budget)
+        parts.append(f'<line class="now" x1="{x}" y1="14" x2="{x}" y2="56" stroke="#c00"/>')
+    for tick in axis_ticks(budget):
+        x, anchor = _x(tick, budget), "start" if tick == 0 else "middle"
+        anchor = "end" if tick == budget else anchor
+        parts.append(f'<line class="tick" x1="{x}" y1="50" x2="{x}" y2="68" stroke="#888"/>')
+        parts.append(
+            f'<text class="tick" x="{x}" y="82" font-size="12" text-anchor="{anchor}">'
+            f"{_tick_label(tick)}</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -316,12 +348,45 @@ svg.timeline {{ max-width: 100% }}
 .running, .grading {{ color: #06c }} .valid {{ color: #080 }} .failed {{ color: #a60 }}
 .invalid, .interrupted {{ color: #c00 }}
 </style></head><body><p><a href="/">leaderboard</a> · <a href="/live/">runs on this host</a></p>
-{body}</body></html>"""
+{body}<script>{script}</script></body></html>"""
+
+# The page reloads itself every REFRESH_S seconds while a run goes on: without this, each
+# reload put every console box back at its top and the page at its start. A box the reader
+# left at its end follows the new lines; one scrolled up stays where it was (per tab).
+KEEP_SCROLL = """(function () {
+  var key = "ari-scroll:" + location.pathname, saved = {};
+  try { saved = JSON.parse(sessionStorage.getItem(key) || "{}"); } catch (e) {}
+  var boxes = document.querySelectorAll("pre");
+  for (var i = 0; i < boxes.length; i++) {
+    var was = saved["pre" + i];
+    boxes[i].scrollTop = !was || was.end ? boxes[i].scrollHeight : was.top;
+  }
+  if (typeof saved.page === "number") window.scrollTo(0, saved.page);
+  window.addEventListener("pagehide", function () {
+    var state = {page: window.scrollY};
+    for (var i = 0; i < boxes.length; i++) {
+      var b = boxes[i], end = b.scrollTop + b.clientHeight >= b.scrollHeight - 4;
+      state["pre" + i] = {top: b.scrollTop, end: end};
+    }
+    try { sessionStorage.setItem(key, JSON.stringify(state)); } catch (e) {}
+  });
+})();"""
+
+
+# The live pages show the agent's text (escaped): whatever it holds, the browser runs no script
+# but the scroll keeper above, named by its hash.
+LIVE_POLICY = (
+    "script-src 'sha256-"
+    + base64.b64encode(hashlib.sha256(KEEP_SCROLL.encode()).digest()).decode()
+    + "'"
+)
 
 
 def _page(title: str, body: str, refresh: bool) -> bytes:
     meta = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if refresh else ""
-    return PAGE.format(refresh=meta, title=html.escape(title), body=body).encode()
+    return PAGE.format(
+        refresh=meta, title=html.escape(title), body=body, script=KEEP_SCROLL
+    ).encode()
 
 
 def live_index() -> bytes:
@@ -334,15 +399,25 @@ def live_index() -> bytes:
             f'<tr><td><a href="/live/{html.escape(e.run_id)}">{html.escape(e.run_id)}</a></td>'
             f"<td>{html.escape(e.track)}</td><td>{html.escape(label)}</td><td>{e.seed}</td>"
             f'<td class="{html.escape(state)}">{html.escape(state)}</td>'
-            f"<td>{clock:.0f}/{e.budget_s:.0f} s</td></tr>"
+            f"<td>{clock:.0f}/{e.budget_s:.0f} s</td><td>{_score(e, state)}</td></tr>"
         )
     table = (
         "<table><tr><th>run</th><th>track</th><th>model</th><th>seed</th><th>state</th>"
-        f"<th>clock</th></tr>{''.join(rows)}</table>"
+        f"<th>clock</th><th>score</th></tr>{''.join(rows)}</table>"
         if rows
         else "<p>No runs on this host yet.</p>"
     )
     return _page("runs on this host", f"<h1>Runs on this host</h1>{table}", running)
+
+
+def _score(entry: journal.Entry, state: str) -> str:
+    """A finished run's score, as its result says it ("—" before there is one)."""
+    if state in ("running", "grading", "interrupted", "missing"):
+        return "—"
+    result = _result(entry)
+    score = result.get("score") if result else None
+    percent = score.get("percent") if isinstance(score, dict) else None
+    return f"{percent:.1f}%" if isinstance(percent, int | float) else "—"
 
 
 def live_run(run_id: str) -> bytes | None:
@@ -363,7 +438,10 @@ def live_run(run_id: str) -> bytes | None:
     if result is not None:
         clock_text = f"used <b>{clock:.0f} s</b> of {e.budget_s:.0f} s"
     elif state == "grading":
-        clock_text = f"session over at <b>{clock:.0f} s</b>: grading the promoted bundle"
+        # The session's own length (the harness's clock), not the time since it started.
+        ended = live.get("session_s")
+        clock = float(ended) if isinstance(ended, int | float) else clock
+        clock_text = f"session over at <b>{clock:.1f} s</b>: grading the promoted bundle"
     else:
         clock_text = f"clock <b>{clock:.0f} s</b> of {e.budget_s:.0f} s · <b>{left:.0f} s left</b>"
     body = (
@@ -373,7 +451,7 @@ def live_run(run_id: str) -> bytes | None:
         f'<p>state <b class="{html.escape(state)}">{html.escape(state)}</b> · {clock_text}</p>'
         f"{_outcome(result) if result is not None else ''}"
         f"<p>{html.escape(spend(artifacts))}</p>"
-        f"{timeline_svg(e, clock, reserved, in_flight)}"
+        f"{timeline_svg(e, clock, reserved, in_flight, live=state in ('running', 'grading'))}"
         "<p>Bars: runner calls (dashed: still running). Dots: submissions (hover for the "
         "public score). Triangle: promotion. Red: now; pink: the reserved window "
         f"({reserved:.0f} s, submit and promote only).</p>"
@@ -466,12 +544,12 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     def do_GET(self) -> None:
         path = unquote(urlparse(self.path).path)
         if path in ("/live", "/live/"):
-            return self._send(live_index())
+            return self._send(live_index(), LIVE_POLICY)
         if path.startswith("/live/"):
             page = live_run(path.removeprefix("/live/").strip("/"))
             if page is None:
                 return self.send_error(404, "no such run on this host")
-            return self._send(page)
+            return self._send(page, LIVE_POLICY)
         if not (self.site_dir / "index.html").is_file() and path in ("/", "/index.html"):
             return self._send(_page("ARI Bench", self.server_note(), True))
         page = self._site_page(path)
@@ -498,11 +576,13 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         why = html.escape(error) if error else "the site is being built"
         return f"<h1>ARI Bench</h1><p>No leaderboard yet: {why}.</p>"
 
-    def _send(self, body: bytes) -> None:
+    def _send(self, body: bytes, policy: str | None = None) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
+        if policy is not None:
+            self.send_header("Content-Security-Policy", policy)
         self.end_headers()
         self.wfile.write(body)
 

@@ -95,3 +95,23 @@ def test_an_interruption_during_the_session_says_by_what(make_spec: SpecFactory)
     assert result.status_reason.startswith(
         "the run was interrupted during the agent's session (its campaign driver died)"
     ), result.status_reason
+
+
+def test_a_closed_output_is_named_when_it_stops_a_run(make_spec: SpecFactory) -> None:
+    # As rich stops a program whose reader went away (`toolkit run ... | head -5`): the run
+    # command's consoles no longer do (tests/cli/test_closed_output.py), but should anything
+    # else, the result says what happened instead of "(SystemExit)".
+    spec = make_spec(ShellAgent("echo STOP-ME\nsleep 50\n"), budget=60, per_call=30, reserved=5)
+
+    def echo(line: str) -> None:
+        if "agent 'test-shell' started" in line:  # a harness line: printed by the main thread
+            try:
+                raise BrokenPipeError(32, "Broken pipe")
+            except BrokenPipeError:
+                raise SystemExit(1) from None
+
+    with pytest.raises(SystemExit):
+        execute_run(spec, echo=echo)
+    (path,) = (spec.results_dir / "demo-cpu-2").glob("*.json")
+    reason = load_run(path).status_reason or ""
+    assert "its output was closed" in reason, reason

@@ -21,6 +21,7 @@ from test_browser import start_browser
 
 from toolkit.results.model import RunResult
 from toolkit.run import journal, recovery
+from toolkit.view import KEEP_SCROLL
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -123,7 +124,7 @@ def test_the_live_view_in_a_browser(view: tuple[str, Path, str]) -> None:
             " promotes: document.querySelectorAll('svg.timeline path.promote').length,"
             " now: document.querySelectorAll('svg.timeline line.now').length,"
             " refresh: document.querySelector('meta[http-equiv=refresh]') !== null,"
-            " scripts: document.querySelectorAll('script').length,"
+            " scripts: [...document.querySelectorAll('script')].map(s => s.textContent),"
             " imgs: document.querySelectorAll('img').length,"
             " title: document.title, text: document.body.innerText,"
             " tips: [...document.querySelectorAll('svg.timeline title')].map(t => t.textContent)})"
@@ -131,7 +132,8 @@ def test_the_live_view_in_a_browser(view: tuple[str, Path, str]) -> None:
         assert page["calls"] == 3 and page["submits"] == 1 and page["promotes"] == 1
         assert page["now"] == 1 and page["refresh"]
         assert any("public 35.0%" in t for t in page["tips"]), page["tips"]
-        assert page["scripts"] == 0 and page["imgs"] == 0 and page["title"] != "owned"
+        # No script but the page's own scroll keeper (the only one its policy lets run).
+        assert page["scripts"] == [KEEP_SCROLL] and page["imgs"] == 0 and page["title"] != "owned"
         assert "<script>" in page["text"]  # shown as text
         assert re.search(r"\d+ s left", page["text"])
         assert "model calls 1 · tokens 1,234" in page["text"]

@@ -33,6 +33,7 @@ import traceback
 from pathlib import Path
 
 from exam_builder.exam_file import ExamFileError
+from toolkit import state
 from toolkit.campaign.config import CampaignError
 from toolkit.campaign.job import (
     Job,
@@ -150,10 +151,22 @@ def run_job(job: Job) -> RunResult:
             cpus=job.cpus,
             node=job.node or host_name(),
         )
-        return execute_run(spec)
+        return execute_and_discard(spec)
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def execute_and_discard(spec: RunSpec) -> RunResult:
+    """`execute_run`, then the run's folder in $ARI_HOME (workspace, harness notes) goes once
+    the run is finished, whether it ended or was interrupted, as `toolkit run` does: its result
+    and artifacts are in the results folder. A run whose harness died keeps it for recovery
+    (`state.discard_run` removes finished runs only)."""
+    try:
+        return execute_run(spec)
+    finally:
+        if spec.run_id is not None:
+            state.discard_run(spec.run_id)
 
 
 def main(argv: list[str]) -> int:

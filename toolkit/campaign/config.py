@@ -25,6 +25,8 @@ identified by its key (track, model, effort, seed): `plan.py` matches keys to re
 
 from __future__ import annotations
 
+import difflib
+import os
 import tomllib
 from pathlib import Path
 
@@ -172,8 +174,22 @@ def _field_error(path: Path, exc: ValidationError) -> CampaignError:
     said = []
     for error in exc.errors():
         where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        said.append(f"field '{where}': {error['msg'].removeprefix('Value error, ')}")
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":  # a typo: name the field it was meant to be
+            message += _suggestion(error["loc"])
+        said.append(f"field '{where}': {message}")
     return CampaignError(f"{path}: " + "; ".join(said))
+
+
+def _suggestion(loc: tuple[int | str, ...]) -> str:
+    """ ", did you mean 'seeds'?" for a misspelt field at `loc` (a campaign or a [[models]]
+    entry's), or the fields it may have when none is close."""
+    model: type[BaseModel] = ModelEntry if loc and loc[0] == "models" else CampaignFile
+    known = sorted(model.model_fields)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    if close:
+        return f", did you mean '{close[0]}'?"
+    return f" (its fields: {', '.join(known)})"
 
 
 def load_campaign_file(path: Path) -> CampaignFile:
@@ -212,7 +228,7 @@ def load_campaign_file(path: Path) -> CampaignFile:
                 )
     base = path.resolve().parent
     updates = {
-        name: base / value
+        name: Path(os.path.normpath(base / value))  # no "campaigns/../" in what it prints
         for name in ("results", "exam", "train_data", "registry")
         if (value := getattr(campaign, name)) is not None and not Path(value).is_absolute()
     }

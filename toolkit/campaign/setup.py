@@ -17,28 +17,48 @@ from toolkit.campaign.job import check_training_data
 from toolkit.campaign.local_engine import LocalEngine, Slot, cpu_slots, gpu_slots
 from toolkit.paths import state_dir
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
-from toolkit.sandbox.local.gpus import host_gpu_ids
+from toolkit.sandbox.local.gpus import host_gpu_ids, host_gpus
 from toolkit.text.data import DataError
-from toolkit.tracks.model import RegistryError, get_track
+from toolkit.tracks.model import TRACKS_FILE, RegistryError, get_track, load_tracks
 
 CHECKOUT_RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
 def open_campaign(path: Path, budget_s: float | None = None) -> Campaign:
-    """Load the file, find its track (registry: `registry`, the results folder, ./results, the
-    checkout's), apply a command-line budget override. Raises CampaignError (one line)."""
+    """Load the file, find its track (`find_registry`), apply a command-line budget override.
+    Raises CampaignError (one line)."""
     file = load_campaign_file(path)
     if budget_s is not None:
         file = file.model_copy(update={"budget_s": budget_s})
-    candidates = [file.registry] if file.registry else []
-    candidates += [file.results, Path("results"), CHECKOUT_RESULTS]
-    registry = next((c for c in candidates if (c / "tracks.json").is_file()), file.results)
+    registry = find_registry(path, file.registry, file.results, file.track)
     try:
         track = get_track(registry, file.track)
     except RegistryError as exc:
         raise CampaignError(f"{path}: field 'track': {exc}") from None
     check_against_track(path, file, track)
     return Campaign(file=file, track=track, registry=registry)
+
+
+def find_registry(path: Path, named: Path | None, results: Path, track_id: str) -> Path:
+    """The folder whose tracks.json the campaign takes its track from: the `registry` the file
+    names (that one only: a folder of the cwd must never stand in for it), else the first of
+    the file's results folder, the checkout's results/ and ./results that registers the track
+    (a results folder that so far holds other tracks must not hide it), else the first that has
+    a tracks.json. Paths in the file are relative to it, so ./results comes last."""
+    if named is not None:
+        if named.name == TRACKS_FILE and named.is_file():  # the file itself, not its folder
+            return named.parent
+        if not (named / TRACKS_FILE).is_file():
+            raise CampaignError(f"{path}: field 'registry': {named} holds no {TRACKS_FILE}")
+        return named
+    held = [c for c in (results, CHECKOUT_RESULTS, Path("results")) if (c / TRACKS_FILE).is_file()]
+    for folder in held:
+        try:
+            if track_id in load_tracks(folder):
+                return folder
+        except RegistryError:
+            return folder  # a broken registry is reported, with its name, by get_track
+    return next(iter(held), results)
 
 
 def exam_of(campaign: Campaign) -> Path:
@@ -65,20 +85,48 @@ def local_inputs(campaign: Campaign) -> tuple[dict[str, str], Path]:
     return {"exam": str(exam), "data_dir": str(data)}, data
 
 
-def local_slots(gpus: str | None, slots: int | None) -> list[Slot]:
+def local_slots(gpus: str | None, slots: int | None, backend: str = "local") -> list[Slot]:
     """`--gpus 0,1` (GPU slots), `--slots N` (CPU slots), or every GPU of the box, else one
-    CPU slot."""
+    CPU slot. GPU ids this host cannot use are refused (`gpu_ids_problem`), as `toolkit run
+    --device cuda` is: a run given one would train on the CPU and record the GPU."""
     if gpus is not None and slots is not None:
         raise CampaignError("give --gpus or --slots, not both")
     if gpus is not None:
         ids = [g.strip() for g in gpus.split(",") if g.strip()]
         if not ids or len(set(ids)) != len(ids):
             raise CampaignError(f"--gpus {gpus!r}: give distinct GPU ids, e.g. --gpus 0,1")
+        problem = gpu_ids_problem(ids, backend)
+        if problem is not None:
+            raise CampaignError(f"--gpus {gpus}: {problem}")
         return gpu_slots(ids)
     if slots is not None:
         return cpu_slots(slots)
     found = host_gpu_ids()
     return gpu_slots(found) if found else cpu_slots(1)
+
+
+def gpu_ids_problem(ids: list[str], backend: str) -> str | None:
+    """Why this host cannot give runs the GPUs `ids` (indexes or UUIDs), in one line with the
+    fix; None when it can. The docker backend's torch is its image's, so only the host's GPUs
+    are checked there; the local backend's runs use this interpreter's torch, which must see
+    a GPU (as `options.device_problem` checks for `toolkit run --device cuda`)."""
+    fix = "leave --gpus out (CPU slots: --slots N) on a box without a usable GPU"
+    known = host_gpu_ids()
+    known_ids = set(known) | {g.uuid for g in host_gpus() if g.uuid}
+    missing = [i for i in ids if i not in known_ids]
+    if missing:
+        have = ", ".join(known) if known else "none"
+        return f"this host has no GPU {', '.join(missing)} (its GPUs: {have}); {fix}"
+    if backend == "docker":
+        return None
+    import torch
+
+    if not torch.cuda.is_available():
+        return (
+            f"this host's torch {torch.__version__} cannot use a GPU (CPU-only build or driver "
+            f"mismatch); install a CUDA build of torch, or {fix}"
+        )
+    return None
 
 
 def local_engine(campaign: Campaign, slots: list[Slot]) -> LocalEngine:

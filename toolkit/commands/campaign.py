@@ -24,6 +24,7 @@ from toolkit.campaign.plan import KeyPlan
 from toolkit.campaign.view import LiveView, PlainView, summary
 from toolkit.commands.console import make_console
 from toolkit.commands.leaderboard import leaderboard_command
+from toolkit.commands.options import Refused, results_write_problem
 from toolkit.results.model import ResultsError
 from toolkit.results.signing import SigningError, local_key
 from toolkit.run.interrupt import raise_interrupted
@@ -190,7 +191,7 @@ def run_command(
     \b
     Example:
       toolkit campaign run campaign.toml                      # every GPU of this box
-      toolkit campaign run demo.toml --slots 2                # a box without GPUs
+      toolkit campaign run campaigns/demo.toml --slots 2      # a box without GPUs (shipped)
       toolkit campaign run campaign.toml --engine ray --address ray://head:10001
     """
     from toolkit.campaign import setup
@@ -200,11 +201,20 @@ def run_command(
         raise click.UsageError("--ray-resource and --address are for --engine ray")
     if engine == "ray" and (gpus is not None or slots is not None):
         raise click.UsageError("--gpus and --slots are for --engine local; Ray assigns GPUs")
+    try:  # GPU ids this host cannot use: refused before any work
+        local = engine == "local"
+        the_slots = setup.local_slots(gpus, slots, campaign.file.backend) if local else []
+    except CampaignError as exc:
+        raise Refused(str(exc)) from None
     try:
         local_key()  # the driver signs what it writes: a key that cannot sign stops us now
     except SigningError as exc:
         raise click.UsageError(str(exc)) from None
-    console = make_console(stderr=True)
+    # Steady: a reader that goes away (`| head`) silences the campaign, never stops its runs.
+    console = make_console(stderr=True, steady=True)
+    unwritable = results_write_problem(campaign.results_dir, campaign.track.id)
+    if unwritable:  # before any provider call, exam or data: one line
+        raise Refused(unwritable)
     plans = _plan(campaign)  # a bad result file stops us here, with its name
     campaign = _preflight(campaign, plans, skip_failing_models, console)
     if campaign.registry is not None:  # the results folder carries its track (and fixes)
@@ -219,7 +229,6 @@ def run_command(
     signal.signal(signal.SIGTERM, raise_interrupted)
     try:
         if engine == "local":
-            the_slots = setup.local_slots(gpus, slots)
             console.print("preparing the exam and the training data...")
             settings, prepared = setup.local_inputs(campaign)
             runner = setup.local_engine(campaign, the_slots)

@@ -4,25 +4,46 @@ Piped into a file or another program, output must be what `grep` and a log file 
 ANSI escapes, and no line wrapped at an assumed 80 columns (rich's default width when it
 cannot ask a terminal), which would split long paths and hashes in two. Tables keep their
 natural width. `FORCE_COLOR` / `TTY_COMPATIBLE` (rich's own switches) still force styling.
+
+A reader that goes away (`toolkit run ... | head -5`) ends most commands quietly, as rich does
+(exit status 1, no traceback). A command with work in flight that must not be lost to it (a
+run, a campaign) asks for a *steady* console: its output then goes nowhere and the work goes on.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from toolkit.grading.progress_bar import progress_lines
+
 # Width of "unlimited" for a stream that is not a terminal: wide enough for any line we print.
 PLAIN_WIDTH = 10_000
 
 
-def make_console(*, stderr: bool = False) -> Console:
-    """A console on stdout (or stderr): the terminal's own when it is one, plain text if not."""
-    console = Console(stderr=stderr)
+class SteadyConsole(Console):
+    """A console that outlives its reader: a closed pipe silences it instead of exiting."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True  # rich drops whatever is printed from now on
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:  # and Python's own flush at exit finds a file that takes it
+            os.dup2(devnull, self.file.fileno())
+        finally:
+            os.close(devnull)
+
+
+def make_console(*, stderr: bool = False, steady: bool = False) -> Console:
+    """A console on stdout (or stderr): the terminal's own when it is one, plain text if not.
+    `steady`: a closed pipe silences it instead of ending the command (see the module doc)."""
+    kind = SteadyConsole if steady else Console
+    console = kind(stderr=stderr)
     if console.is_terminal:
         return console
-    return Console(
+    return kind(
         stderr=stderr,
         color_system=None,
         width=PLAIN_WIDTH,
@@ -56,3 +77,10 @@ def run_progress(
         progress.update(task, completed=min(elapsed, total))
 
     return progress, echo, tick
+
+
+def grading_lines(say: Callable[[str], None]) -> Callable[[str, int, int], None]:
+    """A run's final grading, as lines for the operator's terminal (a `grading_progress`
+    callback: phase, done, total; see `progress_lines`). The terminal only: agent.log and the
+    result keep no time of a hidden grading."""
+    return progress_lines(say, prefix="final grading: ")

@@ -136,7 +136,7 @@ def prepare_command(
     click.echo(
         f"{out_dir}: {prepared.train_bytes:,} training bytes (sha256 {prepared.train_sha256}), "
         f"{prepared.val_bytes:,} validation bytes (sha256 {prepared.val_sha256}), "
-        f"{prepared.documents:,} documents"
+        f"{prepared.documents:,} document{'' if prepared.documents == 1 else 's'}"
     )
     if track is None:
         return

@@ -32,7 +32,9 @@ def preflight(track: Track, backend: str) -> None:
 def _table(checks: list[Check], title: str) -> Table:
     table = Table(title=title, title_justify="left", header_style="bold")
     for column in ("", "check", "the track needs", "this host", "fix"):
-        table.add_column(column)
+        # A path or a command longer than its column folds onto the next line: cut with an
+        # ellipsis, a fix could not be copied (a narrow terminal, e.g. 100 columns).
+        table.add_column(column, overflow="fold")
     for c in checks:
         mark = (
             "[green]ok[/green]"

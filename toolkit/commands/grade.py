@@ -20,6 +20,7 @@ from exam_builder.exam_file import ExamFileError, sha256_file
 from toolkit.commands.console import make_console
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
+    Refused,
     cpus_option,
     device_option,
     find_registry,
@@ -202,6 +203,12 @@ def grade_command(
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
     """
     refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
+    if bundle.is_dir() and not (bundle / "inference.py").is_file():  # a wrong path, likely
+        what = "an empty folder" if not any(bundle.iterdir()) else "no inference.py there"
+        raise Refused(
+            f"{bundle}: {what}: a bundle is a folder (or its .tar.gz) with inference.py, which "
+            "defines load(bundle_dir, device), and its weight files"
+        )
     console = make_console()
     if backend == "docker":
         use_docker_images(images_file)  # no engine or a wrong image: one line, before work

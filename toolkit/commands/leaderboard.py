@@ -68,7 +68,7 @@ def _table(track: Track, rows: list[Row]) -> Table:
             escape(row.effort or ""),
             _score(row),
             f"{row.n}/{row.seeds_required}",
-            _num(row.bits_per_byte, "{:.3f}"),
+            _num(row.bits_per_byte, "{:.2f}"),
             _num(row.best_public),
             _num(row.gap, "{:+.1f}"),
             escape(_flags(row)),
@@ -105,6 +105,7 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     Example:
       toolkit leaderboard --track demo-cpu --results results --format table
     """
+    refuse_track_folder(results_dir)
     try:
         results = load_results(results_dir, keep_going=True)
     except (ResultsError, RegistryError) as exc:
@@ -145,3 +146,23 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     if results.refused:
         click.echo(f"{len(results.refused)} result file(s) refused, left off the board", err=True)
         raise SystemExit(1)
+
+
+def refuse_track_folder(results_dir: Path) -> None:
+    """`--results results/demo-cpu-2` (a track's folder of runs, not a results folder): said in
+    one line with the command meant, instead of an empty board and exit status 0."""
+    from toolkit.commands.options import Refused
+    from toolkit.tracks.model import TRACKS_FILE
+
+    if (results_dir / TRACKS_FILE).is_file() or not results_dir.is_dir():
+        return
+    parent = results_dir.resolve().parent
+    registry_files = {"signing_keys.json", "protocol_fixes.json"}  # a results folder's own
+    holds_runs = any(p.name not in registry_files for p in results_dir.glob("*.json"))
+    if holds_runs or (parent / TRACKS_FILE).is_file():
+        track = results_dir.resolve().name
+        raise Refused(
+            f"{results_dir} holds no {TRACKS_FILE}: it looks like the folder of track "
+            f"'{track}'s runs; pass the results folder above it: "
+            f"toolkit leaderboard --results {parent} --track {track}"
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -173,6 +174,28 @@ def refuse_stray_results(results_dir: Path) -> None:
             "--results DIR (a scratch folder for a try-out: --results /tmp/ari-results), or "
             "run from the checkout"
         )
+
+
+def results_write_problem(results_dir: Path, track_id: str) -> str | None:
+    """Why a run could not write its result under `results_dir/track_id`, in one line with the
+    fix; None when it can. Probed by making and removing a file in the nearest folder that
+    exists (mode bits, a read-only mount, a full quota: whatever the kernel says), so nothing is
+    left behind by a run refused later."""
+    folder = results_dir / track_id
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"results folder {results_dir}: {folder} is not a folder; pass --results DIR"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".ari-write-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        return (
+            f"results folder {results_dir}: cannot write in {folder} ({exc.strerror}); "
+            "make it writable, or pass --results DIR (e.g. --results /tmp/ari-results)"
+        )
+    return None
 
 
 def model_for(agent: str, model: str | None) -> str:

@@ -1,7 +1,8 @@
 """`toolkit run`: one agent run under a track's rules (`toolkit runs`: commands/runs.py).
 
 Exit status: 0 when the run ended `valid` or `failed` (a failed run is a result: it scores 0);
-1 when it ended `invalid` (infrastructure failure: rerun it); 2 for usage errors.
+1 when it ended `invalid` (infrastructure failure: rerun it); 2 for usage errors; 130 when
+stopped with Ctrl-C (143 with SIGTERM): the run is recorded `invalid`, interrupted.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from toolkit.agents.relay.budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.campaign.claims import Claims, holder
 from toolkit.campaign.plan import RunKey
-from toolkit.commands.console import make_console, run_progress
+from toolkit.commands.console import grading_lines, make_console, run_progress
 from toolkit.commands.doctor import preflight
 from toolkit.commands.images import images_option, use_docker_images
 from toolkit.commands.options import (
@@ -32,18 +33,24 @@ from toolkit.commands.options import (
     refuse_stray_results,
     registry_option,
     results_dir_option,
+    results_write_problem,
 )
 from toolkit.results.signing import (
     SigningError,
     local_key,
 )
-from toolkit.results.summary import note_untrusted_key, print_result, warn_if_in_worktree
+from toolkit.results.summary import (
+    note_untrusted_key,
+    print_result,
+    say_interrupted,
+    warn_if_in_worktree,
+)
 from toolkit.run.inputs import InputError, prepare_inputs
-from toolkit.run.interrupt import raise_interrupted
+from toolkit.run.interrupt import Interrupted, raise_interrupted
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.roles import default_gpu, detect_device
-from toolkit.run.spec import RunSpec, env_secrets, scaled_budget
+from toolkit.run.spec import RunSpec, env_secrets, new_run_id, scaled_budget
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
 from toolkit.text.data import DataError, check_source
@@ -169,9 +176,13 @@ def run_command(
       OPENAI_API_KEY=... toolkit run --agent opencode --provider openai --model gpt-5 \\
           --effort high --track demo-cpu-2 --seed 0 --results /tmp/ari-results
     """
-    console = make_console(stderr=True)
+    # Steady consoles: a reader that goes away (`| head`) silences the run, never stops it.
+    console = make_console(stderr=True, steady=True)
     refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
     refuse_stray_results(results_dir)
+    unwritable = results_write_problem(results_dir, track)  # before any work, not at the end
+    if unwritable:
+        raise Refused(unwritable)
     model = model_for(agent, model)
     try:
         local_key()  # the result will be signed: a key that cannot sign stops the run now
@@ -252,6 +263,7 @@ def run_command(
     warn_if_in_worktree(results_dir, the_track.id, the_track.demo, console)
     resolved_device = detect_device() if device == "auto" else device
     spec = RunSpec(
+        run_id=new_run_id(model, seed),  # known here: an interrupted run's result is found
         track=the_track,
         model=model,
         seed=seed,
@@ -278,15 +290,24 @@ def run_command(
     signal.signal(signal.SIGTERM, raise_interrupted)
     try:
         with progress:
-            result = execute_run(spec, echo=echo, tick=tick)
+            # The final grading's steps on this terminal only (its minutes were silent).
+            said = grading_lines(lambda line: console.print(line, markup=False, highlight=False))
+            result = execute_run(spec, echo=echo, tick=tick, grading_progress=said)
     except (WorkspaceError, RuntimeError, DataError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except (KeyboardInterrupt, Interrupted) as exc:
+        # The run's own terminal says why it stopped (`runs kill`, SIGTERM, Ctrl-C), with the
+        # result it recorded; then exit as a process stopped by that signal does (Ctrl-C: 130),
+        # so that a script running the run (`make demo`) stops too.
+        say_interrupted(results_dir / the_track.id / f"{spec.run_id}.json", console)
+        state.discard_run(spec.run_id or "")  # recorded: its workspace goes, as after an end
+        raise SystemExit(130 if isinstance(exc, KeyboardInterrupt) else exc.code) from None
     finally:
         state.remove_tree(data_dir)  # the workspace holds its own copy
     # The result and its artifacts are in the results folder: the workspace is not needed.
     state.discard_run(result.run_id)
     path = results_dir / result.track / f"{result.run_id}.json"
-    print_result(result, path, make_console())
+    print_result(result, path, make_console(steady=True))
     note_untrusted_key(path, results_dir, console)
     warn_if_in_worktree(results_dir, the_track.id, the_track.demo, console)
     if result.status == "invalid":

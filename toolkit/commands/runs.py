@@ -240,19 +240,18 @@ def verify_command(
         for problem in links:
             click.echo(f"mismatch: {problem}")
         raise SystemExit(1)
-    signature: list[str] = []
-    if not verdict.verified and not verdict.listed_unsigned:
-        signature.append(f"signature: {verdict.reason}")
+    bad_signature = not verdict.verified and not verdict.listed_unsigned
+    if bad_signature:  # known now: said before the re-grade, which takes minutes
+        click.echo(f"mismatch: signature: {verdict.reason}")
     try:
         problems, report = verify_run(
             result_file, result, exam, backend=backend, device=device, progress=True
         )
     except ExamFileError as exc:
         raise click.UsageError(f"{exc} (pass --exam with the run's exam.jsonl)") from exc
-    problems = signature + problems
     for problem in problems:
         click.echo(f"mismatch: {problem}")
-    if problems:
+    if problems or bad_signature:
         raise SystemExit(1)
     what = (
         f"re-graded {result.promoted.id if result.promoted else ''}: "

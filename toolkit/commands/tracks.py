@@ -71,7 +71,7 @@ def list_command(results_dir: Path, registry: Path | None) -> None:
             t.id,
             t.title,
             f"{t.budget_s:.0f}s",
-            t.exam_sha256[:12],
+            t.exam_sha256[:8],  # as the site shows it (a hidden exam publishes 8 digits)
             str(t.exam_questions),
             str(t.protocol_revision),
             "demo" if t.demo else "official",
@@ -193,7 +193,7 @@ def new_command(
     console = make_console()
     console.print(f"added track '{track_id}' to {folder / TRACKS_FILE}")
     floor = "not measured (no manifest beside the exam)" if chance is None else f"{chance}%"
-    console.print(f"exam {digest[:12]}... ({len(questions)} questions); revision 1")
+    console.print(f"exam {digest[:8]} ({len(questions)} questions); revision 1")
     console.print(f"chance floor {floor}")
     if description is None:
         console.print(f"description (--description to write your own): {track.description}")

@@ -101,6 +101,10 @@ def _prepare_archive(bundle: Path, work: Path, size_limit_bytes: int) -> PackedB
     raise BundleError(f"{bundle}: no such bundle folder or archive")
 
 
+PHASE_LABELS = {"phase1": "phase 1", "phase2": "phase 2", "phase1-ablated": "ablation"}
+"""How `progress` names each phase's worker (its steps: "phase 1: generate", ...)."""
+
+
 def _run_phase(
     name: str,
     archive: Path,
@@ -123,6 +127,10 @@ def _run_phase(
             ready.discard()
         raise WorkerFailure(CANCELLED_CATEGORY)
     started = time.monotonic()
+    # The load (sandbox and interpreter start, imports, load()) can take minutes on a busy
+    # CPU: reported as a step of its own, so that a progress display is never silent.
+    loading = f"{PHASE_LABELS.get(name, name)}: load the bundle"
+    job.progress(loading, 0, 1)
     waiting = ready.take() if ready is not None else None
     phase = waiting or _start_worker(name, archive, job)
     out.isolation, out.not_isolated = phase.sandbox.isolation, phase.sandbox.not_isolated
@@ -134,6 +142,7 @@ def _run_phase(
             phase.load(job.params.load_timeout_s)
         finally:
             times["load"] = time.monotonic() - started
+        job.progress(loading, 1, 1)
         loaded = time.monotonic()
         try:
             body(phase)

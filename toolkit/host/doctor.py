@@ -436,8 +436,11 @@ def plan_disk(free: int, data: int, cap: int | None, kind: str) -> DiskPlan:
     capped workspace (`kind` "ext4") is a sparse image of the track's cap lowered to half of
     the free disk left, so the free disk must hold the data and twice the least workspace
     (its data copy and `WORK_ROOM_BYTES`); a memory-backed one ("tmpfs") takes no disk; an
-    uncapped one ("disk") takes what it holds."""
+    uncapped one ("disk") takes what it holds. The least workspace is never more than the
+    track's cap: a track that caps it lower has said how much room its runs get."""
     least = data + WORK_ROOM_BYTES
+    if cap and kind == "ext4":
+        least = min(least, cap)
     what = f"{_gib(data)} of prepared data, then " if data else ""
     if kind == "ext4":
         needed = data + int(least / FREE_SHARE)

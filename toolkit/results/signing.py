@@ -312,7 +312,9 @@ def check(raw: bytes, keyring: Keyring, hint: Keyring | None = None) -> Verdict:
                 False,
                 f"signed with key {signature.key_id}, which the folder's {KEYRING_FILE} lists "
                 "but no maintainer pinned: untrusted (a folder cannot vouch for its own files; "
-                f"pin the key with `toolkit keys pin`, --keys FILE or ${TRUSTED_KEYS_ENV})",
+                "once you trust its holder, copy its entry into a key list of yours and pass "
+                f"that with --keys FILE or ${TRUSTED_KEYS_ENV}: `toolkit keys pin` pins this "
+                "machine's key, not this one)",
             )
         return Verdict(
             False,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from toolkit.results.model import RunResult
+from toolkit.results.model import ResultsError, RunResult, load_run
 from toolkit.results.signing import SigningError, check, keyring_path, load_keyring, trusted_keyring
 
 
@@ -19,7 +19,7 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
     console.print(
         f"[bold {colour}]{result.status}[/bold {colour}] · score {s.percent:.1f}% "
         f"({s.passed}/{s.total}) · bpb "
-        f"{'—' if result.bits_per_byte is None else f'{result.bits_per_byte:.4f}'}"
+        f"{'—' if result.bits_per_byte is None else f'{result.bits_per_byte:.2f}'}"
     )
     if result.status_reason:
         console.print(f"reason: {result.status_reason}")
@@ -35,6 +35,17 @@ def print_result(result: RunResult, path: Path, console: Console) -> None:
         f"{result.timings.budget_s:.0f}s"
     )
     console.print(f"result: {path.resolve()}")
+
+
+def say_interrupted(path: Path, console: Console) -> None:
+    """What a run stopped from outside recorded (`path`: its result), on its own terminal: the
+    status and the reason (by what, during which step), or that nothing was recorded."""
+    try:
+        result = load_run(path)
+    except (OSError, ResultsError):
+        console.print("interrupted before the run started: nothing was recorded")
+        return
+    print_result(result, path, console)
 
 
 def git_worktree_of(path: Path) -> Path | None:
@@ -85,5 +96,7 @@ def note_untrusted_key(path: Path, results_dir: Path, console: Console) -> None:
     if not verdict.verified:
         console.print(
             f"[bold yellow]note:[/bold yellow] {verdict.reason}: readers of {results_dir} will "
-            "see this run as unverified unless they pin this machine's key (toolkit keys pin)"
+            "see this run as unverified unless they pin this machine's key: `toolkit keys pin "
+            "--file KEYS.json`, then --keys KEYS.json or ARI_TRUSTED_KEYS=KEYS.json (a "
+            "maintainer adds it to the toolkit's own pinned_keys.json)"
         )

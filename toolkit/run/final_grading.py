@@ -63,7 +63,12 @@ class RunFinalGrading(RunTeardown):
         started = time.monotonic()
         try:
             report = self.grader.grade(
-                archive, self.spec.exam, ("generate", "bpb"), ablation=True, hidden=True
+                archive,
+                self.spec.exam,
+                ("generate", "bpb"),
+                ablation=True,
+                hidden=True,
+                progress=self.grading_progress,  # the operator's terminal only
             )
         except Exception as exc:
             # A hidden grading: neither the text nor the traceback of a failure is published

@@ -27,6 +27,11 @@ def interrupted_by(exc: BaseException) -> str:
         return exc.reason
     if isinstance(exc, KeyboardInterrupt):
         return "Ctrl-C"
+    if isinstance(exc, SystemExit):
+        # rich exits this way when the reader of the output goes away (`| head`): say so.
+        if isinstance(exc.__context__, BrokenPipeError):
+            return "its output was closed: the program reading it (e.g. `| head`) exited"
+        return f"the harness exited (SystemExit {exc.code!r})"
     return type(exc).__name__
 
 

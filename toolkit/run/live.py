@@ -30,12 +30,17 @@ class LiveFile:
         self.console = sorted(set(console))
         self._last: str | None = None
 
-    def update(self, step: str, calls: list[tuple[float, list[str]]]) -> None:
-        """Record `step` and the calls in flight as (start second, argv); never raises (the
-        picture must not stop the run)."""
+    def update(
+        self, step: str, calls: list[tuple[float, list[str]]], session_s: float | None = None
+    ) -> None:
+        """Record `step`, the calls in flight as (start second, argv) and, once the agent's
+        session is over, how long it lasted (`session_s`: the clock the result reports as
+        used, not the time since the harness started); never raises (the picture must not
+        stop the run)."""
         data: dict[str, Any] = {
             "step": step,
             "grading": step.startswith("the final grading"),
+            "session_s": None if session_s is None else round(session_s, 1),
             "calls": [
                 {"start_s": round(start, 1), "argv": [a[:ARG_CHARS] for a in argv[:ARGV_SHOWN]]}
                 for start, argv in calls

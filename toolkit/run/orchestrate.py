@@ -36,7 +36,8 @@ Order of events (DESIGN §5):
    graded on the exam from the stored archive; no promotion => `failed` with 0; a harness,
    sandbox or provider failure => `invalid` with its reason; from the moment the hidden
    grading starts, nothing published tells how long it took but a coarse bucket
-   (`grading.publish`): `agent.log` stamps every later line with that moment, the result's
+   (`grading.publish`; its progress goes to the operator's terminal only: `grading_progress`):
+   `agent.log` stamps every later line with that moment, the result's
    `finished_at` is that moment, `timings.grading_s` is the bucket (the exact time goes to
    the operator log);
 7. the result is written atomically, with the final head of the audit log and of the history
@@ -56,6 +57,7 @@ from pathlib import Path
 
 from toolkit.clock import Clock
 from toolkit.grading.grade import fit_to_host
+from toolkit.grading.phases import Progress
 from toolkit.results.model import InvalidCheck, RunResult
 from toolkit.run import recovery
 from toolkit.run.agent_log import AgentLog, quiet
@@ -82,10 +84,12 @@ class Run(RunFinalGrading):
         *,
         echo: Callable[[str], None] = quiet,
         tick: Callable[[float, float], None] | None = None,
+        grading_progress: Progress | None = None,
     ) -> None:
         self.spec = spec
         self.echo = echo
         self.tick = tick
+        self.grading_progress = grading_progress
         self.run_id = spec.run_id or new_run_id(spec.model, spec.seed)
         self.work = recovery.runs_root() / self.run_id
         self.harness = self.work / "harness"
@@ -231,6 +235,9 @@ def execute_run(
     *,
     echo: Callable[[str], None] = quiet,
     tick: Callable[[float, float], None] | None = None,
+    grading_progress: Progress | None = None,
 ) -> RunResult:
-    """Run one agent under `spec` and return the published result."""
-    return Run(spec, echo=echo, tick=tick).execute()
+    """Run one agent under `spec` and return the published result. `grading_progress` gets
+    the final grading's steps (phase, done, total) for the operator's terminal: nothing the
+    run publishes or the agent sees."""
+    return Run(spec, echo=echo, tick=tick, grading_progress=grading_progress).execute()

@@ -20,6 +20,7 @@ from pathlib import Path
 from exam_builder.exam_file import load_exam, sha256_file
 from toolkit import __version__
 from toolkit.clock import Clock
+from toolkit.grading.phases import Progress
 from toolkit.results.model import (
     EffectiveConfig,
     InvalidCheck,
@@ -83,6 +84,8 @@ class RunState:
     spec: RunSpec
     echo: Callable[[str], None]
     tick: Callable[[float, float], None] | None
+    grading_progress: Progress | None
+    """The final grading's progress, for the operator's terminal only (never agent.log)."""
     run_id: str
     work: Path
     harness: Path

@@ -22,6 +22,7 @@ from pathlib import Path
 from toolkit.clock import Clock
 from toolkit.grading import BundleError, grade_bundle, pack_bundle
 from toolkit.grading.grade import CANCELLED
+from toolkit.grading.phases import Progress
 from toolkit.grading.report import GradeReport
 from toolkit.results.chain import disk_full
 from toolkit.results.model import Candidate
@@ -58,10 +59,12 @@ class Grader:
         *,
         ablation: bool = False,
         hidden: bool = True,
+        progress: Progress | None = None,
     ) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach);
-        `cancelled`, `ablation`, `hidden`: see `grade_bundle` (public scoring alone passes
-        hidden=False)."""
+        `cancelled`, `ablation`, `hidden`, `progress`: see `grade_bundle` (public scoring
+        alone passes hidden=False; only the final grading reports progress, to the operator's
+        terminal)."""
         return grade_bundle(
             archive,
             exam,
@@ -75,6 +78,7 @@ class Grader:
             cancelled=cancelled,
             ablation=ablation,
             hidden=hidden,
+            progress=progress or False,
         )
 
 

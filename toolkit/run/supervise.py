@@ -88,7 +88,7 @@ class RunSupervision(RunStart):
         """What the run does now, for `toolkit view` (`toolkit.run.live`)."""
         if self.live is not None:
             calls = self.service.calls_in_flight() if self.service is not None else []
-            self.live.update(self.step, calls)
+            self.live.update(self.step, calls, self.used_s)
 
     def _follow_console(self, agent: SandboxProcess) -> None:
         """The agent's stdout and stderr into the files its adapter names (one file when both

@@ -58,10 +58,17 @@ def check_logs(result_file: Path, result: RunResult) -> list[str]:
     """Problems with the run's chained logs: broken chains, and heads that moved since."""
     problems: list[str] = []
     folder = result_file.parent
+    missing: set[str] = set()
     for key, rel in sorted(result.artifacts.items()):
         if key not in ("audit", "history"):
             continue
         path = folder / rel
+        if not path.is_file():  # said as it is, not as a log cut to its entry 0
+            missing.add(key)
+            recorded = result.logs.get(key)
+            had = f" (the result recorded {recorded.entries} entries)" if recorded else ""
+            problems.append(f"{key} log {path}: missing: deleted or moved after the run{had}")
+            continue
         try:
             read_chain(path)
             if key == "history" and path.is_file():
@@ -69,6 +76,8 @@ def check_logs(result_file: Path, result: RunResult) -> list[str]:
         except ChainError as exc:
             problems.append(f"{key} log: {exc}")
     for key, head in sorted(result.logs.items()):
+        if key in missing:
+            continue
         path = folder / result.artifacts.get(key, f"{result.run_id}/{key}")
         try:
             entries, sha = chain_head(path)

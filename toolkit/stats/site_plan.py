@@ -577,11 +577,19 @@ def plan_site(results: ResultsSet) -> SitePlan:
     page("limitations.md", "limitations.md")
     page("downloads.md", "downloads.md")
 
+    titles = [b.track.title for b in boards.values()]
     boards_nav = [{"Overview": "leaderboards/index.md"}] + [
-        {b.track.title: f"leaderboards/{b.track.id}.md"} for b in boards.values()
+        # Two tracks of one title (a track and its successor) are told apart by their ids.
+        {_nav_title(b.track.title, b.track.id, titles): f"leaderboards/{b.track.id}.md"}
+        for b in boards.values()
     ]
     plan.nav = [{title: boards_nav if title == "Leaderboards" else src} for title, src in SECTIONS]
     if results.refused:  # published on purpose without them (ARI_SKIP_BAD_RESULTS): say so
         page(REFUSED_PAGE, "refused.md")
         plan.nav.append({"Refused result files": REFUSED_PAGE})
     return plan
+
+
+def _nav_title(title: str, track_id: str, titles: list[str]) -> str:
+    """A track's title in the navigation: with its id when another track has the same title."""
+    return f"{title} ({track_id})" if titles.count(title) > 1 else title
