@@ -26,7 +26,9 @@ What the docker backend does NOT isolate (recorded in `not_isolated`): the kerne
 the host; the engine's default seccomp profile applies), the CPU share unless `Limits.cpus` sets
 a quota (`cpu_seconds` caps CPU time only), the root's disk use (a bind mount of a host folder;
 `disk_bytes` caps the tmpfs mounts), and the sandbox's processes from each other (one uid for all
-its commands).
+its commands). The other sandboxes' cgroups, devices and processes are out of view
+(`cgroupns="private"`, the neighbours' views of `neighbours.py` masked, a PID namespace); what
+stays host-wide (/proc/meminfo, load, the clock) is a measured channel (security/channels.md).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 
 from toolkit.images import INIT_PATH, ImageError, current
 from toolkit.images.resolve import Resolved, resolve
-from toolkit.sandbox import capped
+from toolkit.sandbox import capped, neighbours
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -65,6 +67,13 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SHM_BYTES = 64 * 2**20  # the engine's default /dev/shm
 VAR_TMP_BYTES = 16 * 2**20
 START_TIMEOUT_S = 60.0
+ENGINE_MASKED = (
+    "/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+)  # fmt: skip
+"""The engine's default masked paths (moby's `oci.DefaultSpec`): a container's MaskedPaths
+replaces them, so they are named again beside the neighbours' views."""
 
 
 def _is_within(path: Path, other: Path) -> bool:
@@ -171,6 +180,7 @@ class DockerSandbox(Sandbox):
             "container", "pidns", "mountns", "ipcns", "utsns", "subreaper", "pgroup",
             "scrubbed-env", "no-new-privs", "caps-dropped", "readonly-rootfs", "private-tmp",
             "host-allowlist",  # the image and the explicit mounts: nothing else of the host
+            "cgroupns", "neighbours-masked",  # own cgroup only, no other sandbox's counters
             f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
         ]  # fmt: skip
         off = ["kernel"]
@@ -307,7 +317,11 @@ class DockerSandbox(Sandbox):
             nano_cpus=round(lim.cpus * 1e9) if lim.cpus is not None else None,
             ulimits=ulimits,
             device_requests=gpu_requests(self.gpus, gpu_mode() if self.gpus else "nvidia") or None,
+            cgroupns="private",  # /sys/fs/cgroup: the container's own cgroup, on v1 hosts too
         )
+        # The engine's own masks and the kernel's views of the other sandboxes (`neighbours`):
+        # the engine's API has no option for them in the SDK, so the field is set directly.
+        host_config["MaskedPaths"] = sorted({*ENGINE_MASKED, *neighbours.masked_paths()})
         try:
             created = api.create_container(
                 self.image.id,
