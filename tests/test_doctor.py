@@ -349,3 +349,19 @@ def test_the_disk_row_and_its_fix(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(shutil, "disk_usage", lambda _path: free)
     row = _row("disk", workspace_kind=lambda _cap: "ext4")
     assert row.ok and row.fix == "" and "63.9 GiB free at" in row.here
+
+
+@pytest.mark.usefixtures("roomy")
+def test_the_doctor_says_what_runs_on_one_host_share() -> None:
+    """#38 item 3: the row names the masking and the measured bound of what stays host-wide;
+    a local backend without namespaces says the other runs would be seen, and how to avoid it."""
+    from toolkit.sandbox import neighbours
+
+    bound = f"at most {neighbours.HOST_WIDE_BITS_PER_S:g} bit/s"
+    for backend in ("local", "docker"):
+        row = _row("runs on one host", backend=backend)
+        assert row.ok and not row.required and bound in row.here
+        assert "only its own cgroups, devices and processes" in row.here
+    bare = HostIsolation("local", True, None, False, False, False, False)
+    row = _row("runs on one host", local=lambda: bare)
+    assert not row.ok and not row.required and "--slots 1" in row.fix and bound in row.here

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from tests.waiting import wait_for
-from toolkit.sandbox import Limits, Sandbox, create_sandbox
+from toolkit.sandbox import Limits, Sandbox, create_sandbox, neighbours
 
 DOCKER_BACKEND = True  # the docker backend runs these too (tests/sandbox/conftest.py)
 
@@ -106,3 +106,27 @@ def test_a_sandbox_sees_nothing_of_its_neighbour(backend: str, tmp_path: Path) -
     assert set(seen["net"]) <= {"lo"}, out
     # No process outside its own tree.
     assert not any(marker in line for line in seen["processes"]), out
+
+
+def test_masked_paths_are_every_device_of_the_classes(tmp_path: Path) -> None:
+    """Every block, net and bdi device wherever it lies (a disk under its PCI device), the
+    classes themselves, /sys/fs but its cgroup folder; nothing that is not there."""
+    sysfs = tmp_path / "sys"
+    disk = sysfs / "devices/pci0000:00/0000:00:02.0/block/vda"
+    loop = sysfs / "devices/virtual/block/loop0"
+    for folder in (disk / "vda1", loop / "loop", sysfs / "class/block", sysfs / "block"):
+        folder.mkdir(parents=True)
+    for name, target in (("vda", disk), ("vda1", disk / "vda1"), ("loop0", loop)):
+        (sysfs / "class/block" / name).symlink_to(target)
+    for name in ("cgroup", "ext4", "fuse"):
+        (sysfs / "fs" / name).mkdir(parents=True)
+    found = neighbours.masked_paths(str(sysfs))
+    relative = sorted(os.path.relpath(p, sysfs) for p in found if p.startswith(str(sysfs)))
+    assert relative == [
+        "block",
+        "class/block",
+        "devices/pci0000:00/0000:00:02.0/block/vda",
+        "devices/virtual/block",
+        "fs/ext4",
+        "fs/fuse",
+    ]

@@ -28,6 +28,11 @@ from __future__ import annotations
 import contextlib
 import os
 
+HOST_WIDE_BITS_PER_S = 1.0
+"""The measured capacity of what stays host-wide (MemAvailable, /proc/stat, a loop's own
+speed) as a channel between two concurrent local sandboxes, rounded up: the bound the
+security pages and `toolkit doctor` give (site/docs/security/channels.md, measured with
+scripts/measure-host-channel.py)."""
 CLASSES = ("block", "net", "bdi")
 """Device classes whose every device is another run's (or the host's): disks and loop devices,
 network interfaces, and the block devices' writeback (bdi) entries."""
