@@ -27,7 +27,8 @@ from toolkit.sandbox import Limits, create_sandbox
 
 PEER = r"""
 import sys, time
-mode, channel, t0, slot, bits = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+mode, channel, t0, slot, bits = sys.argv[1:6]
+t0, slot = float(t0), float(slot)
 
 def wait_until(t):
     while time.time() < t:
