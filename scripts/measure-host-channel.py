@@ -2,15 +2,16 @@
 """Measure what stays host-wide as a channel between two concurrent sandboxes (issue #38).
 
 Two local sandboxes run at once, as two runs of a 2-slot campaign do. One sends a random bit
-string, one bit per time slot; the other reads a host-wide view each slot and decodes (a
-threshold at the median). Channels: `meminfo` (the sender holds 256 MiB or not; the receiver
-reads MemAvailable), `stat` (the sender spins a core or not; the receiver reads the host's busy
-jiffies in /proc/stat), `timing` (the same spinning; the receiver counts its own loop
-iterations). Reported per channel: slot, bit errors, the error rate p and the capacity of a
-binary symmetric channel, (1 - H(p)) / slot bits per second, an upper bound of what this
-encoder carries at that slot length.
+string, one bit per time slot (Manchester-coded: busy in the first half of the slot for a 1, in
+the second for a 0); the other reads a host-wide view in each half and decodes by comparing
+the two, so the host's own slow drift cancels out. Channels: `meminfo` (the sender holds
+256 MiB or not; the receiver reads MemAvailable), `stat` (the sender spins a core or not;
+the receiver reads the host's busy jiffies in /proc/stat), `timing` (the same spinning; the
+receiver counts its own loop iterations). Reported per channel: slot, bit errors, the error
+rate p and the capacity of a binary symmetric channel, (1 - H(p)) / slot bits per second: what
+this encoder carries at that slot length on this host, at its current load.
 
-    .venv/bin/python scripts/measure-host-channel.py --bits 64 --slot 0.5
+    .venv/bin/python scripts/measure-host-channel.py --bits 64 --slot 0.5 2
 """
 
 from __future__ import annotations
@@ -46,36 +47,43 @@ def busy():
         fields = [int(x) for x in f.readline().split()[1:]]
     return sum(fields) - fields[3] - fields[4]
 
+def measure(start, end):
+    if channel == "meminfo":
+        wait_until(start + (end - start) * 0.7)
+        return -available()  # less available while the sender holds memory
+    if channel == "stat":
+        wait_until(start + (end - start) * 0.2)
+        a = busy()
+        wait_until(start + (end - start) * 0.8)
+        return busy() - a
+    wait_until(start + (end - start) * 0.2)
+    n = 0
+    stop = start + (end - start) * 0.8
+    while time.time() < stop:
+        n += 1
+    return -n  # fewer iterations while the sender spins
+
+# Manchester code: a bit is two half-slots, the sender busy in the first for a 1, in the second
+# for a 0; the receiver compares its two readings, so slow drift of the host cancels out.
 out = []
+half = slot / 2
 for i, bit in enumerate(bits):
-    start = t0 + i * slot
-    wait_until(start)
-    if mode == "send":
-        if bit == "1":
+    for h in (0, 1):
+        start = t0 + i * slot + h * half
+        wait_until(start)
+        active = (h == 0) == (bit == "1")
+        if mode == "send" and active:
             if channel == "meminfo":
                 held = bytearray(256 * 2**20)
                 for k in range(0, len(held), 4096):
                     held[k] = 1
-                wait_until(start + slot * 0.9)
+                wait_until(start + half * 0.9)
                 del held
             else:
-                while time.time() < start + slot * 0.9:
+                while time.time() < start + half * 0.9:
                     pass
-    else:
-        wait_until(start + slot * 0.25)
-        if channel == "meminfo":
-            wait_until(start + slot * 0.6)
-            out.append(available())
-        elif channel == "stat":
-            a = busy()
-            wait_until(start + slot * 0.75)
-            out.append(busy() - a)
-        else:
-            n = 0
-            end = start + slot * 0.75
-            while time.time() < end:
-                n += 1
-            out.append(-n)  # fewer iterations when the sender spins: a larger value
+        elif mode == "recv":
+            out.append(measure(start, start + half))
 if mode == "recv":
     print(" ".join(map(str, out)))
 """
@@ -101,10 +109,7 @@ def measure(channel: str, bits: str, slot: float) -> tuple[int, float]:
             result = receiver.exec([sys.executable, "-c", PEER, "recv", *args], timeout=3600)
             send.wait(60)
     values = [float(v) for v in result.stdout.split()]
-    if channel == "meminfo":
-        values = [-v for v in values]  # less available when the sender holds memory
-    middle = sorted(values)[len(values) // 2]
-    decoded = "".join("1" if v > middle else "0" for v in values)
+    decoded = "".join("1" if a > b else "0" for a, b in zip(values[::2], values[1::2], strict=True))
     errors = sum(a != b for a, b in zip(decoded, bits, strict=True))
     return errors, errors / len(bits)
 
