@@ -130,3 +130,14 @@ def test_masked_paths_are_every_device_of_the_classes(tmp_path: Path) -> None:
         "fs/ext4",
         "fs/fuse",
     ]
+
+
+def test_the_pages_give_the_measured_rate() -> None:
+    """The security page, both campaign pages (where `--slots` is explained) and the doctor
+    (tests/test_doctor.py) give the same measured rate of what stays host-wide."""
+    docs = Path(__file__).resolve().parents[2] / "site" / "docs"
+    rate = f"{neighbours.MEASURED_BITS_PER_S:g} bit"
+    for page in ("security/channels.md", "operators/campaigns.md", "maintainers/campaigns.md"):
+        text = " ".join((docs / page).read_text().split())
+        assert rate in text, page
+        assert "--slots" in text or page.startswith("security"), page

@@ -309,9 +309,10 @@ class Doctor:
         mine = self.local() if self.backend == "local" else self.docker(None)
         ok = mine.available and mine.namespaces
         shared = (
-            f"host-wide memory, load and timing stay shared: at most "
-            f"{neighbours.HOST_WIDE_BITS_PER_S:g} bit/s between two runs at once "
-            "(security/channels.md)"
+            "host-wide memory, load and CPU timing stay shared: "
+            f"{neighbours.MEASURED_BITS_PER_S:g} bit/s measured between two runs at once, "
+            "so a hidden grading beside another run's agent is not closed "
+            "(security/channels.md#runs-on-one-host)"
         )
         here = (
             f"each sandbox sees only its own cgroups, devices and processes; {shared}"
@@ -324,7 +325,7 @@ class Doctor:
             here,
             ok,
             required=False,  # the isolation floor decides; this says what a campaign shares
-            fix="" if ok else "run one run per host at a time (--slots 1), or another --backend",
+            fix="" if ok else "one run per host at a time (--slots 1), or another --backend",
         )
 
     @staticmethod
