@@ -424,7 +424,7 @@ def hide(path: str, dev: int, ino: int) -> None:
         os.close(target)
 
 
-def joined_hierarchies(joined: list[str]) -> list[tuple[str, str, str]]:
+def joined_hierarchies(joined: tuple[str, ...] | list[str]) -> list[tuple[str, str, str]]:
     """(mount point, filesystem type, mount options) of each cgroup hierarchy that holds one
     of the `joined` cgroup.procs files, read before anything is mounted over them."""
     with open("/proc/self/mountinfo", "rb") as f:
@@ -470,7 +470,9 @@ def cgroup_view(hierarchies: list[tuple[str, str, str]], own_namespace: bool, ho
         os.close(cover)
 
 
-def build(plan: dict[str, Any], joined: list[str] = [], cgroupns: bool = False) -> None:  # noqa: B006
+def build(
+    plan: dict[str, Any], joined: tuple[str, ...] | list[str] = (), cgroupns: bool = False
+) -> None:
     """Carry out the host's plan (see the module docstring); raises SetupError. `joined`: the
     cgroup.procs files the tree joined; `cgroupns`: it is in a cgroup namespace of its own."""
     how = plan["host_readonly"]
