@@ -39,7 +39,7 @@ echo "== backing"
 cat /sys/block/*/loop/backing_file /sys/devices/virtual/block/*/loop/backing_file \
     /sys/class/block/*/loop/backing_file 2>/dev/null
 echo "== diskstats"
-cat /proc/diskstats /proc/partitions 2>/dev/null
+cat /proc/diskstats /proc/partitions /proc/interrupts 2>/dev/null
 echo "== net"
 ls /sys/class/net 2>/dev/null
 echo "== processes"
@@ -98,7 +98,7 @@ def test_a_sandbox_sees_nothing_of_its_neighbour(backend: str, tmp_path: Path) -
     for name in names:
         assert name not in out, f"the victim's cgroup {name} is visible:\n{out}"
     assert int(seen["counters"][0]) <= 2, out  # its own (v1: memory's, v2: the one folder)
-    # No block device, loop device or its backing file, no per-device I/O counters.
+    # No block device, loop device or its backing file, no per-device I/O or interrupt counts.
     assert seen["block"] == [], out
     assert seen["backing"] == [], out
     assert seen["diskstats"] == [], out

@@ -12,7 +12,8 @@ Both backends therefore give a sandbox:
 - its own cgroup only: a cgroup namespace rooted at the tree's own cgroups, and
   /sys/fs/cgroup replaced by those alone (local: `local/mounts.py`; docker: `cgroupns`);
 - none of the views listed by `masked_paths`: every block device (the class, the devices
-  themselves, their numbers, the disk statistics of /proc), every network device of the host
+  themselves, their numbers, the disk statistics of /proc), every device's interrupt counts,
+  every network device of the host
   (a sandbox has only its own loopback, or, with network, sees its traffic only at its peer),
   and the filesystems' own folders of /sys/fs (per-device counters: ext4's
   `lifetime_write_kbytes` of another run's loop device);
@@ -42,7 +43,13 @@ FIXED = (
     "/proc/diskstats",
     "/proc/partitions",
     "/sys/kernel/debug",
-)
+    # The container engine's own defaults (moby's `oci.DefaultSpec`), for both backends: the
+    # interrupts of every device (a disk's queue counts another run's I/O), every task's
+    # scheduling and timers, kernel memory, keys, and the energy counters (powercap).
+    "/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+)  # fmt: skip
 """Views to mask whatever the host holds (a path absent on a host is skipped)."""
 
 

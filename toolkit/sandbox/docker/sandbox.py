@@ -67,13 +67,6 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SHM_BYTES = 64 * 2**20  # the engine's default /dev/shm
 VAR_TMP_BYTES = 16 * 2**20
 START_TIMEOUT_S = 60.0
-ENGINE_MASKED = (
-    "/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
-    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-    "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
-)  # fmt: skip
-"""The engine's default masked paths (moby's `oci.DefaultSpec`): a container's MaskedPaths
-replaces them, so they are named again beside the neighbours' views."""
 
 
 def _is_within(path: Path, other: Path) -> bool:
@@ -319,9 +312,11 @@ class DockerSandbox(Sandbox):
             device_requests=gpu_requests(self.gpus, gpu_mode() if self.gpus else "nvidia") or None,
             cgroupns="private",  # /sys/fs/cgroup: the container's own cgroup, on v1 hosts too
         )
-        # The engine's own masks and the kernel's views of the other sandboxes (`neighbours`):
-        # the engine's API has no option for them in the SDK, so the field is set directly.
-        host_config["MaskedPaths"] = sorted({*ENGINE_MASKED, *neighbours.masked_paths()})
+        # The kernel's views of the other sandboxes, the engine's own masks among them
+        # (`neighbours`): the SDK has no option for the API's field, so it is set directly.
+        # The fixed ones whether or not this host has them (the engine may run elsewhere; the
+        # runtime skips a path its kernel lacks).
+        host_config["MaskedPaths"] = sorted({*neighbours.FIXED, *neighbours.masked_paths()})
         try:
             created = api.create_container(
                 self.image.id,
