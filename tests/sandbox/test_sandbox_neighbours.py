@@ -28,6 +28,8 @@ echo "== cgroup"
 find /sys/fs/cgroup -maxdepth 6 -type d 2>/dev/null
 echo "== own cgroup"
 cat /proc/self/cgroup
+echo "== cgroup mount roots"
+grep -E ' - cgroup2? ' /proc/self/mountinfo | cut -d' ' -f4
 echo "== own limit"
 cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null
 echo "== counters"
@@ -100,6 +102,7 @@ def test_a_sandbox_sees_nothing_of_its_neighbour(backend: str, tmp_path: Path) -
     for name in names:
         assert name not in out, f"the victim's cgroup {name} is visible:\n{out}"
     assert int(seen["counters"][0]) <= 2, out  # its own (v1: memory's, v2: the one folder)
+    assert set(seen["cgroup mount roots"]) <= {"/"}, out  # no host hierarchy, even covered
     if backend == "docker" or "cgroup-memory" in attacker.isolation:  # its own cgroup works
         assert str(LIMITS.memory_bytes) in seen["own limit"], out
     # No block device, loop device or its backing file, no per-device I/O or interrupt counts.

@@ -484,6 +484,7 @@ def build(
     detach_foreign_caps(plan["caps"], list(sources))
     covered = [path for kind, path in plan["steps"] if kind == "cover"]
     covered += [place for place, _ in plan["places"]] + [path for path, _, _ in plan["hide"]]
+    covered += [CGROUP_VIEW] if plan.get("cgroup_view") else []  # the host's hierarchies
     detach_covered(covered, list(sources))
     ephemeral = plan["ephemeral"]  # the root's path when it is overlaid, else None
     make_host_readonly(how)
