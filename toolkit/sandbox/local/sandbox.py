@@ -11,7 +11,10 @@ read-only path shows only those), and /tmp, /var/tmp, /dev/shm, /run (/run/lock,
 and /dev/mqueue are private, size-capped and gone with the command (`layout.py` plans it,
 `mounts.py` mounts it). An ephemeral root is an overlay whose writes go to those private
 places (capped with them, gone with the command); other roots' capped folders (`capped.py`)
-are detached from the tree's view. It joins per-tree pids and memory cgroups for the limits
+are detached from the tree's view. It sees nothing of the sandboxes beside it: its own
+cgroup namespace with only its own cgroups in /sys/fs/cgroup, and the kernel's per-device
+views (block, loop and network devices, /proc/diskstats, /sys/fs/*: `neighbours.py`)
+covered. It joins per-tree pids and memory cgroups for the limits
 that are set (where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
 scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands are started by
 a fork server (`launcher.py`), one per sandbox. `isolation` lists what was in force; where the
