@@ -381,3 +381,19 @@ def test_a_long_fix_folds_and_is_never_cut() -> None:
         line.split("│")[5].strip() for line in text.splitlines() if line.count("│") == 6
     )
     assert cells.replace(" ", "") == fix.replace(" ", "")
+
+
+@pytest.mark.usefixtures("roomy")
+def test_the_doctor_says_what_runs_on_one_host_share() -> None:
+    """#38 item 3: the row names the masking and the measured rate of what stays host-wide;
+    a local backend without namespaces says the other runs would be seen, and how to avoid it."""
+    from toolkit.sandbox import neighbours
+
+    bound = f"{neighbours.MEASURED_BITS_PER_S:g} bit/s measured"
+    for backend in ("local", "docker"):
+        row = _row("runs on one host", backend=backend)
+        assert row.ok and not row.required and bound in row.here
+        assert "only its own cgroups, devices and processes" in row.here
+    bare = HostIsolation("local", True, None, False, False, False, False)
+    row = _row("runs on one host", local=lambda: bare)
+    assert not row.ok and not row.required and "--slots 1" in row.fix and bound in row.here

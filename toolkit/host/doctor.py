@@ -219,6 +219,7 @@ class Doctor:
         checks = [self._cgroups(), self._userns(), self._loop()]
         gpu_support = self.docker_gpus() if self.backend == "docker" else None
         checks += self._isolation(gpu_support)
+        checks.append(self._neighbours())
         if self.wants_gpu or not required_only:
             checks += self._gpu_checks(gpu_support)
         checks.append(self._disk())
@@ -300,6 +301,32 @@ class Doctor:
                 fix=fix,
             )
         ]
+
+    def _neighbours(self) -> Check:
+        """What runs at once on this host (a campaign's slots, its GPUs) see of each other."""
+        from toolkit.sandbox import neighbours
+
+        mine = self.local() if self.backend == "local" else self.docker(None)
+        ok = mine.available and mine.namespaces
+        shared = (
+            "host-wide memory, load and CPU timing stay shared: "
+            f"{neighbours.MEASURED_BITS_PER_S:g} bit/s measured between two runs at once, "
+            "so a hidden grading beside another run's agent is not closed "
+            "(security/channels.md#runs-on-one-host)"
+        )
+        here = (
+            f"each sandbox sees only its own cgroups, devices and processes; {shared}"
+            if ok
+            else f"no: a sandbox here would see the other runs' cgroups and devices; {shared}"
+        )
+        return Check(
+            "runs on one host",
+            "",
+            here,
+            ok,
+            required=False,  # the isolation floor decides; this says what a campaign shares
+            fix="" if ok else "one run per host at a time (--slots 1), or another --backend",
+        )
 
     @staticmethod
     def _described(h: HostIsolation) -> list[str]:

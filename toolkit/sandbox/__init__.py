@@ -30,6 +30,12 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         mounts), private-tmp (/tmp, /var/tmp, /dev/shm, /run with /run/lock
                         and /var/lock, /dev/mqueue: one fresh tmpfs per tree, gone with it;
                         TMPDIR is inside root and persists)
+    cgroupns            own cgroup namespace, rooted at the tree's own cgroups (/proc/self/cgroup
+                        names no host path)
+    neighbours-masked   the kernel's views of other sandboxes are not seen (`neighbours.py`):
+                        /sys/fs/cgroup holds only the sandbox's own cgroups, no block, loop or
+                        network device of the host, no /proc/diskstats, no filesystem's
+                        per-device counters (in not_isolated, `neighbours`: this host cannot)
     ipcns, utsns        own System V IPC objects and POSIX message queues, own hostname
     no-keyrings         a seccomp filter refuses add_key/request_key/keyctl: the keyrings of
                         the shared sandbox uid cannot carry data from one sandbox to another

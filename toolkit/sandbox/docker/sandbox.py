@@ -26,7 +26,9 @@ What the docker backend does NOT isolate (recorded in `not_isolated`): the kerne
 the host; the engine's default seccomp profile applies), the CPU share unless `Limits.cpus` sets
 a quota (`cpu_seconds` caps CPU time only), the root's disk use (a bind mount of a host folder;
 `disk_bytes` caps the tmpfs mounts), and the sandbox's processes from each other (one uid for all
-its commands).
+its commands). The other sandboxes' cgroups, devices and processes are out of view
+(`cgroupns="private"`, the neighbours' views of `neighbours.py` masked, a PID namespace); what
+stays host-wide (/proc/meminfo, load, the clock) is a measured channel (security/channels.md).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import Any
 
 from toolkit.images import INIT_PATH, ImageError, current
 from toolkit.images.resolve import Resolved, resolve
-from toolkit.sandbox import capped
+from toolkit.sandbox import capped, neighbours
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -171,6 +173,7 @@ class DockerSandbox(Sandbox):
             "container", "pidns", "mountns", "ipcns", "utsns", "subreaper", "pgroup",
             "scrubbed-env", "no-new-privs", "caps-dropped", "readonly-rootfs", "private-tmp",
             "host-allowlist",  # the image and the explicit mounts: nothing else of the host
+            "cgroupns", "neighbours-masked",  # own cgroup only, no other sandbox's counters
             f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
         ]  # fmt: skip
         off = ["kernel"]
@@ -307,7 +310,13 @@ class DockerSandbox(Sandbox):
             nano_cpus=round(lim.cpus * 1e9) if lim.cpus is not None else None,
             ulimits=ulimits,
             device_requests=gpu_requests(self.gpus, gpu_mode() if self.gpus else "nvidia") or None,
+            cgroupns="private",  # /sys/fs/cgroup: the container's own cgroup, on v1 hosts too
         )
+        # The kernel's views of the other sandboxes, the engine's own masks among them
+        # (`neighbours`): the SDK has no option for the API's field, so it is set directly.
+        # The fixed ones whether or not this host has them (the engine may run elsewhere; the
+        # runtime skips a path its kernel lacks).
+        host_config["MaskedPaths"] = sorted({*neighbours.FIXED, *neighbours.masked_paths()})
         try:
             created = api.create_container(
                 self.image.id,

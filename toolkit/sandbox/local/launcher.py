@@ -11,10 +11,12 @@ starting a fresh Python for every command cost 20-60 ms. Per command:
    is PID 1 there, and is what the host kills (its death ends the namespace). It starts its
    own session, joins the per-process cgroups (pids, memory) prepared by the host before
    anything can fork, and unshares new mount, IPC (SysV objects, POSIX message queues) and UTS
-   namespaces, and a network namespace unless the sandbox has network.
+   namespaces, and a network namespace unless the sandbox has network, and a cgroup namespace
+   rooted at its own cgroups.
 2. It builds the visible filesystem from the host's plan (`mounts.py`): the host read-only,
    a fresh /proc, one capped tmpfs for the private writable places, covers, the sandbox root
-   and read-only paths bound back in, hidden paths covered. It brings loopback up.
+   and read-only paths bound back in, its own cgroups alone in /sys/fs/cgroup, hidden paths
+   (the kernel's views of other sandboxes among them) covered. It brings loopback up.
 3. It forks the command and stays as init (`supervise`): it reaps orphans and reports the
    command's exit status once nothing else is left. The command sets rlimits, drops to the
    sandbox uid/gid with no_new_privs (or, not root, locks the mounts in a user namespace of its
@@ -66,6 +68,7 @@ PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
@@ -275,15 +278,18 @@ def init(spec: dict[str, object], fds: list[int]) -> None:
     prepared = None
     if spec["filesystem"] is not None:
         # Own mounts, SysV IPC and POSIX message queues, hostname; network unless allowed.
+        # And its own cgroup namespace, rooted at the cgroups it just joined: /proc/self/cgroup
+        # names no host path, and /sys/fs/cgroup is mounted afresh from there (`mounts`).
         flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWUTS
         flags |= 0 if spec["network"] else CLONE_NEWNET
-        if _libc.unshare(flags) != 0:
+        cgroupns = _libc.unshare(flags | CLONE_NEWCGROUP) == 0
+        if not cgroupns and _libc.unshare(flags) != 0:  # a kernel before 4.6: no cgroupns
             fail(f"unshare failed: {os.strerror(ctypes.get_errno())}")
         try:
             mounts.mount(None, "/", None, MS_REC | MS_PRIVATE, None)  # nothing propagates
             if egress:  # its files are opened here: in this namespace, before /tmp is private
                 prepared = egress_prepare(egress)  # type: ignore[arg-type]
-            mounts.build(spec["filesystem"])  # type: ignore[arg-type]
+            mounts.build(spec["filesystem"], spec["cgroups"], cgroupns)  # type: ignore[arg-type]
         except mounts.SetupError as e:
             fail(str(e))
     if spec["loopback"]:

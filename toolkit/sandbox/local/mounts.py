@@ -23,7 +23,10 @@ out with mount calls, in this order:
    root folder and whose upper (writable) layer is a folder of the places' tmpfs, so what the
    tree writes under its root counts against the same cap and dies with it, and the host's
    folder is never written.
-6. Hidden paths: an empty read-only tmpfs over a folder, /dev/null over a file. A hidden path
+6. The cgroup view (`cgroup_view`): /sys/fs/cgroup shows the tree's own cgroups only, each
+   hierarchy it joined mounted afresh inside its cgroup namespace (whose root is the tree's
+   own cgroup), on an empty tmpfs; no other sandbox's cgroup, nor the host's (issue #38).
+7. Hidden paths: an empty read-only tmpfs over a folder, /dev/null over a file. A hidden path
    inside the writable root must still be the file the host meant (same device and inode):
    otherwise another sandbox sharing the root moved it, and the tree is not started. (In an
    ephemeral root that is checked in the root folder itself, just before the overlay is
@@ -61,6 +64,8 @@ AT_FDCWD = -100
 AT_EMPTY_PATH = 0x1000
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
+CGROUP_VIEW = "/sys/fs/cgroup"
+VIEW_FLAGS = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
 RESOLVE_NO_MAGICLINKS = 0x02
 RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
@@ -419,9 +424,59 @@ def hide(path: str, dev: int, ino: int) -> None:
         os.close(target)
 
 
-def build(plan: dict[str, Any]) -> None:
-    """Carry out the host's plan (see the module docstring); raises SetupError."""
+def joined_hierarchies(joined: tuple[str, ...] | list[str]) -> list[tuple[str, str, str]]:
+    """(mount point, filesystem type, mount options) of each cgroup hierarchy that holds one
+    of the `joined` cgroup.procs files, read before anything is mounted over them."""
+    with open("/proc/self/mountinfo", "rb") as f:
+        lines = f.read().decode(errors="replace").splitlines()
+    found = []
+    for line in lines:
+        fields = line.split(" ")
+        after = fields.index("-")
+        point, fstype = fields[4], fields[after + 1]
+        if fstype not in ("cgroup", "cgroup2") or "\\" in point:
+            continue
+        if any(_within(path, point) for path in joined):
+            options = [o for o in fields[after + 3].split(",") if o not in ("rw", "ro")]
+            found.append((point, fstype, ",".join(options) if fstype == "cgroup" else ""))
+    return found
+
+
+def cgroup_view(hierarchies: list[tuple[str, str, str]], own_namespace: bool, how: str) -> None:
+    """Step 6: /sys/fs/cgroup holds only the tree's own cgroups. An empty tmpfs over it, and
+    in it each joined hierarchy, mounted afresh in the tree's cgroup namespace (its root is
+    the tree's own cgroup), read-only. Without a cgroup namespace, or where the kernel refuses
+    a fresh mount (a v1 hierarchy in a user namespace), that hierarchy's folder stays empty."""
+    if not os.path.isdir(CGROUP_VIEW):
+        return
+    target = open_target(CGROUP_VIEW)
+    try:
+        mount("tmpfs", fd_path(target), "tmpfs", MS_NOSUID | MS_NODEV, COVER_OPTIONS)
+    finally:
+        os.close(target)
+    cover = open_target(CGROUP_VIEW)  # the tmpfs: read-only once its folders are made
+    try:
+        for point, fstype, options in hierarchies if own_namespace else []:
+            name = os.path.relpath(point, CGROUP_VIEW)
+            name = os.path.basename(point) if name.startswith("..") else name
+            path = CGROUP_VIEW if name == "." else os.path.join(CGROUP_VIEW, name)
+            make_mountpoint(path, True)
+            try:
+                mount(fstype, path, fstype, VIEW_FLAGS, options or None)
+            except SetupError:
+                continue  # its folder stays empty: nothing of it is seen, its own counters neither
+        set_readonly(cover, readonly=True, recursive=False, how=how)
+    finally:
+        os.close(cover)
+
+
+def build(
+    plan: dict[str, Any], joined: tuple[str, ...] | list[str] = (), cgroupns: bool = False
+) -> None:
+    """Carry out the host's plan (see the module docstring); raises SetupError. `joined`: the
+    cgroup.procs files the tree joined; `cgroupns`: it is in a cgroup namespace of its own."""
     how = plan["host_readonly"]
+    hierarchies = joined_hierarchies(joined) if plan.get("cgroup_view") else []
     sources: dict[str, int] = {}
     for kind, path in plan["steps"]:
         if kind in ("bind", "bind-ro"):
@@ -429,6 +484,7 @@ def build(plan: dict[str, Any]) -> None:
     detach_foreign_caps(plan["caps"], list(sources))
     covered = [path for kind, path in plan["steps"] if kind == "cover"]
     covered += [place for place, _ in plan["places"]] + [path for path, _, _ in plan["hide"]]
+    covered += [CGROUP_VIEW] if plan.get("cgroup_view") else []  # the host's hierarchies
     detach_covered(covered, list(sources))
     ephemeral = plan["ephemeral"]  # the root's path when it is overlaid, else None
     make_host_readonly(how)
@@ -461,6 +517,8 @@ def build(plan: dict[str, Any]) -> None:
             covers.append(open_target(path))
         else:
             bind(sources[path], path, readonly=kind == "bind-ro", how=how)
+    if plan.get("cgroup_view"):
+        cgroup_view(hierarchies, cgroupns, how)
     for path, dev, ino in hidden:
         hide(path, dev, ino)
     for fd in covers:

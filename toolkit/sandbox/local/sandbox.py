@@ -11,7 +11,10 @@ read-only path shows only those), and /tmp, /var/tmp, /dev/shm, /run (/run/lock,
 and /dev/mqueue are private, size-capped and gone with the command (`layout.py` plans it,
 `mounts.py` mounts it). An ephemeral root is an overlay whose writes go to those private
 places (capped with them, gone with the command); other roots' capped folders (`capped.py`)
-are detached from the tree's view. It joins per-tree pids and memory cgroups for the limits
+are detached from the tree's view. It sees nothing of the sandboxes beside it: its own
+cgroup namespace with only its own cgroups in /sys/fs/cgroup, and the kernel's per-device
+views (block, loop and network devices, /proc/diskstats, /sys/fs/*: `neighbours.py`)
+covered. It joins per-tree pids and memory cgroups for the limits
 that are set (where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
 scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands are started by
 a fork server (`launcher.py`), one per sandbox. `isolation` lists what was in force; where the
@@ -37,7 +40,8 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
   every sandbox sees as its own, or hide them), and timing or file locks on shared readable
   files are covert channels between live sandboxes (not persistence: nothing outlives a tree);
 - without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
-  host, hidden and read-only paths, private places, IPC and the uid (commands run as the
+  host, hidden and read-only paths, private places, IPC, the other sandboxes' cgroups, devices
+  and processes (`neighbours`), and the uid (commands run as the
   caller); trees are still killed whole (the launcher is a subreaper), and keyrings refused;
 - without writable cgroups (v1 as root; v2: a delegated subtree, or as root the toolkit's own
   top-level cgroup: see `cgroups`): the memory
@@ -58,7 +62,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from toolkit.sandbox import capped
+from toolkit.sandbox import capped, neighbours
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -195,6 +199,11 @@ class LocalSandbox(Sandbox):
         exposed = [self.root, *readonly]
         hide = [*self.hide]
         hide += [f for f in outside_files if f not in hide and f not in exposed]
+        # The kernel's views of the sandboxes beside this one (`neighbours`), unless the
+        # caller exposes one of them itself.
+        for view in map(Path, neighbours.masked_paths()):
+            if view not in hide and not any(layout.is_within(e, view) for e in exposed):
+                hide.append(view)
         fs = layout.layout(
             self.root,
             readonly=readonly,
@@ -213,6 +222,7 @@ class LocalSandbox(Sandbox):
             ephemeral=self.root if self.ephemeral else None,
             overlay_options=host.OVERLAY_USERNS if self.userns else "",
         )
+        plan["cgroup_view"] = True  # /sys/fs/cgroup: the tree's own cgroups only
         plan["caps"] = {"tmpfs_source": capped.TMPFS_SOURCE, "image_suffix": capped.IMAGE_SUFFIX}
         return plan
 
@@ -241,6 +251,8 @@ class LocalSandbox(Sandbox):
             off.append("cpu-quota")
         if self.namespaces:
             on += ["pidns", "mountns", "ipcns", "utsns", "private-tmp", "host-filesystem-readonly"]
+            on.append("neighbours-masked")  # no other sandbox's cgroup, device or counters
+            on += ["cgroupns"] if os.path.exists("/proc/self/ns/cgroup") else []
             on.append("host-allowlist")  # only the system folders and the sandbox's own paths
             off.append("system-folders-readable")  # those stay readable where permissions allow
             on += ["userns"] if self.userns else []
@@ -252,7 +264,7 @@ class LocalSandbox(Sandbox):
         else:
             off += ["host-filesystem-readable", "host-allowlist"]
             off += ["host-filesystem-writable", "mounts", "hidden-paths", "readonly-paths"]
-            off += ["private-tmp", "ipc", "uts"]
+            off += ["private-tmp", "ipc", "uts", "neighbours"]
             off += [] if self.network else ["network"]
             off += ["disk"] if lim.disk_bytes is not None else []
         if self.ephemeral:

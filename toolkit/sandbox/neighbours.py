@@ -1,0 +1,85 @@
+"""The kernel's views of the sandboxes beside this one: what every backend masks (issue #38).
+
+Sandboxes on one host share a kernel, and the kernel publishes per-cgroup, per-device and
+per-filesystem counters to anyone who can read /sys and /proc. From them one sandbox read
+another's memory high-water mark (the cgroup tree), learnt which runs were live and how much
+they wrote (the loop devices' `backing_file` and stats, ext4's per-device counters), and
+watched other runs' traffic (the host's network devices). Every run of a track is graded on
+the same exam, so what one run learns of another's grading is its own exam.
+
+Both backends therefore give a sandbox:
+
+- its own cgroup only: a cgroup namespace rooted at the tree's own cgroups, and
+  /sys/fs/cgroup replaced by those alone (local: `local/mounts.py`; docker: `cgroupns`);
+- none of the views listed by `masked_paths`: every block device (the class, the devices
+  themselves, their numbers, the disk statistics of /proc), every device's interrupt counts,
+  every network device of the host
+  (a sandbox has only its own loopback, or, with network, sees its traffic only at its peer),
+  and the filesystems' own folders of /sys/fs (per-device counters: ext4's
+  `lifetime_write_kbytes` of another run's loop device);
+- no other process (a PID namespace each: `pidns`).
+
+What stays host-wide (/proc/meminfo, /proc/loadavg, /proc/stat, /proc/pressure, the clock and
+the CPU's own timing) is shared by design of the kernel; its capacity as a channel between two
+concurrent sandboxes is measured and bounded in site/docs/security/channels.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+MEASURED_BITS_PER_S = 2.7
+"""The best rate measured through what stays host-wide between two concurrent local sandboxes
+(the speed of a shared core, at 0.1 s a bit: scripts/measure-host-channel.py, on a busy 2-core
+host): what an attacker gets at least, not a ceiling (a quiet host is less noisy). The number
+`toolkit doctor` and site/docs/security/channels.md give."""
+CLASSES = ("block", "net", "bdi")
+"""Device classes whose every device is another run's (or the host's): disks and loop devices,
+network interfaces, and the block devices' writeback (bdi) entries."""
+FIXED = (
+    "/sys/block",
+    "/sys/dev/block",
+    "/proc/diskstats",
+    "/proc/partitions",
+    "/sys/kernel/debug",
+    # The container engine's own defaults (moby's `oci.DefaultSpec`), for both backends: the
+    # interrupts of every device (a disk's queue counts another run's I/O), every task's
+    # scheduling and timers, kernel memory, keys, and the energy counters (powercap).
+    "/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+    "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+    "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+)  # fmt: skip
+"""Views to mask whatever the host holds (a path absent on a host is skipped)."""
+
+
+def masked_paths(sysfs: str = "/sys") -> list[str]:
+    """Canonical paths to mask: `FIXED`, each class of `CLASSES` with its virtual devices'
+    folder, and each device of those classes where it lies (a disk under its PCI device);
+    only what exists here. `sysfs`: where the host's /sys is (tests give a fake one)."""
+    found: list[str] = []
+    for path in FIXED:
+        path = path.replace("/sys", sysfs, 1) if path.startswith("/sys") else path
+        if os.path.lexists(path):
+            found.append(path)
+    with contextlib.suppress(OSError):  # the filesystems' folders; not the cgroup one (it
+        # is replaced by the sandbox's own cgroups)
+        found += [f"{sysfs}/fs/{n}" for n in os.listdir(f"{sysfs}/fs") if n != "cgroup"]
+    for name in CLASSES:
+        folder = f"{sysfs}/class/{name}"
+        for path in (folder, f"{sysfs}/devices/virtual/{name}"):
+            if os.path.isdir(path):
+                found.append(path)
+        try:
+            devices = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for device in devices:
+            real = os.path.realpath(os.path.join(folder, device))
+            if os.path.isdir(real) and not any(_within(real, f) for f in found):
+                found.append(real)
+    return sorted(set(found))
+
+
+def _within(path: str, other: str) -> bool:
+    return path == other or path.startswith(other.rstrip("/") + "/")
