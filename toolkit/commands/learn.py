@@ -236,7 +236,9 @@ def learn_exam_command(
         raise click.UsageError(str(exc)) from exc
     names = _families(bank, exam, families)
     if json_out is not None and not os.access(json_out.parent, os.W_OK):
-        raise click.UsageError(f"cannot write --json {json_out}: its folder is not writable")
+        raise click.UsageError(
+            f"cannot write --json {json_out}: its folder does not exist or is not writable"
+        )
     per_family = chosen.seconds_per_family(len(names), seconds)
     console = make_console()
     console.print(
