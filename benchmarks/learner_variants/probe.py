@@ -1,0 +1,36 @@
+"""The look-up probes of the learnability frontier, one family per plug-in (a bank lists a
+family once): a register of single-letter keys with three-digit values on one line, then
+questions that name a key either exactly as the register writes it (`echo`: "Again: K ", the
+bytes before the answer are those before the value, what an induction head and the generic
+`induction` solver copy) or in a line of their own (`asked`: "Bin K? ")."""
+
+import re
+import string
+
+from exam_builder.document import Document
+from exam_builder.families.base import AnyFamily, Family, Params, last_line
+
+QUESTIONS = {"echo": ("Again: {} ", r"Again: (\w) "), "asked": ("Bin {}? ", r"Bin (\w)\? ")}
+
+
+def family(name: str, pairs: int, style: str) -> AnyFamily:
+    """The probe `name`: `pairs` keys in the register, questions of `style` (echo, asked)."""
+    ask, read = QUESTIONS[style]
+
+    def generate(rng, params, lexicon):  # type: ignore[no-untyped-def]
+        keys = rng.sample(string.ascii_letters, pairs)
+        values = rng.sample(range(100, 1000), pairs)
+        doc = Document()
+        register = ", ".join(f"{k} {v}" for k, v in zip(keys, values, strict=True))
+        doc.say(f"Stores of {lexicon.name()}: {register}\n")
+        for i in rng.sample(range(pairs), min(params.questions, pairs)):
+            doc.say(ask.format(keys[i]))
+            doc.ask(str(values[i]))
+            doc.say("\n")
+        return doc
+
+    def solve(prompt, params):  # type: ignore[no-untyped-def]
+        key = re.fullmatch(read, last_line(prompt))[1]
+        return re.search(rf"(?<![A-Za-z]){key} (\d+)", prompt)[1]
+
+    return Family(name, Params, generate, solve, f"look-up probe ({style})", tiers=(1,))
