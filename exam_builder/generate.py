@@ -55,13 +55,15 @@ def _document(bank: Bank, entry: BankFamily, number: int) -> Document:
     return doc
 
 
-def _tiers(bank: Bank, entry: BankFamily, doc: Document) -> list[int | None]:
+def _checked_tiers(bank: Bank, entry: BankFamily, doc: Document) -> list[int | None]:
     """The tier of each of `doc`'s questions as the generator marked it (None: unmarked, the
     family's only tier; `question_tier` resolves it); `BankError` for a tier the family does
     not declare, or an unmarked question of a family that declares several."""
     declared = entry.family.tiers
     for tier in doc.tiers:
-        if tier is None if len(declared) > 1 else tier not in (None, *declared):
+        unmarked_of_several = tier is None and len(declared) > 1
+        undeclared = tier is not None and tier not in declared
+        if unmarked_of_several or undeclared:
             what = "an unmarked question" if tier is None else f"a question of tier {tier}"
             raise BankError(
                 f"{bank.where(entry)}: generate made {what}; the family declares tiers "
@@ -105,7 +107,7 @@ def _generate_documents(bank: Bank, progress: Progress | None) -> list[Generated
         name, left, number = entry.family.name, entry.count, 0
         while left > 0:
             doc = _document(bank, entry, number)
-            tiers = _tiers(bank, entry, doc)
+            tiers = _checked_tiers(bank, entry, doc)
             questions = [
                 Question(id=f"{name}-{number:04d}-{span}", family=name, prompt=p, answer=a, tier=t)
                 for span, ((p, a), t) in enumerate(zip(doc.prompts()[:left], tiers, strict=False))

@@ -252,10 +252,10 @@ def quality_report(
             one = _score(bank, entry, q, ngram, pool)
             tally.add(one, same_family=True)
             tiers = by_tier.setdefault(name, {})
-            tier = tiers.setdefault(
-                question_tier(q, entry.family), _Tally(pool=dict.fromkeys(pool, 0))
-            )
-            tier.add(one, same_family=True)
+            tier = question_tier(q, entry.family)
+            if tier not in tiers:
+                tiers[tier] = _Tally(pool=dict.fromkeys(pool, 0))
+            tiers[tier].add(one, same_family=True)
         last[name] = (entry, doc.number)
         if progress is not None:
             progress(len(doc.questions))

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from exam_builder.learnability import EXAM_FLOOR, TIER1_FLOOR
-from exam_builder.learnability import GATED_SCALE as TIER_GATE_SCALE
+from exam_builder.learnability import EXAM_FLOOR, GATED_SCALE, TIER1_FLOOR
 from exam_builder.manifest import Manifest
 from exam_builder.quality import GENERIC_LIMIT, FamilyQuality
 
@@ -150,7 +149,7 @@ def both_sides_table(manifest: Manifest) -> Table | None:
         f"model-free best: the highest of chance, generic, pool, baseline, copy"
         f"{'' if report.public_bank else ' and public engine'} (must stay near 0); reference "
         f"learner: the starter's model trained on the family's own format (at the "
-        f"{TIER_GATE_SCALE} scale, for a bank that is not public: tier 1 at least "
+        f"{GATED_SCALE} scale, for a bank that is not public: tier 1 at least "
         f"{TIER1_FLOOR:g} in every family, the exam at least {EXAM_FLOOR:g})."
     )
     return table

@@ -111,10 +111,10 @@ def run_learner(
                 bar.update(task, completed=min(elapsed, seconds), status=status)  # type: ignore[arg-type]
 
             def grading(task: int = task) -> None:
-                bar.update(task, status="graded")  # type: ignore[arg-type]
+                bar.update(task, status="grading")  # type: ignore[arg-type]
 
             bar.update(task, status="training")
-            mine = learn_family(bank, name, exam, chosen, seconds, tick=tick, graded=grading)
+            mine = learn_family(bank, name, exam, chosen, seconds, tick=tick, grading=grading)
             rows += mine
             done = sum(r.passed for r in mine)
             total = sum(r.total for r in mine)

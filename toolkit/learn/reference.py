@@ -53,7 +53,7 @@ def learn_family(
     seconds: float,
     *,
     tick: Tick | None = None,
-    graded: Callable[[], None] | None = None,
+    grading: Callable[[], None] | None = None,
     work: Path | None = None,
 ) -> list[LearnRow]:
     """Train on `family`'s text, grade on its questions of `exam`: a row per tier."""
@@ -67,9 +67,9 @@ def learn_family(
     with tempfile.TemporaryDirectory(prefix=f"ari-learn-{family}-", dir=work) as tmp:
         corpus = Corpus(bank, entry, mask_share=scale.mask_share, text_weight=scale.text_weight)
         trained = train_family(corpus, scale, seconds, Path(tmp) / "bundle", tick=tick)
+        if grading is not None:
+            grading()  # the slow part after training: say so before it starts
         passed = grade_passed(Path(tmp) / "bundle", questions, scale.device, Path(tmp))
-    if graded is not None:
-        graded()
     tiers = {q.id: question_tier(q, entry.family) for q in questions}
     return rows_of(family, questions, tiers, passed, trained)
 

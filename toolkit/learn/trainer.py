@@ -1,10 +1,11 @@
 """Train the starter's model on a family's training text, then export it as a starter bundle.
 
-The loop is the starter's (AdamW, warm-up then a linear decay to zero at the end of the time,
-gradient clipping), with one difference an agent who had read the formats would make too: the
-loss is weighted per byte (`corpus`), so the answers count fully, the rest of a document a
-little and the masks not at all. One example is one document, padded at the end; a document
-longer than the context is cut to a window that ends at a random answer byte's successor.
+The loop is the starter's (its model, optimizer and autocast from `train.py`; warm-up, then a
+linear decay to zero at the end of the time; gradient clipping), with one difference an agent
+who had read the formats would make too: the loss is weighted per byte (`corpus`), so the
+answers count fully, the rest of a document a little and the masks not at all. One example is
+one document, padded at the end; a document longer than the context is cut to a window that
+ends just after a random answer byte.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ STARTER_DIR = Path(__file__).resolve().parent.parent / "starter"
 
 
 def starter_module(name: str) -> ModuleType:
-    """`toolkit/starter/<name>.py` (`model`, `export`), loaded once per process. The starter is a
+    """`toolkit/starter/<name>.py` (`train`, `export`), loaded once per process. The starter is a
     folder of scripts that import one another by bare name, so its folder goes on `sys.path`."""
     if str(STARTER_DIR) not in sys.path:
         sys.path.insert(0, str(STARTER_DIR))
@@ -94,30 +95,25 @@ def train_family(
     import torch
     import torch.nn.functional as F
 
-    model_mod, export = starter_module("model"), starter_module("export")
+    # The starter's own pieces: its model, its optimizer (AdamW, weight decay on the matrices
+    # only, fused on a GPU) and its autocast (bf16 on a GPU), as an agent's training uses them.
+    train, export = starter_module("train"), starter_module("export")
     torch.manual_seed(seed)
     rng = random.Random(seed)
     shape = scale.shape
-    cfg = model_mod.ModelConfig(
-        block_size=shape.block_size,
-        n_layer=shape.n_layer,
-        n_head=shape.n_head,
-        d_model=shape.d_model,
+    cfg = train.TrainConfig(
+        model=train.ModelConfig(
+            block_size=shape.block_size,
+            n_layer=shape.n_layer,
+            n_head=shape.n_head,
+            d_model=shape.d_model,
+        ),
+        batch_size=scale.batch_size,
+        lr=scale.lr,
     )
     device = scale.device
-    model = model_mod.GPT(cfg).to(device)
-    decay = [p for p in model.parameters() if p.ndim == 2 and p is not model.embed.weight]
-    rest = [p for p in model.parameters() if p.ndim != 2 or p is model.embed.weight]
-    optimizer = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-        lr=scale.lr,
-        betas=(0.9, 0.95),
-    )
-    autocast = torch.autocast(
-        device_type="cuda" if device == "cuda" else "cpu",
-        dtype=torch.bfloat16,
-        enabled=device == "cuda",
-    )
+    model = train.build_model(cfg, device)
+    optimizer = train.build_optimizer(model, cfg, device)
     start = time.monotonic()
     steps, seen = 0, 0
     recent: list[float] = []
@@ -131,7 +127,7 @@ def train_family(
             examples = [repeated(ex) for ex in examples]
         batch = _batch(examples, shape.block_size, rng)
         x, y, w = (t.to(device) for t in batch)
-        with autocast:
+        with train.autocast(device):
             logits = model(x)
         per_byte = F.cross_entropy(logits.float().reshape(-1, 256), y.reshape(-1), reduction="none")
         loss = (per_byte * w.reshape(-1)).sum() / w.sum().clamp(min=1e-6)
