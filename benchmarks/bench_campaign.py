@@ -91,13 +91,13 @@ def _template(path: Path, track: str, budget: float) -> None:
     path.write_text(result.model_dump_json())
 
 
-def _campaign(folder: Path) -> Path:
+def _campaign(folder: Path, runs: int = RUNS) -> Path:
     (folder / "results").mkdir(parents=True)
     shutil.copy(REPO / "results" / "tracks.json", folder / "results" / "tracks.json")
     file = folder / "campaign.toml"
     file.write_text(
         'track = "demo-cpu-2"\nagent = "scripted"\nbudget_s = 10\n'
-        f'seeds = {list(range(RUNS))}\n\n[[models]]\nname = "scripted-bench"\n'
+        f'seeds = {list(range(runs))}\n\n[[models]]\nname = "scripted-bench"\n'
     )
     return file
 

@@ -8,10 +8,13 @@ removed without warning.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -186,3 +189,98 @@ def test_failed_runs_are_final_and_both_engines_make_the_same_keys(
     assert again.returncode == 0, again.stdout + again.stderr
     assert len(results_in(tmp_path / "local/results")) == 6
     assert "done 6/6" in again.stderr
+
+
+SHARE = "campaign_share_slot"
+PROBE_RUN = """
+import json, os, sys, time
+from toolkit.sandbox.cores import pin_from_env, thread_env
+pinned = pin_from_env()  # as the real run process does, first thing
+facts = dict(
+    pinned=pinned,
+    affinity=sorted(os.sched_getaffinity(0)),
+    omp=os.environ.get("OMP_NUM_THREADS"),
+    sandbox_threads=int(thread_env(None)["OMP_NUM_THREADS"]),
+    start=time.time(),
+)
+time.sleep(3)  # both runs hold their share at once
+facts["end"] = time.time()
+with open(os.path.join({out!r}, f"{{os.getpid()}}.json"), "w") as f:
+    json.dump(facts, f)
+"""
+
+
+def _probe_command(script: str, job_file: Path, report_file: Path) -> list[str]:
+    return [sys.executable, script, str(job_file), str(report_file)]
+
+
+def test_runs_sharing_a_ray_host_each_get_their_own_cores(
+    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a grading's speed under Ray depends on (issue: four times slower than locally):
+    two runs on one host at once each pinned to their own cores, their sandboxes' thread pools
+    sized to that share, and no OMP_NUM_THREADS=1 of Ray's in the run process."""
+    from ray import cloudpickle
+
+    from toolkit.campaign.job import make_job
+    from toolkit.campaign.plan import RunKey
+    from toolkit.campaign.ray_engine import RayEngine
+    from toolkit.campaign.setup import open_campaign
+
+    cores = len(os.sched_getaffinity(0))
+    # The node as an operator starts it: no thread count of the suite's (tests/conftest.py), so
+    # that Ray's own OMP_NUM_THREADS and the sandboxes' sizing are what the run gets.
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ARI_SANDBOX_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    node = cluster.add_node(num_cpus=1, resources={SHARE: 2}, object_store_memory=STORE)
+    over = cluster.add_node(
+        num_cpus=1, resources={"over_slot": cores + 1}, object_store_memory=STORE
+    )
+    cluster.wait_for_nodes()
+    out = tmp_path / "facts"
+    out.mkdir()
+    script = tmp_path / "probe_run.py"
+    script.write_text(PROBE_RUN.format(out=str(out)))
+    campaign = open_campaign(write_campaign(tmp_path, seeds=[0, 1], budget=10))
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the workers get the command
+    engine = RayEngine(
+        address=cluster.address,
+        results_dir=campaign.results_dir,
+        exam=b"{}",
+        resource=SHARE,
+        command=functools.partial(_probe_command, str(script)),
+    )
+    try:
+        assert (engine.host_problems() == []) == (cores >= 2)  # two slots: a core each
+        engine.unit = "over_slot"
+        problems = engine.host_problems()
+        assert len(problems) == 1 and f"{cores + 1} slots on {cores} usable core" in problems[0]
+        engine.unit = SHARE
+        for seed in (0, 1):
+            key = RunKey(campaign.track.id, "scripted-baseline", None, seed)
+            engine.start(
+                make_job(
+                    campaign.file, campaign.track, key, attempt=1, results_dir=campaign.results_dir
+                )
+            )
+        finished: list[Any] = []
+        deadline = time.monotonic() + 120
+        while len(finished) < 2 and time.monotonic() < deadline:
+            finished += engine.wait(1.0)
+    finally:
+        engine.close()
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        cluster.remove_node(node)
+        cluster.remove_node(over)
+    facts = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    assert len(facts) == 2, finished
+    first, second = sorted(facts, key=lambda f: f["start"])
+    assert second["start"] < first["end"], "the two runs did not hold the host at once"
+    for f in facts:
+        assert f["omp"] is None, "Ray's own thread count (1) reached the run process"
+        if cores >= 2:
+            assert f["pinned"] and f["affinity"] == f["pinned"]
+            assert f["sandbox_threads"] == len(f["pinned"])
+    if cores >= 2:
+        assert not set(first["pinned"]) & set(second["pinned"]), facts
+        assert len(first["pinned"]) + len(second["pinned"]) == cores

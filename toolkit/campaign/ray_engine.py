@@ -8,6 +8,11 @@ process (`child.py`) with its own exam copy and a private results folder, and re
 result file and the artifact folder as bytes: the driver alone writes them into the results
 folder (`collect.py`), so the nodes share no filesystem with it.
 
+Cores: the task claims a share of its host's cores first (`node_share.py`: the host's units
+of the resource are its slots, split as the local engine splits a box) and its run process pins
+itself there, so two runs on a host never size their gradings' thread pools to the same cores.
+Before the first run, a probe on each node reports a host with more slots than cores.
+
 Failures: a worker or node that dies takes its task with it and Ray runs the task again
 elsewhere (`max_retries`; the orphaned run process stops itself and everything it started);
 a run that ends `invalid` is a result like any other and the campaign decides on a rerun.
@@ -22,6 +27,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -34,6 +40,15 @@ from toolkit.campaign.config import CampaignError
 from toolkit.campaign.engine import Finished, Running
 from toolkit.campaign.job import Job
 from toolkit.campaign.local_engine import Command, child_command, outcome_of
+from toolkit.campaign.node_share import (
+    HostFacts,
+    host_facts,
+    host_slots,
+    launch_environ,
+    release,
+    run_env,
+    take_share,
+)
 from toolkit.paths import state_dir
 from toolkit.results.model import ResultsError
 from toolkit.run.spec import new_run_id
@@ -82,7 +97,12 @@ def _exam_copy(exam: bytes) -> Path:
 
 
 def run_on_node(
-    job_json: str, exam: bytes, board: Any, token: str, command: Command | None = None
+    job_json: str,
+    exam: bytes,
+    board: Any,
+    token: str,
+    command: Command | None = None,
+    unit: str = "GPU",
 ) -> dict[str, Any]:
     """The task: make one run on this node, return its report and the packed run."""
     import ray
@@ -91,6 +111,11 @@ def run_on_node(
     gpus = context.get_accelerator_ids().get("GPU", [])
     node = context.get_node_id()
     gpu = str(gpus[0]) if gpus else None
+    try:
+        slots = host_slots(ray.nodes(), socket.gethostname(), unit, node)  # type: ignore[no-untyped-call]
+    except Exception:  # Ray's state API unreachable: one slot, and the run goes on
+        slots = 1
+    share = take_share(slots, unit)
     work = Path(tempfile.mkdtemp(prefix="campaign-task-", dir=state_dir()))
     job = Job.model_validate_json(job_json)
     job = job.model_copy(
@@ -107,17 +132,20 @@ def run_on_node(
     try:
         job_file, report, log = work / "job.json", work / "report.json", work / "run.log"
         job_file.write_text(job.model_dump_json(), encoding="utf-8")
-        env = dict(os.environ)
+        env = run_env(os.environ, share, launch_environ())  # its cores, not Ray's threads
         env[PARENT_ENV] = parent_token()  # this worker: the run stops if it is lost
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = gpu
         with log.open("wb") as out:
+            out.write(f"ray task on node {node[:8]}: {share.describe()}\n".encode())
+            out.flush()
             code = subprocess.run(
                 (command or child_command)(job_file, report),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=env,
+                pass_fds=() if share.fd is None else (share.fd,),  # the run keeps its cores
                 check=False,
             ).returncode
         outcome = outcome_of(job, report, work / "results", code)
@@ -135,9 +163,18 @@ def run_on_node(
             "log_tail": log.read_bytes()[-LOG_TAIL:].decode("utf-8", "replace"),
         }
     finally:
+        release(share)
         with contextlib.suppress(Exception):
             board.finished.remote(token)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def probe_host(unit: str) -> HostFacts:
+    """The pre-flight probe, run on one node: what its workers see of their host."""
+    import ray
+
+    nodes = ray.nodes()  # type: ignore[no-untyped-call]
+    return host_facts(ray.get_runtime_context().get_node_id(), nodes, unit)
 
 
 def _last_line(text: str) -> str:
@@ -202,11 +239,36 @@ class RayEngine:
         # Ray gives a GPU task a fresh worker each time (max_calls=1) so that CUDA memory is
         # freed; this task never touches CUDA (its run process does), so its worker is reused.
         self.task = ray.remote(max_calls=0)(run_on_node)
+        self.unit = unit
         self.exam = ray.put(exam)
         self.command = command
         self._inflight: dict[Any, tuple[Job, str, float]] = {}
         self._view: dict[str, tuple[str, str | None, float]] = {}
         self._view_at = 0.0
+
+    def host_problems(self, timeout: float = 60.0) -> list[str]:
+        """A probe on every alive node that has the resource: each host whose slots outnumber
+        the cores its workers may use (its runs cannot each get a core of their own)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        probe = self.ray.remote(num_cpus=0)(probe_host)
+        refs = [
+            probe.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+            ).remote(self.unit)
+            for node in self.ray.nodes()
+            if node.get("Alive") and (node.get("Resources") or {}).get(self.unit, 0) > 0
+        ]
+        ready, _ = self.ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        problems = []
+        for ref in ready:
+            with contextlib.suppress(Exception):
+                facts: HostFacts = self.ray.get(ref)
+                if (problem := facts.problem()) and problem not in problems:
+                    problems.append(problem)
+        for ref in set(refs) - set(ready):
+            self.ray.cancel(ref, force=True)
+        return problems
 
     def room(self) -> int:
         # Ray queues what cannot start yet and starts it the moment a slot frees.
@@ -215,7 +277,7 @@ class RayEngine:
     def start(self, job: Job, claim_fd: int | None = None) -> None:
         token = f"{job.key.slug()}#{job.attempt}"
         ref = self.task.options(**self.options).remote(
-            job.model_dump_json(), self.exam, self.board, token, self.command
+            job.model_dump_json(), self.exam, self.board, token, self.command, self.unit
         )
         self._inflight[ref] = (job, token, time.time())
 

@@ -245,6 +245,8 @@ def run_command(
                 resource=ray_resource,
             )
             where = f"Ray cluster ({ray_resource or 'GPU'} slots)"
+            for problem in runner.host_problems():  # gradings that would slow each other
+                console.print(f"note: {problem}", style="yellow", markup=False, highlight=False)
         console.print(f"campaign {file}: track {campaign.track.id}, engine {engine}: {where}")
         view = LiveView(console) if console.is_terminal else PlainView(console)
         with view:
