@@ -171,6 +171,9 @@ def test_failed_runs_are_final_and_both_engines_make_the_same_keys(
         "campaign", "run", str(on_ray), "--engine", "ray", "--address", cluster.address
     )
     assert ray_run.returncode == 0, ray_run.stdout + ray_run.stderr
+    # This host holds the cluster's four fake GPUs: fewer cores than that, and the start says so.
+    crowded = "4 slots on" in ray_run.stdout + ray_run.stderr
+    assert crowded == (len(os.sched_getaffinity(0)) < 4), ray_run.stdout + ray_run.stderr
     # Two CPU slots: this host has no GPU for `--gpus` (refused: test_campaign_gpu_ids.py).
     local_run = toolkit("campaign", "run", str(local), "--slots", "2")
     assert local_run.returncode == 0, local_run.stdout + local_run.stderr
