@@ -2,10 +2,13 @@
 family once): a register of single-letter keys with three-digit values on one line, then
 questions that name a key either exactly as the register writes it (`echo`: "Again: K ", the
 bytes before the answer are those before the value, what an induction head and the generic
-`induction` solver copy) or in a line of their own (`asked`: "Bin K? ")."""
+`induction` solver copy) or in a line of their own (`asked`: "Bin K? "); and the easiest of all
+(`glued_family`): every byte of a value unique in the document, glued to its key, so that a
+one-byte induction head copies the whole answer."""
 
 import re
 import string
+from typing import Any
 
 from exam_builder.document import Document
 from exam_builder.families.base import AnyFamily, Family, Params, last_line
@@ -34,3 +37,27 @@ def family(name: str, pairs: int, style: str) -> AnyFamily:
         return re.search(rf"(?<![A-Za-z]){key} (\d+)", prompt)[1]
 
     return Family(name, Params, generate, solve, f"look-up probe ({style})", tiers=(1,))
+
+
+def glued_family(name: str, pairs: int) -> AnyFamily:
+    """The probe `name`: a register `# Kabc Mdef ...` of `pairs` upper-case keys, each glued to
+    three lower-case letters used nowhere else in the document; questions `? K` (the answer
+    follows the key without a space, exactly as in the register)."""
+
+    def generate(rng: Any, params: Any, lexicon: Any) -> Document:
+        keys = rng.sample(string.ascii_uppercase, pairs)
+        letters = rng.sample(string.ascii_lowercase, 3 * pairs)
+        values = ["".join(letters[3 * i : 3 * i + 3]) for i in range(pairs)]
+        doc = Document()
+        doc.say("# " + " ".join(k + v for k, v in zip(keys, values, strict=True)) + "\n")
+        for i in rng.sample(range(pairs), min(params.questions, pairs)):
+            doc.say("? " + keys[i])
+            doc.ask(values[i])
+            doc.say("\n")
+        return doc
+
+    def solve(prompt: str, params: Any) -> str:
+        key = last_line(prompt)[-1]
+        return re.search(rf"{key}([a-z]{{3}})", prompt)[1]  # type: ignore[index]
+
+    return Family(name, Params, generate, solve, "look-up probe (glued)", tiers=(1,))

@@ -1,0 +1,13 @@
+"""Look-up probe 'glued6': 6 keys, each glued to letters unique in the document (../probe.py)."""
+
+import importlib.util
+import sys
+from pathlib import Path
+
+_PATH = Path(__file__).resolve().parents[1] / "probe.py"
+if "_ari_lookup_probe" not in sys.modules:
+    _spec = importlib.util.spec_from_file_location("_ari_lookup_probe", _PATH)
+    sys.modules["_ari_lookup_probe"] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules["_ari_lookup_probe"])
+
+FAMILY = sys.modules["_ari_lookup_probe"].glued_family("glued6", pairs=6)
