@@ -11,12 +11,13 @@ Order of events (DESIGN §5):
    the workspace (on a filesystem of its own capped at the track's `workspace_disk_bytes`,
    where the host can: released when the run ends), checked for leaks (no exam text, no
    secret value anywhere in it);
-3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates) and a `RUNNING`
-   marker in the harness folder, so a crash of this process is recorded later, not lost;
-4. the runner sandbox + runner service, then the agent in the controller sandbox (both hide
-   `roles.run_hidden`: the protected paths, the exam and its folder, results, banks; the
-   controller gets the egress allow-list its adapter asks for: a model provider, nothing
-   else); the clock starts when the agent does (`--backend docker`: each is a container of an
+3. the run folder `results/<track>/<run_id>/` (audit log, history, candidates);
+4. the runner sandbox and the controller sandbox (both hide `roles.run_hidden`: the protected
+   paths, the exam and its folder, results, banks; the controller gets the egress allow-list
+   its adapter asks for: a model provider, nothing else), checked against the track's
+   isolation floor; a `RUNNING` marker in the harness folder, so a crash of this process from
+   here on is recorded later, not lost; then the runner service, and the agent in the
+   controller; the clock starts with them (`--backend docker`: each is a container of an
    image the CLI checked against the pins, and every container and network carries the run id
    as a label); with `spec.gpu` (a campaign's pin) the runner, and later the grading
    sandboxes, see that one GPU only, and the result records it (`placement`); the agent's

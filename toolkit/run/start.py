@@ -61,7 +61,8 @@ class RunInputs:
 
 
 def read_inputs(spec: RunSpec, echo: Callable[[str], None]) -> RunInputs:
-    """Step 1: the run's id and folders, its log, the grading in force, the data's record."""
+    """Step 1: the run's id and folders, its log, the grading in force, the training data's
+    record (`WorkspaceError` when the track pins other data)."""
     run_id = spec.run_id or new_run_id(spec.model, spec.seed)
     work = recovery.runs_root() / run_id
     artifacts = spec.results_dir / spec.track.id / run_id
@@ -82,6 +83,12 @@ def read_inputs(spec: RunSpec, echo: Callable[[str], None]) -> RunInputs:
         cpus=spec.cpus,
     )
     meta = spec.data_dir / "meta.json"
+    data = load_prepared(spec.data_dir).record() if meta.is_file() else None
+    mismatch = spec.track.train_data_mismatch(
+        data.train_sha256 if data else None, data.val_sha256 if data else None
+    )
+    if mismatch:
+        raise WorkspaceError(f"{spec.data_dir}: not the track's training data ({mismatch})")
     return RunInputs(
         spec=spec,
         run_id=run_id,
@@ -92,7 +99,7 @@ def read_inputs(spec: RunSpec, echo: Callable[[str], None]) -> RunInputs:
         echo=echo,
         grader=grader,
         grading_notes=tuple(notes),
-        train_data=load_prepared(spec.data_dir).record() if meta.is_file() else None,
+        train_data=data,
         started_at=started_at,
     )
 
@@ -121,14 +128,9 @@ class Premises:
 def take_premises(inputs: RunInputs) -> Premises:
     """Steps 2-3: the reserve on the results volume, the workspace (capped, assembled, checked
     for leaks, with the runner channel and the agent's tools), the agent prepared in it, the
-    run's history. Raises `WorkspaceError` (or `StorageError`) for what an operator can fix."""
+    run's history (in the run folder, which the caller made). Raises `WorkspaceError` (or
+    `StorageError`) for what an operator can fix."""
     spec, log = inputs.spec, inputs.log
-    data = inputs.train_data
-    mismatch = spec.track.train_data_mismatch(
-        data.train_sha256 if data else None, data.val_sha256 if data else None
-    )
-    if mismatch:
-        raise WorkspaceError(f"{spec.data_dir}: not the track's training data ({mismatch})")
     inputs.harness.mkdir(parents=True)
     # Before anything else takes room: the harness's reserve on the results volume.
     volume = Volume(inputs.artifacts)
