@@ -57,8 +57,8 @@ class ClassInfo:
     where: str
     """`path:line`, for the report."""
     bases: list[str] = field(default_factory=list)
-    """Each base as written: resolved to `module.Class` when it is the package's own, else its
-    last name (`BaseModel`, `ThreadingHTTPServer`)."""
+    """Each base, resolved through the module's imports to a dotted name (`module.Class` for
+    the package's own; an outside base counts by its last name: `BaseModel`)."""
     attributes: set[str] = field(default_factory=set)
 
 
