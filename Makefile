@@ -36,10 +36,11 @@ test: $(STAMP)  ## the whole test suite
 opencode: $(STAMP)  ## install the pinned opencode scaffold into .tools/opencode (npm), and ripgrep
 	BIN=$(BIN) bash scripts/install-opencode.sh
 
-check: $(STAMP)  ## ruff (lint + format check) and mypy (strict on the library)
+check: $(STAMP)  ## ruff (lint + format check), mypy (strict on the library), the classes' shape
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python scripts/check-structure.py toolkit
 
 format: $(STAMP)  ## apply ruff's formatting and safe fixes
 	$(BIN)/ruff check --fix .

@@ -23,9 +23,12 @@ Modules: `history` (candidates and promotions), `workspace` (assembly and leak c
 folder's files, their hashes and the heads of its chained logs), `storage` (the results
 volume: the harness's reserve, and whose doing a full volume was), `verify` (re-grading a
 published run), `transcript` (the agent's console, bounded), `spec` (what defines a run),
-`agent_log` (the harness's notes), and the run in progress, one object in layers:
-`outcome` (its state and result) < `start` < `supervise` < `teardown` < `final_grading` <
-`orchestrate` (the sequence of them; `execute_run`). The deadline (`toolkit.clock`) and
+`agent_log` (the harness's notes), `live` (the step a run is in, and its picture for
+`toolkit view`), and the run in progress as a sequence of parts, each taking what it needs
+and returning what it made: `start` (its inputs; its premises: the reserve, the workspace,
+the history), `sandboxes` (the runner and the controller), `supervise` (the agent's session),
+`teardown` (its record), `final_grading` (the result to publish) and `outcome` (the
+publication), called in order by `orchestrate` (`execute_run`). The deadline (`toolkit.clock`) and
 the append-only hash-chained logs (`toolkit.results.chain`) live below both this package and
 `toolkit.runner`.
 """

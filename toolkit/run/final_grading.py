@@ -1,6 +1,8 @@
-"""The final grading and the result: the last promoted candidate graded on the exam from its
-stored archive (hidden: from its start, nothing published tells how long it took but a coarse
-bucket), then the result published.
+"""The final grading (`orchestrate`, step 6): what the session left is checked first (a results
+volume that filled, the history and the audit log against what the harness wrote, the
+service's own errors); then the last promoted candidate is graded on the exam from its stored
+archive, hidden: from its start, nothing published tells how long it took but a coarse
+bucket. Returns the result to publish.
 """
 
 from __future__ import annotations
@@ -8,67 +10,91 @@ from __future__ import annotations
 import tarfile
 import time
 import traceback
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from pathlib import Path
 
 from exam_builder.exam_file import sha256_file
 from toolkit.grading import secret_log
 from toolkit.grading.grade import GradingError, failure_name
+from toolkit.grading.phases import Progress
 from toolkit.grading.publish import coarse_seconds
+from toolkit.grading.report import GradeReport
 from toolkit.results.chain import ChainError
 from toolkit.results.model import FamilyScore, RunResult, Score
 from toolkit.run import reference
 from toolkit.run.artifacts import write_promoted_code
-from toolkit.run.teardown import RunTeardown
+from toolkit.run.history import SubmissionHistory
+from toolkit.run.live import Timeline
+from toolkit.run.outcome import Publication, SessionRecord
+from toolkit.run.start import RunInputs
+from toolkit.run.submissions import Grader
+from toolkit.run.supervise import Session
 from toolkit.sandbox import SandboxError, SandboxTeardownTimeout
 
 
-class RunFinalGrading(RunTeardown):
-    """The final-grading layer of `orchestrate.Run`."""
+@dataclass(frozen=True)
+class FinalGrading:
+    """What the final grading reads: the run's inputs, the grader its sandboxes hide from,
+    the history, the session (its logs, its stored candidates, the live view), the result's
+    skeleton (`publication`), and where the operator's progress bar goes (never agent.log)."""
 
-    def _grade_and_publish(self, stop_reason: str) -> RunResult:
-        assert self.history is not None
-        charged = self._charge_storage()
+    inputs: RunInputs
+    grader: Grader
+    history: SubmissionHistory
+    session: Session
+    publication: Publication
+    timeline: Timeline
+    progress: Progress | None = None
+
+    def result(self, stop_reason: str, record: SessionRecord) -> RunResult:
+        """The result to publish: the session's checks, then the grading (`stop_reason`: why
+        the session ended, for a run with nothing promoted; `record`: its length)."""
+        publication, history, service = self.publication, self.history, self.session.service
+        charged = publication.storage_charge()
         if charged is not None:
             return charged
         try:
-            self.history.verify()
-            if self.service is not None:
-                self.service.audit.verify()
+            history.verify()
+            service.audit.verify()
         except ChainError as exc:
-            return self._finish_invalid(f"a run log was altered during the run: {exc}", "run-log")
-        if self.service is not None and self.service.infra_errors:
-            errors = "; ".join(self.service.infra_errors[:3])
-            return self._finish_invalid(
+            return publication.invalid(f"a run log was altered during the run: {exc}", "run-log")
+        if service.infra_errors:
+            errors = "; ".join(service.infra_errors[:3])
+            return publication.invalid(
                 f"infrastructure error during the run: {errors}", "harness-error"
             )
-        promoted = self.history.promoted()
-        result = self.skeleton("grading did not finish")
-        result.candidates = self.history.candidates()
+        promoted = history.promoted()
+        result = publication.skeleton("grading did not finish")
+        result.candidates = history.candidates()
         if promoted is None:
             result.status = "failed"
             result.status_reason = f"no candidate was promoted ({stop_reason}): scores 0"
-            return self._publish(result)
+            return result
         result.promoted = promoted
-        assert self.submissions is not None
-        archive = self.submissions.archive(promoted.id)
+        archive = self.session.submissions.archive(promoted.id)
         if not archive.is_file() or sha256_file(archive) != promoted.sha256:
-            return self._finish_invalid(
+            return publication.invalid(
                 f"the stored archive of {promoted.id} is missing or changed", "archive"
             )
-        self.step = f"the final grading of {promoted.id}"
-        self.log.hold()  # no published time tells how long the hidden grading took
-        self.grading_from = datetime.now(UTC)
-        self._show_live()
-        self.log(f"grading {promoted.id} on the exam ({self.spec.exam.name})")
+        return self._grade(result, promoted.id, archive, record)
+
+    def _grade(
+        self, result: RunResult, candidate: str, archive: Path, record: SessionRecord
+    ) -> RunResult:
+        inputs, log = self.inputs, self.inputs.log
+        self.timeline.enter(f"the final grading of {candidate}", hidden=True)
+        log.hold()  # no published time tells how long the hidden grading took
+        self.session.show(record.used_s)
+        log(f"grading {candidate} on the exam ({inputs.spec.exam.name})")
         started = time.monotonic()
         try:
             report = self.grader.grade(
                 archive,
-                self.spec.exam,
+                inputs.spec.exam,
                 ("generate", "bpb"),
                 ablation=True,
                 hidden=True,
-                progress=self.grading_progress,  # the operator's terminal only
+                progress=self.progress,  # the operator's terminal only
             )
         except Exception as exc:
             # A hidden grading: neither the text nor the traceback of a failure is published
@@ -76,29 +102,33 @@ class RunFinalGrading(RunTeardown):
             # The bundle's code can break its own grading (a tree too slow to die): invalid
             # only if the harness's reference bundle fails too, in fresh sandboxes.
             kind = failure_name(exc)
-            secret_log.record(f"final grading of {self.run_id}", traceback.format_exc())
-            self.log(
-                f"grading of {promoted.id} raised {kind} (details: the operator log); grading "
+            secret_log.record(f"final grading of {inputs.run_id}", traceback.format_exc())
+            log(
+                f"grading of {candidate} raised {kind} (details: the operator log); grading "
                 "the reference bundle in fresh sandboxes to tell whose failure it is"
             )
-            problem = reference.grading_reference(self.grader, self.spec.exam)
+            problem = reference.grading_reference(self.grader, inputs.spec.exam)
             if problem is not None:
-                self.log(f"the reference bundle failed too: {problem}")
-                return self._finish_invalid(
+                log(f"the reference bundle failed too: {problem}")
+                return self.publication.invalid(
                     f"grading failed (infrastructure): {kind}; the harness's reference bundle "
                     f"failed too: {problem}",
                     "grading-reference",
                 )
-            self.log("the reference bundle graded fine: the failure is the bundle's")
+            log("the reference bundle graded fine: the failure is the bundle's")
             result.timings.grading_s = self._grading_time(started)
             result.status = "failed"
-            result.status_reason = grading_charged_reason(promoted.id, exc)
-            return self._publish(result)
+            result.status_reason = grading_charged_reason(candidate, exc)
+            return result
         result.timings.grading_s = self._grading_time(started)
         try:  # what scored, for a reviewer to read (listed with the artifacts)
-            write_promoted_code(archive, self.artifacts, promoted.id)
+            write_promoted_code(archive, inputs.artifacts, candidate)
         except (OSError, tarfile.TarError) as exc:
-            self.log(f"could not list the promoted bundle's code: {type(exc).__name__}")
+            log(f"could not list the promoted bundle's code: {type(exc).__name__}")
+        return self._scored(result, candidate, report)
+
+    def _scored(self, result: RunResult, candidate: str, report: GradeReport) -> RunResult:
+        """The result with what the grading found."""
         result.score = report.score
         result.families = {
             k: FamilyScore(passed=v.passed, total=v.total) for k, v in report.families.items()
@@ -111,23 +141,23 @@ class RunFinalGrading(RunTeardown):
             result.model_free_suspect = report.model_free_suspect
             ablated = report.weights_ablation
             if ablated is not None:  # the published (coarse) score only: not how it went
-                self.log(
+                self.inputs.log(
                     f"weights ablation: {ablated.passed}/{ablated.total} (published coarsely), "
                     f"suspect {report.model_free_suspect}"
                 )
         else:
             result.status = "failed"
             result.status_reason = (
-                f"the promoted candidate {promoted.id} failed grading: {report.reason}"
+                f"the promoted candidate {candidate} failed grading: {report.reason}"
             )
             result.score = Score(percent=0.0, passed=0, total=report.score.total)
             result.families = {}
-        return self._publish(result)
+        return result
 
     def _grading_time(self, started: float) -> float:
         """The final grading's duration as published (a coarse bucket); exact: operator log."""
         took = time.monotonic() - started
-        secret_log.record(f"final grading of {self.run_id}: seconds (exact)", f"{took:.3f}")
+        secret_log.record(f"final grading of {self.inputs.run_id}: seconds (exact)", f"{took:.3f}")
         return coarse_seconds(took)
 
 

@@ -7,6 +7,10 @@ its own folder, which no sandbox sees) whenever what it holds changes: the step 
 the runner calls in flight (start time and the first arguments), and the files that get the
 agent's console. Nothing reads it to decide anything: it is a picture, and a reader treats
 every field as untrusted text (the arguments are the agent's).
+
+The step it shows is the run's `Timeline`: the steps of the run so far, each with when it
+began (an interruption's reason names the last; the hidden grading's start is the result's
+`finished_at`).
 """
 
 from __future__ import annotations
@@ -14,12 +18,45 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 LIVE_FILE = "live.json"
 ARGV_SHOWN = 8  # arguments of a call in flight kept for the picture
 ARG_CHARS = 200  # characters kept of each
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    """What the run is doing, in words ("the agent's session")."""
+    began: datetime
+    hidden: bool = False
+    """A hidden grading: from its start nothing published tells how long it took."""
+
+
+class Timeline:
+    """The steps of a run in progress, in order (append-only): the one it is in, for the live
+    view and for an interruption's reason, and when its hidden grading began."""
+
+    def __init__(self) -> None:
+        self._steps = [Step("set-up", datetime.now(UTC))]
+
+    def enter(self, name: str, *, hidden: bool = False) -> datetime:
+        """The run is now doing `name`; returns when that began."""
+        step = Step(name, datetime.now(UTC), hidden)
+        self._steps.append(step)
+        return step.began
+
+    @property
+    def current(self) -> str:
+        return self._steps[-1].name
+
+    def hidden_since(self) -> datetime | None:
+        """When the hidden grading began (the published end of the run); None before it."""
+        return next((s.began for s in self._steps if s.hidden), None)
 
 
 class LiveFile:

@@ -1,11 +1,6 @@
-"""A run's state and its result: the skeleton every result starts from, publishing it (once),
-the endings that publish without a grading (invalid, interrupted), and the results volume's
-reserve and storage charge.
-
-A run in progress (`orchestrate.Run`) is one object built in layers, one module each, each
-using only those below: the result (here), set-up (`start`), supervision (`supervise`),
-teardown (`teardown`), the final grading (`final_grading`), and the sequence of them
-(`orchestrate`). `RunState` declares what a run holds; `Run.__init__` sets it.
+"""A run's result (`orchestrate`, step 7): the skeleton every result starts from, the endings
+that need no grading (invalid, interrupted, a full results volume), and publishing it, once
+(`Publication`), with what the session's record says of its times (`SessionRecord`).
 """
 
 from __future__ import annotations
@@ -13,14 +8,13 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from exam_builder.exam_file import load_exam, sha256_file
 from toolkit import __version__
-from toolkit.clock import Clock
-from toolkit.grading.phases import Progress
 from toolkit.results.model import (
     EffectiveConfig,
     InvalidCheck,
@@ -29,24 +23,18 @@ from toolkit.results.model import (
     RunResult,
     Score,
     Timings,
-    TrainData,
     save_run,
 )
 from toolkit.results.signing import keyring_path
 from toolkit.run import recovery
-from toolkit.run.agent_log import STATUS_REASON_CHARS, AgentLog, bounded
+from toolkit.run.agent_log import STATUS_REASON_CHARS, bounded
 from toolkit.run.artifacts import TRANSCRIPT_FILE, file_hashes, list_artifacts, log_heads
-from toolkit.run.history import SubmissionHistory
 from toolkit.run.interrupt import interrupted_by
 from toolkit.run.journal import STOP_FILE
-from toolkit.run.live import LiveFile
-from toolkit.run.spec import RunSpec, git_commit
-from toolkit.run.storage import Volume
-from toolkit.run.submissions import Grader, Submissions
-from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES, Transcript
-from toolkit.run.workspace import Workspace
-from toolkit.runner.service import RunnerService
-from toolkit.sandbox import Sandbox, SandboxProcess, capped
+from toolkit.run.live import Timeline
+from toolkit.run.spec import git_commit
+from toolkit.run.start import Premises, RunInputs
+from toolkit.run.transcript import TRANSCRIPT_CAP_BYTES
 
 
 def _backdate(paths: list[Path], when: float, shared: list[Path]) -> None:
@@ -78,54 +66,46 @@ def _read_head(path: Path, limit: int) -> str:
         return ""
 
 
-class RunState:
-    """What a run in progress holds (set by `Run.__init__`), and its result's making."""
+@dataclass(frozen=True)
+class SessionRecord:
+    """What the result says of the agent's session (`supervise.Session.record`)."""
 
-    spec: RunSpec
-    echo: Callable[[str], None]
-    tick: Callable[[float, float], None] | None
-    grading_progress: Progress | None
-    """The final grading's progress, for the operator's terminal only (never agent.log)."""
-    run_id: str
-    work: Path
-    harness: Path
-    artifacts: Path
-    clock: Clock
     started_at: datetime
-    log: AgentLog
-    grading_notes: list[str]
-    grader: Grader
-    boxes: list[Sandbox]
-    controller: Sandbox | None
-    runner_box: Sandbox | None
-    service: RunnerService | None
-    live: LiveFile | None
-    submissions: Submissions | None
-    transcripts: list[Transcript]
-    agent_process: SandboxProcess | None
-    agent_problem: str | None
-    step: str
-    published: bool
-    agent_exited: bool
-    history: SubmissionHistory | None
-    workspace: Workspace | None
-    workspace_cap: capped.CappedFolder | None
-    volume: Volume | None
-    runner_hidden: list[Path]
-    runner_readonly: list[Path]
-    isolation: list[str]
+    """When the clock started (with the agent)."""
+    used_s: float
+    """The session's length, at most the budget."""
     runner_s: float
-    used_s: float | None
-    grading_from: datetime | None
-    train_data: TrainData | None
+    """Seconds of `runner` compute, all calls together."""
+
+
+class Publication:
+    """The run's result: made from the inputs, the premises and the sandboxes' isolation,
+    published once (`published`), with the times of the session's record and of the
+    `timeline` (a hidden grading's start is the result's end)."""
+
+    def __init__(
+        self,
+        inputs: RunInputs,
+        premises: Premises,
+        isolation: Sequence[str],
+        timeline: Timeline,
+    ) -> None:
+        self._inputs = inputs
+        self._premises = premises
+        self._isolation = list(isolation)
+        self._timeline = timeline
+        self.published = False
+        """The result is written: an interruption changes nothing any more."""
 
     def skeleton(self, status_reason: str) -> RunResult:
-        spec, track = self.spec, self.spec.track
+        """The result as far as the run's set-up knows it: `invalid` for `status_reason`,
+        scoring 0, with the effective config."""
+        inputs = self._inputs
+        spec, track = inputs.spec, inputs.spec.track
         budget, per_call, reserved = spec.budget
-        ws = self.workspace
         exam_questions = len(load_exam(spec.exam))
         return RunResult(
-            run_id=self.run_id,
+            run_id=inputs.run_id,
             track=track.id,
             model=spec.model,
             provider=spec.agent.provider,
@@ -133,7 +113,7 @@ class RunState:
             agent=spec.agent.name,
             agent_version=spec.agent.version,
             seed=spec.seed,
-            started_at=self.started_at,
+            started_at=inputs.started_at,
             status="invalid",
             status_reason=status_reason,
             score=Score(percent=0.0, passed=0, total=exam_questions),
@@ -144,13 +124,13 @@ class RunState:
                 image_digests=dict(spec.image_digests)
                 if spec.image_digests
                 else {"controller": None, "runner": None, "grader": None},
-                task_brief_sha256=ws.task_brief_sha256 if ws else "0" * 64,
+                task_brief_sha256=self._premises.workspace.task_brief_sha256,
                 scaffold_version=spec.agent.version,
                 scaffold_config_sha256=spec.agent.config_sha256(),
                 exam_sha256=sha256_file(spec.exam),
                 public_set_sha256=sha256_file(spec.public_set),
                 grading={
-                    **self.grader.params.model_dump(),
+                    **inputs.grader.params.model_dump(),
                     "size_limit_bytes": track.size_limit_bytes,
                     "device": spec.device,
                 },
@@ -165,107 +145,101 @@ class RunState:
                     ),
                 },
                 backend="docker" if spec.backend == "docker" else "local",
-                isolation=self.isolation,
+                isolation=self._isolation,
                 protocol_revision=track.protocol_revision,
-                train_data=self.train_data,
+                train_data=inputs.train_data,
             ),
             # Only what exists: an agent that never called `runner` leaves no audit log.
-            artifacts=list_artifacts(self.artifacts, self.run_id),
+            artifacts=list_artifacts(inputs.artifacts, inputs.run_id),
             placement=Placement(
                 node=spec.node or socket.gethostname(), gpu=spec.gpu, cpus=spec.cpus
             ),
         )
 
-    def _publish(self, result: RunResult) -> RunResult:
-        if self.history is not None:
-            result.candidates = self.history.candidates()
-            result.promoted = result.promoted or self.history.promoted()
-        result.finished_at = self.grading_from or datetime.now(UTC)
-        result.started_at = self.started_at
-        used = self.used_s if self.used_s is not None else self.clock.elapsed()
-        result.timings.used_s = round(min(used, self.clock.budget_s), 3)
-        result.timings.runner_s = round(self.runner_s, 3)
-        result.config.isolation = self.isolation
+    def invalid(self, reason: str, check: InvalidCheck) -> RunResult:
+        """The run as `invalid`, with the check that showed it (signed)."""
+        result = self.skeleton(reason)
+        result.evidence = InvalidEvidence(check=check, detail=bounded(reason, 2000))
+        return result
+
+    def interrupted(self, exc: BaseException, problem: str | None) -> RunResult:
+        """A run stopped from outside: `invalid`, `interrupted`, saying by what and during
+        which step (a campaign reruns it without counting an attempt)."""
+        try:  # `toolkit runs kill` says why before it signals
+            what = (self._inputs.harness / STOP_FILE).read_text(encoding="utf-8").strip()[:200]
+        except OSError:
+            what = interrupted_by(exc)
+        reason = f"the run was interrupted during {self._timeline.current} ({what})"
+        result = self.skeleton(reason + (f"; {problem}" if problem else ""))
+        result.interrupted = True
+        result.evidence = InvalidEvidence(check="interrupted", detail=bounded(reason, 2000))
+        return result
+
+    def storage_charge(self) -> RunResult | None:
+        """If the results volume filled during the run: `failed` when the run's own files
+        filled it, `invalid` (evidence: storage) when something else did; else None."""
+        blame = self._premises.volume.blame()
+        if blame is None:
+            return None
+        whose, reason = blame
+        self._inputs.log(reason)
+        if whose == "harness":
+            return self.invalid(reason, "storage")
+        result = self.skeleton(reason)
+        result.status = "failed"
+        return result
+
+    def publish(self, result: RunResult, record: SessionRecord) -> RunResult:
+        """Write `result` (atomically, signed), with the session's times, the run folder's
+        files and the heads of its chained logs; the crash marker goes."""
+        inputs, history = self._inputs, self._premises.history
+        artifacts = inputs.artifacts
+        hidden_from = self._timeline.hidden_since()
+        result.candidates = history.candidates()
+        result.promoted = result.promoted or history.promoted()
+        result.finished_at = hidden_from or datetime.now(UTC)
+        result.started_at = record.started_at
+        result.timings.used_s = round(record.used_s, 3)
+        result.timings.runner_s = round(record.runner_s, 3)
+        result.config.isolation = self._isolation
         if result.status_reason is not None:  # it may quote the agent: bounded
             result.status_reason = bounded(result.status_reason, STATUS_REASON_CHARS)
-        transcript = self.artifacts / TRANSCRIPT_FILE
+        transcript = artifacts / TRANSCRIPT_FILE
         text = _read_head(transcript, TRANSCRIPT_CAP_BYTES + 4096)  # capped as it was written
-        outcome = self.spec.agent.collect(self.work / "workspace", text)
+        outcome = inputs.spec.agent.collect(inputs.work / "workspace", text)
         result.usage = outcome.usage
         if outcome.transcript is not None and outcome.transcript != text:
             transcript.write_text(outcome.transcript, encoding="utf-8")
         reason = f" ({result.status_reason})" if result.status_reason else ""
         # Not echoed: the command prints the result, its reason once. The last line of
         # agent.log: what comes after is not published (the file is hashed next).
-        self.log(f"result: {result.status} {result.score.percent:.1f}%{reason}", shown="")
-        self.log.seal()
-        result.artifacts = list_artifacts(self.artifacts, self.run_id)  # all there is, now
+        inputs.log(f"result: {result.status} {result.score.percent:.1f}%{reason}", shown="")
+        inputs.log.seal()
+        result.artifacts = list_artifacts(artifacts, inputs.run_id)  # all there is, now
         # Where the chained logs end now: a log rewritten later, even with fresh hashes, won't.
-        result.logs = log_heads(self.artifacts.parent, result.artifacts)
-        result.files = file_hashes(self.artifacts, self.run_id)  # every byte, signed
+        result.logs = log_heads(artifacts.parent, result.artifacts)
+        result.files = file_hashes(artifacts, inputs.run_id)  # every byte, signed
         # Fields were set one by one: validate the whole before it is published.
         result = RunResult.model_validate(result.model_dump())
-        saved = save_run(result, self.spec.results_dir)
+        saved = save_run(result, inputs.spec.results_dir)
         self.published = True
-        recovery.clear_marker(self.harness)
-        if self.grading_from is not None:  # the last write to the run's files is done
-            results = self.spec.results_dir
+        recovery.clear_marker(inputs.harness)
+        if hidden_from is not None:  # the last write to the run's files is done
+            results = inputs.spec.results_dir
             _backdate(
-                [saved, *self.artifacts.rglob("*"), self.artifacts],
-                self.grading_from.timestamp(),
+                [saved, *artifacts.rglob("*"), artifacts],
+                hidden_from.timestamp(),
                 shared=[saved.parent, keyring_path(results), results],
             )
         return result
 
-    def _finish_invalid(self, reason: str, check: InvalidCheck) -> RunResult:
-        """Publish the run as `invalid`, with the check that showed it (signed)."""
-        result = self.skeleton(reason)
-        result.evidence = InvalidEvidence(check=check, detail=bounded(reason, 2000))
-        return self._publish(result)
-
-    def _finish_interrupted(self, exc: BaseException, problem: str | None) -> None:
-        """Record a run stopped from outside as `invalid`, `interrupted`, saying by what and
-        during which step (a campaign reruns it without counting an attempt)."""
-        try:  # `toolkit runs kill` says why before it signals
-            what = (self.harness / STOP_FILE).read_text(encoding="utf-8").strip()[:200]
-        except OSError:
-            what = interrupted_by(exc)
-        reason = f"the run was interrupted during {self.step} ({what})"
-        result = self.skeleton(reason + (f"; {problem}" if problem else ""))
-        result.interrupted = True
-        result.evidence = InvalidEvidence(check="interrupted", detail=bounded(reason, 2000))
-        self._publish(result)
-
-    def _release_reserve(self) -> None:
-        """The harness's reserve on the results volume goes back (what is left to write is
-        the harness's own: the last log lines, the audit log's counts, the result)."""
-        if self.volume is not None:
-            self.volume.release_reserve()
-
-    def _release_workspace(self) -> None:
-        """The workspace's size cap is gone with the run (its files with it)."""
-        if self.workspace_cap is not None:
-            self.workspace_cap.release()
-            self.workspace_cap = None
-
-    def _on_full(self, what: str) -> None:
-        """A write the full results volume refused: noted, judged when the session ends."""
-        assert self.volume is not None
-        first = self.volume.refused == 0
-        self.volume.note_full(what)
-        if first:
-            self.log(f"the results volume is full: {what} could not be written")
-
-    def _charge_storage(self) -> RunResult | None:
-        """If the results volume filled during the run: `failed` when the run's own files
-        filled it, `invalid` (evidence: storage) when something else did; else None."""
-        blame = self.volume.blame() if self.volume is not None else None
-        if blame is None:
-            return None
-        whose, reason = blame
-        self.log(reason)
-        if whose == "harness":
-            return self._finish_invalid(reason, "storage")
-        result = self.skeleton(reason)
-        result.status = "failed"
-        return self._publish(result)
+    def marker(self) -> recovery.Marker:
+        """The crash marker: what `runs recover` publishes should this harness die."""
+        inputs = self._inputs
+        return recovery.Marker(
+            pid=os.getpid(),
+            pid_start=recovery.process_start(os.getpid()),
+            results_dir=str(inputs.spec.results_dir.resolve()),
+            artifacts=str(inputs.artifacts.resolve()),
+            skeleton=self.skeleton("the harness died before the run finished"),
+        )

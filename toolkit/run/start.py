@@ -1,77 +1,172 @@
-"""Setting a run up: inputs checked, the workspace, the run folder, the runner sandbox and
-service, the isolation floor checked, then the agent started in the controller sandbox.
+"""A run's first steps (`orchestrate`, steps 1-3): its inputs (`read_inputs`: the id, the
+folders, the log, the grading in force, the training data's record), then its premises
+(`take_premises`: the harness's reserve on the results volume, the workspace on its capped
+folder, checked for leaks, with the runner channel and the agent's tools, and the run's
+submission history). Each step returns what it made, and a step that fails gives back what
+it took before it raises.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
+import contextlib
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from toolkit.agents import AgentContext
-from toolkit.host import floor
-from toolkit.run import recovery, reference, roles
+from toolkit.grading.grade import fit_to_host
+from toolkit.results.model import TrainData
+from toolkit.run import recovery, roles
+from toolkit.run.agent_log import AgentLog
+from toolkit.run.artifacts import AGENT_LOG
 from toolkit.run.history import HISTORY_FILE, SubmissionHistory
-from toolkit.run.inputs import PUBLIC_BANKS
-from toolkit.run.outcome import RunState
+from toolkit.run.spec import RunSpec, new_run_id
 from toolkit.run.storage import Volume
-from toolkit.run.workspace import WorkspaceError, assemble, find_leaks
+from toolkit.run.submissions import Grader
+from toolkit.run.workspace import Workspace, WorkspaceError, assemble, find_leaks
 from toolkit.runner.channel import make_channel
 from toolkit.runner.client import install_client
-from toolkit.runner.service import CallRefused
-from toolkit.sandbox import Sandbox, SandboxProcess, SandboxRootAltered, capped
+from toolkit.sandbox import capped
+from toolkit.text.data import load_prepared
 
 AGENT_HOME = "agent"  # in the channel folder: seen by the controller only
 
 
-class RunStart(RunState):
-    """The set-up layer of `orchestrate.Run`."""
+@dataclass(frozen=True)
+class RunInputs:
+    """What a run starts from (step 1), fixed for its whole life."""
 
-    def _setup(self) -> None:
-        spec = self.spec
-        data = self.train_data
-        mismatch = spec.track.train_data_mismatch(
-            data.train_sha256 if data else None, data.val_sha256 if data else None
-        )
-        if mismatch:
-            raise WorkspaceError(f"{spec.data_dir}: not the track's training data ({mismatch})")
-        self.harness.mkdir(parents=True)
-        # Before anything else takes room: the harness's reserve on the results volume.
-        self.volume = Volume(self.artifacts)
-        self.volume.take_reserve()
-        room, allowed = self.volume.room_at_start, spec.track.max_candidate_bytes
-        self.log(
-            f"results volume: {self.volume.reserve_bytes:,} bytes kept for the harness, "
+    spec: RunSpec
+    run_id: str
+    work: Path
+    """`$ARI_HOME/runs/<run_id>/`: the workspace and the harness folder."""
+    harness: Path
+    """The harness's own folder (RUNNING marker, launcher pids, live view): no sandbox sees it."""
+    artifacts: Path
+    """The run folder, `results/<track>/<run_id>/`."""
+    log: AgentLog
+    echo: Callable[[str], None]
+    """The operator's console (the agent's lines its adapter chooses to show)."""
+    grader: Grader
+    """The grading in force: the track's, with a memory cap above this host's memory lowered
+    to it (`grading_notes` says so). It hides nothing yet: the run's sandboxes make the one
+    that hides what they hide (`sandboxes.RunSandboxes.grader`)."""
+    grading_notes: tuple[str, ...]
+    train_data: TrainData | None
+    """The training data's record (hashes), when it was prepared with one."""
+    started_at: datetime
+    """When the harness started: the result's start until the agent's clock starts."""
+
+
+def read_inputs(spec: RunSpec, echo: Callable[[str], None]) -> RunInputs:
+    """Step 1: the run's id and folders, its log, the grading in force, the training data's
+    record (`WorkspaceError` when the track pins other data)."""
+    run_id = spec.run_id or new_run_id(spec.model, spec.seed)
+    work = recovery.runs_root() / run_id
+    artifacts = spec.results_dir / spec.track.id / run_id
+    started_at = datetime.now(UTC)
+    born = time.monotonic()  # agent.log times count from the harness's start
+    log = AgentLog(artifacts / AGENT_LOG, lambda: time.monotonic() - born, echo)
+    # The grading parameters in force: the track's, with a memory cap above this host's
+    # memory lowered to it (as `toolkit grade` does); the effective config records these.
+    grading, notes = fit_to_host(spec.track.grading)
+    grader = Grader(
+        params=grading,
+        size_limit_bytes=spec.track.size_limit_bytes,
+        backend=spec.backend,
+        # A pinned run grades on its own GPU: "cuda:N" pins the grading sandbox to GPU N.
+        device=f"cuda:{spec.gpu}"
+        if spec.gpu is not None and spec.device == "cuda"
+        else spec.device,
+        cpus=spec.cpus,
+    )
+    meta = spec.data_dir / "meta.json"
+    data = load_prepared(spec.data_dir).record() if meta.is_file() else None
+    mismatch = spec.track.train_data_mismatch(
+        data.train_sha256 if data else None, data.val_sha256 if data else None
+    )
+    if mismatch:
+        raise WorkspaceError(f"{spec.data_dir}: not the track's training data ({mismatch})")
+    return RunInputs(
+        spec=spec,
+        run_id=run_id,
+        work=work,
+        harness=work / "harness",
+        artifacts=artifacts,
+        log=log,
+        echo=echo,
+        grader=grader,
+        grading_notes=tuple(notes),
+        train_data=data,
+        started_at=started_at,
+    )
+
+
+@dataclass(frozen=True)
+class Premises:
+    """What the run stands on (steps 2-3), held until the run is over (`release`)."""
+
+    volume: Volume
+    """The results volume, with the harness's reserve on it (released when the session ends,
+    so that the last log lines and the result are always written)."""
+    workspace: Workspace
+    workspace_cap: capped.CappedFolder | None
+    """The workspace's own filesystem, capped at the track's size (None: the host cannot)."""
+    bin_dir: Path
+    """The controller's tools: the `runner` client, and nothing else on its PATH."""
+    history: SubmissionHistory
+
+    def release(self) -> None:
+        """The workspace's cap goes (its files with it), and the reserve, if still held."""
+        if self.workspace_cap is not None:
+            self.workspace_cap.release()
+        self.volume.release_reserve()
+
+
+def take_premises(inputs: RunInputs) -> Premises:
+    """Steps 2-3: the reserve on the results volume, the workspace (capped, assembled, checked
+    for leaks, with the runner channel and the agent's tools), the agent prepared in it, the
+    run's history (in the run folder, which the caller made). Raises `WorkspaceError` (or
+    `StorageError`) for what an operator can fix."""
+    spec, log = inputs.spec, inputs.log
+    inputs.harness.mkdir(parents=True)
+    # Before anything else takes room: the harness's reserve on the results volume.
+    volume = Volume(inputs.artifacts)
+    volume.take_reserve()
+    with contextlib.ExitStack() as undo:  # a step that fails gives back what it took
+        undo.callback(volume.release_reserve)
+        room, allowed = volume.room_at_start, spec.track.max_candidate_bytes
+        log(
+            f"results volume: {volume.reserve_bytes:,} bytes kept for the harness, "
             f"{room:,} free for the run (its candidates may take {allowed:,})"
             + ("; a run that fills it fails" if room < allowed else "")
         )
-        cap = spec.track.workspace_disk_bytes  # a hard cap where the host can (else root-disk)
-        self.workspace_cap = capped.cap_folder(self.work / "workspace", cap) if cap else None
-        if cap and self.workspace_cap is not None and self.workspace_cap.size_bytes < cap:
-            self.log(
-                f"workspace capped at {self.workspace_cap.size_bytes:,} bytes, below the track's "
-                f"{cap:,}: half of the host's free disk not promised to other capped folders"
-            )
-        self.workspace = assemble(
-            self.work / "workspace",
+        cap = _cap_workspace(inputs)
+        if cap is not None:
+            undo.callback(cap.release)
+        workspace = assemble(
+            inputs.work / "workspace",
             data_dir=spec.data_dir,
             public_set=spec.public_set,
             starter=spec.starter,
         )
-        ws = self.workspace.root
-        leaks = find_leaks(ws, exam=spec.exam, secrets=[*spec.secrets, *spec.agent.secrets()])
+        root = workspace.root
+        leaks = find_leaks(root, exam=spec.exam, secrets=[*spec.secrets, *spec.agent.secrets()])
         if leaks:
             raise RuntimeError(
-                f"the workspace would contain the exam or a secret: {', '.join(leaks)} in {ws}; "
-                "check --train-data and the environment"
+                f"the workspace would contain the exam or a secret: {', '.join(leaks)} in "
+                f"{root}; check --train-data and the environment"
             )
-        make_channel(self.workspace.channel)
-        bin_dir = roles.controller_bin(self.workspace.channel / "bin")
-        install_client(bin_dir, self.workspace.channel)
+        make_channel(workspace.channel)
+        bin_dir = roles.controller_bin(workspace.channel / "bin")
+        install_client(bin_dir, workspace.channel)
+        home = workspace.channel / AGENT_HOME
+        home.mkdir()
         budget, per_call, reserved = spec.budget
         spec.agent.prepare(
-            ws,
+            root,
             AgentContext(
                 model=spec.model,
                 effort=spec.effort,
@@ -80,135 +175,37 @@ class RunStart(RunState):
                 reserved_s=reserved,
                 per_call_limit_s=per_call,
                 bin_dir=bin_dir,
-                home_dir=self._agent_home(),
-                artifacts=self.artifacts,
+                home_dir=home,
+                artifacts=inputs.artifacts,
                 backend=spec.backend,
-                log=self.log,
+                log=log,
             ),
         )
-        self.history = SubmissionHistory(self.artifacts / HISTORY_FILE)
-        try:
-            hidden = roles.run_hidden(
-                exam=spec.exam,
-                results_dir=spec.results_dir,
-                extra=[self.artifacts, self.harness, PUBLIC_BANKS, *spec.bank_dirs],
-            )
-        except ValueError as exc:
-            raise WorkspaceError(str(exc)) from exc
-        self.grader.hide = tuple(hidden)  # public scoring and the final grading hide the same
-        readonly = [self.workspace.data]
-        self.runner_hidden = [*hidden, self.workspace.channel]
-        self.runner_readonly = readonly
-        runner_box = roles.make_runner(
-            spec.backend,
-            ws,
-            hide=self.runner_hidden,
-            readonly=readonly,
-            gpu=spec.gpu,
-            cpus=spec.cpus,
+        history = SubmissionHistory(inputs.artifacts / HISTORY_FILE)
+        undo.pop_all()  # all taken: the caller holds it now
+    return Premises(volume, workspace, cap, bin_dir, history)
+
+
+def _cap_workspace(inputs: RunInputs) -> capped.CappedFolder | None:
+    """A hard cap on the workspace where the host can (else the root disk, per file)."""
+    size = inputs.spec.track.workspace_disk_bytes
+    cap = capped.cap_folder(inputs.work / "workspace", size) if size else None
+    if size and cap is not None and cap.size_bytes < size:
+        inputs.log(
+            f"workspace capped at {cap.size_bytes:,} bytes, below the track's {size:,}: "
+            "half of the host's free disk not promised to other capped folders"
         )
-        self.boxes.append(runner_box)
-        controller = roles.make_controller(
-            spec.backend,
-            ws,
-            bin_dir=bin_dir,
-            hide=hidden,
-            network=spec.agent.needs_network(),
-            env=spec.agent.env(),
-            readonly=readonly,
-            egress=spec.agent.egress(),
-        )
-        self.boxes.append(controller)
-        # The sandbox's own protections, plus what the harness adds on top for the controller.
-        extra = {"controller:path-restricted", *spec.agent.isolation()}
-        if "egress-allowlist" in controller.isolation:
-            extra.add("controller:provider-only")
-        if spec.backend == "docker":  # the controller image has no Python and gets no GPU
-            extra |= {"controller:no-python-image", "controller:no-gpu"}
-        elif "hidden-paths" in controller.isolation:
-            extra.add("controller:python-hidden")
-            extra |= {"controller:gpu-hidden"} if roles.gpu_device_paths() else set()
-        self.isolation = sorted(
-            {f"controller:{i}" for i in controller.isolation}
-            | {f"runner:{i}" for i in runner_box.isolation}
-            | extra
-        )
-        self._check_floor({"controller": controller.isolation, "runner": runner_box.isolation})
-        self.log(f"workspace {ws}; results {self.artifacts}")
-        self.log(f"controller isolation: {', '.join(controller.isolation)}")
-        self.log(f"controller NOT isolated: {', '.join(controller.not_isolated)}")
-        self.log(f"runner isolation: {', '.join(runner_box.isolation)}")
-        self.log(f"runner NOT isolated: {', '.join(runner_box.not_isolated)}")
-        for note in self.grading_notes:  # recorded as in force: off the track's rules
-            self.log(f"grading: {note}; the effective config records the lowered value")
-        self.controller = controller
-        self.runner_box = runner_box
-        # Before any process starts: from here on, a crash of this harness is recoverable.
-        recovery.write_marker(
-            self.harness,
-            recovery.Marker(
-                pid=os.getpid(),
-                pid_start=recovery.process_start(os.getpid()),
-                results_dir=str(spec.results_dir.resolve()),
-                artifacts=str(self.artifacts.resolve()),
-                skeleton=self.skeleton("the harness died before the run finished"),
-            ),
-        )
+    return cap
 
-    def _check_floor(self, isolation: dict[str, list[str]]) -> None:
-        """The track's isolation floor, against what the sandboxes really have: a run that
-        cannot have it does not start (the grader's sandbox is made the same way as the
-        runner's, on the same backend)."""
-        spec = self.spec
-        gpu = spec.gpu is not None or spec.device.startswith("cuda")
-        lacking = floor.missing(spec.track.isolation_floor, isolation, gpu=gpu)
-        if lacking:
-            other = "docker" if spec.backend == "local" else "local"
-            raise WorkspaceError(
-                f"track '{spec.track.id}' needs isolation this run cannot have on the "
-                f"{spec.backend} backend: {', '.join(lacking)}; try --backend {other}, and see "
-                f"`toolkit doctor --track {spec.track.id}`"
-            )
 
-    def _agent_home(self) -> Path:
-        assert self.workspace is not None
-        home = self.workspace.channel / AGENT_HOME
-        home.mkdir()
-        return home
+def volume_full_note(volume: Volume, log: AgentLog) -> Callable[[str], None]:
+    """What the runner service and the submissions call on a write the full results volume
+    refused: noted (logged the first time), judged when the session ends."""
 
-    def _start_runner_process(self, argv: list[str]) -> SandboxProcess:
-        assert self.runner_box is not None
-        try:
-            process = self.runner_box.start(argv, stdin=False)
-        except SandboxRootAltered as exc:  # e.g. `.runner` moved or replaced by the agent
-            raise CallRefused(
-                f"the runner cannot start: {exc}; put it back as it was (the harness keeps it)"
-            ) from None
-        recovery.record_pid(self.harness, process.pid)
-        return process
+    def on_full(what: str) -> None:
+        first = volume.refused == 0
+        volume.note_full(what)
+        if first:
+            log(f"the results volume is full: {what} could not be written")
 
-    def _runner_reference(self) -> str | None:
-        """The runner's reference check: a trivial command, and one started and killed, in a
-        fresh runner sandbox (same backend and settings, a new empty root of the harness's);
-        None if the sandboxes work (see `reference`)."""
-        spec = self.spec
-
-        def make(root: Path) -> Sandbox:
-            return roles.make_runner(
-                spec.backend,
-                root,
-                hide=self.runner_hidden,
-                readonly=self.runner_readonly,
-                gpu=spec.gpu,
-                cpus=spec.cpus,
-            )
-
-        root = self.work / f"reference-{secrets.token_hex(4)}"
-        started = time.monotonic()
-        problem = reference.runner_reference(make, root)
-        took = time.monotonic() - started
-        self.log(
-            f"reference check in a fresh runner sandbox ({took:.1f}s): "
-            + ("the sandboxes work" if problem is None else f"FAILED: {problem}")
-        )
-        return problem
+    return on_full

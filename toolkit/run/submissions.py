@@ -36,7 +36,7 @@ USAGE = 64
 REJECTED = 1
 
 
-@dataclass
+@dataclass(frozen=True)
 class Grader:
     """How bundles are graded in this run (the public set during the run, the exam after)."""
 

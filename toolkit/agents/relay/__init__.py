@@ -49,8 +49,11 @@ model, same effort, no provider-side tools): they cannot be told apart from the 
 and they are counted in usage, logged and charged to the budget like them.
 
 
-The parts: `front` (the HTTP server and `ProviderRelay`), `forward` (to the provider), `stream`
-(the answer back), `verdict` (probes and the decision), `accounting` (counters, log, notes),
-`policy` (what of a call is passed on), `budget` (the spend limit), `retry` (sending again),
-`endpoint` (where the relay listens, per backend).
+The parts, each an object of its own with a narrow interface, held and wired by the front:
+`front` (the HTTP server and `ProviderRelay`: reads, checks and admits each call, and settles
+it when it ends), `forward` (`Forwarder`: the way to the provider, and the only holder of the
+key), `stream` (`StreamRelay`: the answer back), `verdict` (`Verdict`: spells, probes and the
+decision), `accounting` (`Accounting`: counters, log, notes), `budget` (`Spend`: the spend
+limit); beside them `policy` (what of a call is passed on), `retry` (sending again), `endpoint`
+(where the relay listens, per backend).
 """

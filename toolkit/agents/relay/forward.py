@@ -1,6 +1,8 @@
-"""Forwarding a call to the provider: where it is (`Upstream`), the pooled connections, the
-headers it gets (the caller's that the policy kept, the relay's own, the real key), one send,
-and the sends again while the provider answers "not now" (`retry`).
+"""The way to the provider (`Forwarder`): where it is (`Upstream`), the pooled connections, the
+headers a call gets (the caller's that the policy kept, the relay's own, the real key: the key
+stays in here), one send, the sends again while the provider answers "not now" (`retry`),
+and the harness's own one-off exchange (the verdict's probe). `Hold` is the switch that holds
+the controller's calls while the verdict waits out a rate limit.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
+from typing import Protocol
 from urllib.parse import urlsplit
 
 from toolkit.agents.provider_api import Credential
-from toolkit.agents.relay.accounting import RelayAccounting, _short
+from toolkit.agents.relay.accounting import short
 from toolkit.agents.relay.retry import RETRY_STATUSES, RetryPolicy, retry_after_s
 
 CONNECT_TIMEOUT_S = 15.0
@@ -54,8 +57,44 @@ class Upstream:
         return host if self.port == default else f"{host}:{self.port}"
 
 
+class Hold:
+    """Whether the controller's calls are held: a call waits (at most `HOLD_MAX_S`) while
+    the verdict's probe waits out a rate limit, so that a model spending the limit itself
+    cannot make the probe fail."""
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+        self._open.set()
+
+    def hold(self) -> bool:
+        """Hold the calls; True if they were not held already."""
+        if not self._open.is_set():
+            return False
+        self._open.clear()
+        return True
+
+    def release(self) -> None:
+        self._open.set()
+
+    @property
+    def held(self) -> bool:
+        return not self._open.is_set()
+
+    def wait(self, timeout_s: float = HOLD_MAX_S) -> None:
+        """Until the calls are released (or `timeout_s`)."""
+        self._open.wait(timeout_s)
+
+
+class RetryBooks(Protocol):
+    """What the forwarder tells the books of a dropped answer."""
+
+    def record(self, entry: dict[str, object], force: bool = False) -> None: ...
+
+    def count_dropped(self, bytes_up: int, bytes_down: int) -> None: ...
+
+
 @dataclass
-class _Sent:
+class Sent:
     """A call's last send: the connection and the answer's head, or why there is none."""
 
     answer: tuple[http.client.HTTPConnection, http.client.HTTPResponse] | None = None
@@ -65,20 +104,61 @@ class _Sent:
     retries: int = 0
 
 
-class RelayForwarding(RelayAccounting):
-    """The layer of `ProviderRelay` that talks to the provider."""
+@dataclass(frozen=True)
+class Exchange:
+    """The provider's whole answer to a one-off call of the harness's own."""
 
-    upstream: Upstream
-    credential: Credential
-    retry: RetryPolicy
-    _key: str
-    _ssl: ssl.SSLContext
-    _idle: list[http.client.HTTPConnection]
-    _closed: bool
-    _stop: threading.Event
-    _open: threading.Event
+    status: int
+    retry_after: str | None
+    body: bytes
 
-    def _upstream_headers(self, chosen: dict[str, str], length: int) -> dict[str, str]:
+
+class Forwarder:
+    """Sends calls to the provider with the real key, pooling connections; `stop()` ends
+    retry waits and the pool."""
+
+    def __init__(
+        self,
+        upstream: Upstream,
+        credential: Credential,
+        key: str,
+        *,
+        books: RetryBooks,
+        hold: Hold,
+        retry: RetryPolicy | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        self.upstream = upstream
+        self.retry = retry or RetryPolicy()
+        self._credential = credential
+        self._key = key
+        self._books = books
+        self._hold = hold
+        self._ssl = ssl_context or ssl.create_default_context()
+        self._lock = threading.Lock()
+        self._idle: list[http.client.HTTPConnection] = []
+        self._stop = threading.Event()  # set when the relay closes: retry waits end
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def stop(self) -> None:
+        """No more sends: retry waits end, idle connections close (calls under way finish)."""
+        self._stop.set()
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
+
+    def redact(self, data: bytes) -> bytes:
+        """`data` with the key (should the provider quote it) blanked."""
+        return data.replace(self._key.encode(), b"[redacted]") if self._key else data
+
+    def redact_text(self, text: str) -> str:
+        return text.replace(self._key, "[redacted]") if self._key else text
+
+    def headers(self, chosen: dict[str, str], length: int) -> dict[str, str]:
         """The headers the provider gets: the caller's that the policy kept, and the relay's."""
         headers = dict(chosen)
         headers["Host"] = self.upstream.netloc
@@ -86,7 +166,7 @@ class RelayForwarding(RelayAccounting):
         headers["User-Agent"] = USER_AGENT
         headers["Accept-Encoding"] = "identity"  # plain bytes: the usage is read on the way
         headers["Content-Length"] = str(length)
-        headers[self.credential.header] = self.credential.prefix + self._key
+        headers[self._credential.header] = self._credential.prefix + self._key
         return headers
 
     def _connection(
@@ -113,9 +193,10 @@ class RelayForwarding(RelayAccounting):
         conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return conn, False
 
-    def _release(self, conn: http.client.HTTPConnection, reusable: bool) -> None:
+    def release(self, conn: http.client.HTTPConnection, reusable: bool) -> None:
+        """A connection done with: back to the pool if it can take another call."""
         with self._lock:
-            if reusable and not self._closed and len(self._idle) < MAX_IDLE_UPSTREAM:
+            if reusable and not self.stopped and len(self._idle) < MAX_IDLE_UPSTREAM:
                 self._idle.append(conn)
                 return
         conn.close()
@@ -142,19 +223,38 @@ class RelayForwarding(RelayAccounting):
     def _target(self, path: str, query: str) -> str:
         return f"{self.upstream.base_path}/{path}" + (f"?{query}" if query else "")
 
-    def _attempt(self, path: str, query: str, body: bytes, headers: dict[str, str]) -> _Sent:
+    def exchange(
+        self, path: str, body: bytes, extra: dict[str, str], timeout_s: float | None = None
+    ) -> Exchange:
+        """One call of the harness's own on a fresh connection, its answer read whole (never
+        held, never retried); `timeout_s` bounds its connect and each read. Raises `OSError`,
+        `http.client.HTTPException` or `ssl.SSLError` when there is no answer."""
+        headers = {"Content-Type": "application/json", "Host": self.upstream.netloc, **extra}
+        headers["Accept-Encoding"] = "identity"
+        headers["User-Agent"] = USER_AGENT
+        headers[self._credential.header] = self._credential.prefix + self._key
+        conn, _ = self._connection(fresh=True, timeout_s=timeout_s)
+        try:
+            conn.request("POST", self._target(path, ""), body=body, headers=headers)
+            answer = conn.getresponse()
+            said = answer.read(MAX_ERROR_BODY)
+        finally:
+            conn.close()
+        return Exchange(answer.status, answer.getheader("retry-after"), said)
+
+    def _attempt(self, path: str, query: str, body: bytes, headers: dict[str, str]) -> Sent:
         """One send of a call: the answer's head, or why there is none."""
         try:
-            return _Sent(answer=self._send("POST", self._target(path, query), body, headers))
+            return Sent(answer=self._send("POST", self._target(path, query), body, headers))
         except (OSError, http.client.HTTPException, ssl.SSLError) as e:
             # Refused, reset, timed out: maybe not next time. A certificate, a name that does
             # not resolve, a protocol error: the same next time.
             transient = isinstance(e, (ConnectionError, TimeoutError))
-            return _Sent(error=f"unreachable: {type(e).__name__}: {_short(e)}", transient=transient)
+            return Sent(error=f"unreachable: {type(e).__name__}: {short(e)}", transient=transient)
 
-    def _send_with_retries(
+    def send_with_retries(
         self, path: str, query: str, body: bytes, headers: dict[str, str], started: float
-    ) -> _Sent:
+    ) -> Sent:
         """The call sent, and sent again while the provider answers "not now"
         (`retry`): the first answer worth passing on, or the last failure. Nothing of
         a dropped answer reaches the controller; each retry is one line of the log."""
@@ -177,14 +277,12 @@ class RelayForwarding(RelayAccounting):
                 return sent
             wait = self.retry.wait_s(retries + 1, hint)
             elapsed = time.monotonic() - started
-            if self._closed or not self.retry.allows(retries + 1, elapsed, wait):
+            if self.stopped or not self.retry.allows(retries + 1, elapsed, wait):
                 return sent  # passed on (an error answer) or failed, as without retries
             dropped = self._drop(sent)
             retries += 1
-            with self._lock:
-                self.totals.bytes_up += len(body)
-                self.totals.bytes_down += dropped
-            self.record(
+            self._books.count_dropped(len(body), dropped)
+            self._books.record(
                 {
                     "kind": "retry",
                     "path": path,
@@ -195,12 +293,12 @@ class RelayForwarding(RelayAccounting):
                 }
             )
             stopped = self._stop.wait(wait)
-            if not stopped and not self._open.is_set():  # the probe holds the controller's
-                self._open.wait(HOLD_MAX_S)  # calls: so this one too
-            if stopped or self._closed:  # the dropped answer cannot be passed on: say why
-                return _Sent(error=f"{why}, then the run ended before a retry", retries=retries)
+            if not stopped and self._hold.held:  # the probe holds the controller's
+                self._hold.wait()  # calls: so this one too
+            if stopped or self.stopped:  # the dropped answer cannot be passed on: say why
+                return Sent(error=f"{why}, then the run ended before a retry", retries=retries)
 
-    def _drop(self, sent: _Sent) -> int:
+    def _drop(self, sent: Sent) -> int:
         """Read and drop a "not now" answer before the call is sent again; its size."""
         if sent.answer is None:
             return 0
@@ -210,5 +308,5 @@ class RelayForwarding(RelayAccounting):
             complete = answer.isclosed() or answer.length == 0
         except (OSError, http.client.HTTPException):
             data, complete = b"", False
-        self._release(conn, complete and not answer.will_close)
+        self.release(conn, complete and not answer.will_close)
         return len(data)

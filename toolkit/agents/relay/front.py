@@ -1,11 +1,13 @@
 """The relay's HTTP front: the loopback server the scaffold talks to (`ProviderRelay`), which
-reads each request, checks it and rebuilds it (`policy`), admits it against the budget
-(`budget`) and hands it to the layers below (see the package's docstring).
+reads each request, checks it and rebuilds it (`policy`, with the reasoning effort pinned:
+`EffortPin`), admits it against the budget (`budget.Spend`) and hands it to the stream relay
+(`stream`), which sends it through the forwarder (`forward`); each call as it ended is settled
+here: counted and logged (`accounting`), heard by the verdict (`verdict`), charged to the
+budget. The front holds those parts and wires them; each has a narrow interface of its own.
 """
 
 from __future__ import annotations
 
-import http.client
 import ssl
 import threading
 import time
@@ -13,17 +15,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from toolkit.agents.provider_api import QUERY, Credential, Refused, check_call, check_path
-from toolkit.agents.relay.accounting import RelayTotals
+from toolkit.agents.relay.accounting import Accounting, RelayTotals
 from toolkit.agents.relay.budget import RelayLimits, Spend
-from toolkit.agents.relay.forward import HOLD_MAX_S, Upstream
+from toolkit.agents.relay.forward import Forwarder, Hold, Upstream
 from toolkit.agents.relay.policy import clean, error_body, parse_body, serialize, upstream_headers
 from toolkit.agents.relay.retry import RetryPolicy
-from toolkit.agents.relay.stream import RelayStreaming
-from toolkit.agents.relay.verdict import PROBE_GAP_S, _Spell
+from toolkit.agents.relay.stream import Ended, Outgoing, StreamRelay
+from toolkit.agents.relay.verdict import PROBE_GAP_S, ProbeResult, Verdict
 
 CLIENT_IDLE_S = 300.0
 
@@ -57,7 +59,9 @@ class _Server(ThreadingHTTPServer):
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self.slots.acquire(blocking=False):
             self.shutdown_request(request)
-            self.relay.record({"kind": "refused", "error": "too many connections at once"})
+            self.relay.accounting.record(
+                {"kind": "refused", "error": "too many connections at once"}
+            )
             return
         super().process_request(request, client_address)
 
@@ -88,7 +92,27 @@ class _Handler(BaseHTTPRequestHandler):
     do_TRACE = do_HEAD = _refuse_method
 
 
-class ProviderRelay(RelayStreaming):
+class EffortPin:
+    """The reasoning effort stays the scaffold's: a call may carry a setting seen before any
+    answer reached the controller (the model cannot have chosen those), and no other."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._efforts: set[str] = set()
+        self._answered = False  # an answer reached the controller: the model can act
+
+    def answered(self) -> None:
+        with self._lock:
+            self._answered = True
+
+    def allows(self, effort: str) -> bool:
+        with self._lock:
+            if not self._answered:
+                self._efforts.add(effort)  # the scaffold's own setting: nothing else ran yet
+            return effort in self._efforts
+
+
+class ProviderRelay:
     """One run's relay (see the package's docstring). `start()`, then `url` for the scaffold."""
 
     def __init__(
@@ -113,50 +137,73 @@ class ProviderRelay(RelayStreaming):
         retry: RetryPolicy | None = None,
     ) -> None:
         self.kind = kind
-        self.retry = retry or RetryPolicy()
-        self._stop = threading.Event()  # set when the relay closes: retry waits end
-        self.limits = limits or RelayLimits()
-        self.spend = Spend(self.limits, prices)
-        self._note = note
-        self._announced = False
-        self._parsing = threading.BoundedSemaphore(PARSE_AT_ONCE)
         self.model = model
-        self.upstream = Upstream.parse(base_url)
-        self.credential = credential
-        self.stall_limit_s = stall_limit_s
         self.bind = bind
         self.advertise = advertise or bind
-        self.probe_wait_max_s = probe_wait_max_s
-        self.probe_gap_s = probe_gap_s
-        self.clock = clock
-        self._key = key
-        self._ssl = ssl_context or ssl.create_default_context()
+        self.limits = limits or RelayLimits()
+        self.spend = Spend(self.limits, prices)
+        self.accounting = Accounting(log_path, note)
+        self.hold = Hold()  # held: the controller's calls wait (the verdict's probe)
+        self.forwarder = Forwarder(
+            Upstream.parse(base_url),
+            credential,
+            key,
+            books=self.accounting,
+            hold=self.hold,
+            retry=retry,
+            ssl_context=ssl_context,
+        )
+        self.verdict = Verdict(
+            kind=kind,
+            model=model,
+            prober=self.forwarder,
+            books=self.accounting,
+            hold=self.hold,
+            clock=clock,
+            stall_limit_s=stall_limit_s,
+            probe_wait_max_s=probe_wait_max_s,
+            probe_gap_s=probe_gap_s,
+        )
+        self.efforts = EffortPin()
+        self.streams = StreamRelay(kind, self.forwarder, self._settle, self.efforts.answered)
+        self._parsing = threading.BoundedSemaphore(PARSE_AT_ONCE)
         self._lock = threading.Lock()
-        self._log_path = log_path
-        self._log: IO[str] | None = None
-        self._log_lines = 0
-        self._server: _Server | None = None
-        self._idle: list[http.client.HTTPConnection] = []
-        self._open = threading.Event()  # cleared: the controller's calls are held
-        self._open.set()
         self._closed = False
-        self._answered_once = False  # an answer reached the controller: the model can act
-        self._efforts: set[str] = set()
-        self._spell: _Spell | None = None
-        self._checking: threading.Thread | None = None
-        self._verdict: str | None = None
-        self.totals = RelayTotals()
+        self._server: _Server | None = None  # listening between `start()` and `close()`
+
+    # -- what the harness reads --------------------------------------------------------
+
+    @property
+    def totals(self) -> RelayTotals:
+        return self.accounting.totals
+
+    @property
+    def upstream(self) -> Upstream:
+        return self.forwarder.upstream
+
+    def probe_once(self, timeout_s: float | None = None) -> ProbeResult:
+        """The harness's own call, straight to the provider (`Verdict.probe_once`)."""
+        return self.verdict.probe_once(timeout_s)
+
+    def problem(self) -> str | None:
+        """While the run goes: the confirmed provider failure, if any (`Verdict.problem`)."""
+        return self.verdict.problem()
+
+    def final_problem(self, exited: bool) -> str | None:
+        """After the agent stopped (`Verdict.final_problem`)."""
+        return self.verdict.final_problem(exited)
+
+    # -- its life ----------------------------------------------------------------------
 
     def start(self) -> ProviderRelay:
-        if self._log_path is not None:
-            self._log = self._log_path.open("a", encoding="utf-8")
+        self.accounting.open()
         self._server = _Server(self, (self.bind, 0))
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
-        self.record(
+        up = self.upstream
+        self.accounting.record(
             {
                 "kind": "start",
-                "provider": f"{self.upstream.scheme}://{self.upstream.netloc}"
-                + self.upstream.base_path,
+                "provider": f"{up.scheme}://{up.netloc}{up.base_path}",
                 "model": self.model,
                 "listen": f"{self.bind}:{self.port}",
                 "max_output_tokens": self.limits.max_output_tokens,
@@ -182,42 +229,16 @@ class ProviderRelay(RelayStreaming):
             if self._closed:
                 return
             self._closed = True
-        self._stop.set()
-        self._open.set()
+        self.forwarder.stop()
+        self.hold.release()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
-        totals = self.totals
-        self.record(
-            {
-                "kind": "summary",
-                "calls": totals.calls,
-                "answered": totals.answered,
-                "failed": totals.failed,
-                "refused": totals.refused,
-                "bytes_up": totals.bytes_up,
-                "bytes_down": totals.bytes_down,
-                "with_usage": totals.with_usage,
-                "usage": totals.tokens.as_dict(),
-                "probes": totals.probes,
-                "retries": totals.retries,
-                "retried_calls": totals.retried_calls,
-                "budget_tokens": self.spend.tokens,
-                "cost_usd": self.spend.cost_usd,
-                "budget_spent": self.spend.spent is not None,
-                "budget_refused": self.spend.refused,
-            },
-            force=True,
-        )
-        self.note(self.spend_summary())
-        with self._lock:
-            if self._log is not None:
-                self._log.close()
-                self._log = None
+        self.accounting.record(self.accounting.summary(self.spend), force=True)
+        self.accounting.note(self.accounting.spend_summary(self.spend, self.limits))
+        self.accounting.close()
+
+    # -- each call ---------------------------------------------------------------------
 
     def refuse(
         self,
@@ -228,9 +249,8 @@ class ProviderRelay(RelayStreaming):
         code: str = "ari_relay",
     ) -> None:
         """Answer the controller from the relay itself; nothing goes to the provider."""
-        with self._lock:
-            self.totals.refused += 1
-        self.record(
+        self.accounting.count_refused()
+        self.accounting.record(
             {
                 "kind": "refused",
                 "method": handler.command,
@@ -306,8 +326,8 @@ class ProviderRelay(RelayStreaming):
             self.refuse(handler, e.status, str(e))
             return
         del body  # what came in is not kept while the call goes on
-        if not self._open.is_set():
-            self._open.wait(HOLD_MAX_S)
+        if self.hold.held:
+            self.hold.wait()
         if self._closed:
             self.refuse(handler, 503, "the run is over")
             return
@@ -316,8 +336,9 @@ class ProviderRelay(RelayStreaming):
             self._budget_spent(handler, str(spent))
             return
         try:
-            headers = self._upstream_headers(call.headers, len(call.data))
-            self._forward(handler, path, query, call.data, headers, call.notes, arrived, held)
+            headers = self.forwarder.headers(call.headers, len(call.data))
+            outgoing = Outgoing(path, query, call.data, headers, call.notes, arrived, held)
+            self.streams.forward(handler, outgoing)
         finally:
             if not held.settled:  # a call that broke off in the relay itself
                 self.spend.settle(held, None, None, answered=False, bytes_moved=0)
@@ -327,21 +348,33 @@ class ProviderRelay(RelayStreaming):
         object is dropped on return); `Refused` says why not."""
         parsed = parse_body(body)
         effort = check_call(self.kind, self.model, parsed)
-        with self._lock:
-            if not self._answered_once:
-                self._efforts.add(effort)  # the scaffold's own setting: nothing else ran yet
-            pinned = effort in self._efforts
-        if not pinned:
+        if not self.efforts.allows(effort):
             raise Refused("the reasoning-effort setting must stay the scaffold's")
         cleaned = clean(self.kind, path, parsed, self.limits.max_output_tokens)
         data = serialize(cleaned.body)  # never the bytes that came in
         headers = upstream_headers(self.kind, handler.headers, cleaned.dropped)
         return _Call(data, headers, cleaned.notes(), cleaned.output_cap)
 
+    def _settle(self, ended: Ended) -> None:
+        """A call as it ended: counted, heard by the verdict (a failure starts or continues a
+        spell, an answer ends it), charged to the budget with what the provider said it
+        used, logged; the budget's end announced once."""
+        entry = ended.entry
+        self.accounting.count_call(entry, ended.tokens, ended.failure)
+        self.verdict.heard(ended.failure)
+        moved = int(str(entry["bytes_up"])) + int(str(entry["bytes_down"]))
+        answered = ended.failure is None
+        spent = self.spend.settle(
+            ended.held, ended.tokens, ended.cost, answered, moved, ended.cut_short
+        )
+        self.accounting.record(entry)
+        if spent is not None:
+            self.accounting.announce(spent)
+
     def _budget_spent(self, handler: BaseHTTPRequestHandler, why: str) -> None:
         """The budget is spent: this call (and every later one) gets the relay's error, in the
         provider's format, and never reaches the provider. The run's own doing: no failure."""
-        self._announce(why)
+        self.accounting.announce(why)
         self.refuse(
             handler,
             400,

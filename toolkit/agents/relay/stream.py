@@ -1,21 +1,27 @@
-"""Passing the provider's answer back to the controller: an error answer read whole (the key
-blanked), a good one passed on chunk by chunk as it comes (SSE, never buffered) while its usage
-is read on the way; then the call is counted, logged and settled against the budget.
+"""Passing the provider's answer back to the controller (`StreamRelay`): an error answer read
+whole (the key blanked), a good one passed on chunk by chunk as it comes (SSE, never buffered)
+while its usage is read on the way; then the call, as it ended (`Ended`), goes to whoever
+settles it (the front: counted, logged, heard by the verdict, charged to the budget), before
+the controller can have the whole answer.
+
+It sends through a `Sender` (the forwarder) and tells `settle` and `answered` what happened:
+each can be a fake in a test.
 """
 
 from __future__ import annotations
 
 import http.client
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
+from typing import Protocol
 
 from toolkit.agents.provider_api import Tokens, UsageReader, is_failure
-from toolkit.agents.relay.accounting import _short
+from toolkit.agents.relay.accounting import short
 from toolkit.agents.relay.budget import Reservation
-from toolkit.agents.relay.forward import MAX_ERROR_BODY
+from toolkit.agents.relay.forward import MAX_ERROR_BODY, Sent
 from toolkit.agents.relay.policy import error_body
-from toolkit.agents.relay.verdict import RelayVerdict, _Spell
 
 HOP_BY_HOP = frozenset(
     {
@@ -35,6 +41,49 @@ HOP_BY_HOP = frozenset(
 DROPPED_BACK = frozenset({"set-cookie", "date", "server"}) | HOP_BY_HOP
 
 
+class Sender(Protocol):
+    """How the stream relay reaches the provider (`forward.Forwarder`)."""
+
+    def send_with_retries(
+        self, path: str, query: str, body: bytes, headers: dict[str, str], started: float
+    ) -> Sent: ...
+
+    def release(self, conn: http.client.HTTPConnection, reusable: bool) -> None: ...
+
+    def redact(self, data: bytes) -> bytes: ...
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A call ready for the provider, as the front made it."""
+
+    path: str
+    query: str
+    body: bytes
+    headers: dict[str, str]
+    notes: dict[str, list[str]]
+    """What the policy changed in it, for its log line."""
+    arrived: float
+    """When the controller's request came in (monotonic)."""
+    held: Reservation
+    """What the budget holds for it until it is settled."""
+
+
+@dataclass(frozen=True)
+class Ended:
+    """A call as it ended, to be settled once: its log entry (status, bytes, times, error,
+    usage, outcome), and what it used."""
+
+    entry: dict[str, object]
+    held: Reservation
+    failure: str | None
+    """Why it failed at the provider, if it did (None: answered)."""
+    tokens: Tokens | None = None
+    cost: float | None = None
+    cut_short: bool = False
+    """The controller closed the connection before the answer's end."""
+
+
 @dataclass
 class _Count:
     """A streamed call's counting, done once: before its last bytes reach the controller."""
@@ -42,48 +91,51 @@ class _Count:
     reader: UsageReader
     entry: dict[str, object]
     started: float
-    arrived: float
-    held: Reservation
+    call: Outgoing
     failure: str | None = None
     done: bool = False
 
 
-class RelayStreaming(RelayVerdict):
-    """The layer of `ProviderRelay` that answers the controller with what the provider said."""
+class StreamRelay:
+    """Answers the controller with what the provider said, one call at a time per thread."""
 
-    _answered_once: bool
-
-    def _forward(
+    def __init__(
         self,
-        handler: BaseHTTPRequestHandler,
-        path: str,
-        query: str,
-        body: bytes,
-        headers: dict[str, str],
-        notes: dict[str, list[str]],
-        arrived: float,
-        held: Reservation,
+        kind: str,
+        sender: Sender,
+        settle: Callable[[Ended], None],
+        answered: Callable[[], None],
     ) -> None:
-        entry: dict[str, object] = {"kind": "call", "method": "POST", "path": path}
-        entry.update(status=None, bytes_up=len(body), bytes_down=0, error=None, usage=None)
-        entry.update(notes)
+        self.kind = kind
+        self._sender = sender
+        self._settle = settle
+        self._answered = answered  # told when a good answer's first bytes come
+
+    def forward(self, handler: BaseHTTPRequestHandler, call: Outgoing) -> None:
+        """Send `call` and answer `handler` with what the provider said (or why nothing)."""
+        entry: dict[str, object] = {"kind": "call", "method": "POST", "path": call.path}
+        entry.update(status=None, bytes_up=len(call.body), bytes_down=0, error=None, usage=None)
+        entry.update(call.notes)
         started = time.monotonic()
-        sent = self._send_with_retries(path, query, body, headers, started)
+        sent = self._sender.send_with_retries(
+            call.path, call.query, call.body, call.headers, started
+        )
         if sent.retries:
             entry["retries"] = sent.retries
         if sent.answer is None:
             error = sent.error or "unreachable"
-            self._done(entry, started, arrived, held, failure=error)
+            self._done(entry, started, call, failure=error)
             self._answer_error(handler, 502, f"the provider is unreachable ({error})")
             return
         conn, answer = sent.answer
         entry["status"] = answer.status
         if answer.status >= 300:
-            self._relay_error(handler, conn, answer, entry, started, arrived, held)
+            self._relay_error(handler, conn, answer, entry, started, call)
             return
-        self._stream(handler, conn, answer, entry, started, arrived, held)
+        self._stream(handler, conn, answer, entry, started, call)
 
     def _answer_error(self, handler: BaseHTTPRequestHandler, status: int, message: str) -> None:
+        """An error of the relay's own, in the provider's format."""
         data = error_body(self.kind, status, f"ari relay: {message}")
         try:
             handler.send_response(status)
@@ -108,8 +160,7 @@ class RelayStreaming(RelayVerdict):
         answer: http.client.HTTPResponse,
         entry: dict[str, object],
         started: float,
-        arrived: float,
-        held: Reservation,
+        call: Outgoing,
     ) -> None:
         """An error answer: small, read whole, passed on with the key (should the provider
         quote it) blanked."""
@@ -118,17 +169,17 @@ class RelayStreaming(RelayVerdict):
             complete = answer.isclosed() or answer.length == 0
         except (OSError, http.client.HTTPException) as e:
             data, complete = b"", False
-            entry["error"] = f"{type(e).__name__}: {_short(e)}"
+            entry["error"] = f"{type(e).__name__}: {short(e)}"
         entry["bytes_down"] = len(data)
         entry["ttfb_s"] = round(time.monotonic() - started, 4)
-        self._release(conn, complete and not answer.will_close)
-        data = data.replace(self._key.encode(), b"[redacted]")
+        self._sender.release(conn, complete and not answer.will_close)
+        data = self._sender.redact(data)
         status = answer.status
         failure = f"HTTP {status}" if is_failure(status) else None
         retry = answer.getheader("retry-after")
         if retry:
             entry["retry_after"] = retry[:40]
-        self._done(entry, started, arrived, held, failure=failure)
+        self._done(entry, started, call, failure=failure)
         try:
             self._head(handler, answer)
             handler.send_header("content-length", str(len(data)))
@@ -145,8 +196,7 @@ class RelayStreaming(RelayVerdict):
         answer: http.client.HTTPResponse,
         entry: dict[str, object],
         started: float,
-        arrived: float,
-        held: Reservation,
+        call: Outgoing,
     ) -> None:
         """A good answer, passed on chunk by chunk as it comes (no buffering: SSE). The call is
         counted, logged and settled before the controller can have the whole answer (before
@@ -157,7 +207,7 @@ class RelayStreaming(RelayVerdict):
         length = answer.getheader("content-length")
         chunked = length is None
         expected = answer.length  # the body's length where the provider gave it
-        count = _Count(reader, entry, started, arrived, held)
+        count = _Count(reader, entry, started, call)
         client_gone = False
         down = 0
         try:
@@ -174,14 +224,13 @@ class RelayStreaming(RelayVerdict):
             try:
                 data = answer.read1(65536)
             except (OSError, http.client.HTTPException) as e:
-                count.failure = f"the answer broke off: {type(e).__name__}: {_short(e)}"
+                count.failure = f"the answer broke off: {type(e).__name__}: {short(e)}"
                 break
             if not data:
                 break
             if down == 0:
                 entry["ttfb_s"] = round(time.monotonic() - started, 4)
-                with self._lock:
-                    self._answered_once = True
+                self._answered()
             down += len(data)
             reader.feed(data)
             if expected is not None and down >= expected:  # (None: chunked)
@@ -199,7 +248,7 @@ class RelayStreaming(RelayVerdict):
             except OSError:
                 client_gone = True
         complete = count.failure is None and not client_gone and answer.isclosed()
-        self._release(conn, complete and not answer.will_close)
+        self._sender.release(conn, complete and not answer.will_close)
         if count.failure is not None or client_gone:
             handler.close_connection = True
 
@@ -216,14 +265,13 @@ class RelayStreaming(RelayVerdict):
             entry["usage"] = tokens.as_dict()
         failure = count.failure
         if reader.error and failure is None:
-            failure = _short(reader.error)
+            failure = short(reader.error)
         if client_gone:
             entry["error"] = "the controller closed the connection"
         self._done(
             entry,
             count.started,
-            count.arrived,
-            count.held,
+            count.call,
             failure=failure,
             tokens=tokens,
             cost=reader.cost(),
@@ -234,47 +282,18 @@ class RelayStreaming(RelayVerdict):
         self,
         entry: dict[str, object],
         started: float,
-        arrived: float,
-        held: Reservation,
+        call: Outgoing,
         *,
         failure: str | None,
         tokens: Tokens | None = None,
         cost: float | None = None,
         cut_short: bool = False,
     ) -> None:
-        """Count and log one call; a failure starts or continues a spell, an answer ends it.
-        What the provider said it used goes to the budget."""
+        """The call's times and outcome in its entry, then it is settled."""
         now = time.monotonic()
         entry["duration_s"] = round(now - started, 4)
-        entry["relay_s"] = round(started - arrived, 4)
+        entry["relay_s"] = round(started - call.arrived, 4)
         if failure is not None:
             entry["error"] = entry.get("error") or failure
         entry["outcome"] = "provider-failure" if failure else "answered"
-        retries = int(str(entry.get("retries", 0)))
-        with self._lock:
-            t = self.totals
-            t.calls += 1
-            t.retries += retries
-            t.retried_calls += 1 if retries else 0
-            t.bytes_up += int(str(entry["bytes_up"]))
-            t.bytes_down += int(str(entry["bytes_down"]))
-            if tokens is not None:
-                t.with_usage += 1
-                t.tokens.add(tokens)
-            if failure is None:
-                t.answered += 1
-                self._spell = None
-            else:
-                t.failed += 1
-                if self._spell is None:
-                    self._spell = _Spell(since=self.clock())
-                spell = self._spell
-                spell.failures += 1
-                spell.kinds[failure.split(":", 1)[0]] += 1
-                spell.last = failure
-        moved = int(str(entry["bytes_up"])) + int(str(entry["bytes_down"]))
-        answered = failure is None
-        spent = self.spend.settle(held, tokens, cost, answered, moved, cut_short)
-        self.record(entry)
-        if spent is not None:
-            self._announce(spent)
+        self._settle(Ended(entry, call.held, failure, tokens, cost, cut_short))

@@ -97,6 +97,63 @@ def gpu_requests(gpus: Sequence[str] | None, mode: str = "nvidia") -> list[Any]:
     ]
 
 
+class _Pid1:
+    """The harness's line to a container's PID 1 (attached through the engine, which only the
+    harness holds): kills go to its stdin, and the statuses it relays ("status ID exit|signal
+    N" lines) come from its stdout, collected until the container's output ends."""
+
+    def __init__(self, container: str) -> None:
+        attach = "attach?stream=1&stdin=1&stdout=1&stderr=1"
+        self._control = Hijacked(f"/containers/{container}/{attach}", None)
+        self._send_lock = threading.Lock()
+        self._statuses: dict[str, int] = {}
+        self._ready = threading.Condition()
+        self._listening = True
+        self._closed = False
+        threading.Thread(target=self._listen, daemon=True).start()
+
+    def _listen(self) -> None:
+        pending = b""
+        try:
+            for kind, data in self._control.frames():
+                if kind != 1:
+                    continue
+                pending += data
+                *lines, pending = pending.split(b"\n")
+                pending = pending[-256:]  # PID 1's lines are short; anything else is dropped
+                found = [parsed for line in lines if (parsed := _status_line(line))]
+                if found:
+                    with self._ready:
+                        self._statuses.update(found)
+                        self._ready.notify_all()
+        finally:
+            with self._ready:
+                self._listening = False
+                self._ready.notify_all()
+
+    def status(self, call_id: str) -> int | None:
+        """The status PID 1 relayed for `call_id` (negative: killed by that signal), waited
+        for a little (its command has ended); None if none comes (the container is gone)."""
+        with self._ready:
+            self._ready.wait_for(
+                lambda: call_id in self._statuses or not self._listening, STATUS_WAIT_S
+            )
+            return self._statuses.pop(call_id, None)
+
+    def kill(self, call_id: str) -> None:
+        """Ask PID 1 to kill the tree of one command (no new process needed: works even when
+        a fork bomb holds every pid the container may have)."""
+        with self._send_lock, contextlib.suppress(OSError):
+            if not self._closed:
+                self._control.send(f"kill {call_id}\n".encode())
+
+    def close(self) -> None:
+        """The line closed (not waiting for a kill being sent: that one fails instead)."""
+        if not self._closed:
+            self._closed = True
+            self._control.close()
+
+
 class DockerSandbox(Sandbox):
     """A container that commands are exec'd into (see the module docstring)."""
 
@@ -149,16 +206,13 @@ class DockerSandbox(Sandbox):
             **(env or {}),
         }
         self.prefix = f"ari-{secrets.token_hex(5)}"
-        self._statuses: dict[str, int] = {}
-        self._status_ready = threading.Condition()
-        self._listening = False
         self._lock = threading.Lock()
         self._processes: list[DockerProcess] = []
         self._closed = False
         self._gate: EgressGate | None = None
         self._open_network: str | None = None
         self.container = ""
-        self._control: Hijacked | None = None
+        self._pid1: _Pid1 | None = None  # the line to the container's PID 1, once it runs
         try:
             self._create()
         except BaseException:
@@ -332,10 +386,7 @@ class DockerSandbox(Sandbox):
                 name=f"{self.prefix}-box",
             )
             self.container = str(created["Id"])
-            attach = "attach?stream=1&stdin=1&stdout=1&stderr=1"
-            self._control = Hijacked(f"/containers/{self.container}/{attach}", None)
-            self._listening = True
-            threading.Thread(target=self._listen, args=(self._control,), daemon=True).start()
+            self._pid1 = _Pid1(self.container)
             api.start(self.container)
         except docker.errors.APIError as exc:
             raise SandboxError(f"docker sandbox could not start: {exc.explanation or exc}") from exc
@@ -385,44 +436,12 @@ class DockerSandbox(Sandbox):
             self._processes = [p for p in self._processes if p.poll() is None] + [process]
         return process
 
-    def _listen(self, control: Hijacked) -> None:
-        """Collect the statuses PID 1 relays ("status ID exit|signal N" lines on its stdout)
-        until the container's output ends."""
-        pending = b""
-        try:
-            for kind, data in control.frames():
-                if kind != 1:
-                    continue
-                pending += data
-                *lines, pending = pending.split(b"\n")
-                pending = pending[-256:]  # PID 1's lines are short; anything else is dropped
-                found = [parsed for line in lines if (parsed := _status_line(line))]
-                if found:
-                    with self._status_ready:
-                        self._statuses.update(found)
-                        self._status_ready.notify_all()
-        finally:
-            with self._status_ready:
-                self._listening = False
-                self._status_ready.notify_all()
-
     def _status(self, call_id: str) -> int | None:
-        """The status PID 1 relayed for `call_id` (negative: killed by that signal), waited
-        for a little (its command has ended); None if none comes (the container is gone)."""
-        with self._status_ready:
-            self._status_ready.wait_for(
-                lambda: call_id in self._statuses or not self._listening, STATUS_WAIT_S
-            )
-            return self._statuses.pop(call_id, None)
+        return self._pid1.status(call_id) if self._pid1 is not None else None
 
     def _kill(self, call_id: str) -> None:
-        """Ask PID 1 to kill the tree of one command (no new process needed: works even when
-        a fork bomb holds every pid the container may have)."""
-        control = self._control
-        if control is None:
-            return
-        with self._lock, contextlib.suppress(OSError):
-            control.send(f"kill {call_id}\n".encode())
+        if self._pid1 is not None:
+            self._pid1.kill(call_id)
 
     def _output_cap(self) -> int:
         return MAX_OUTPUT_BYTES
@@ -462,9 +481,8 @@ class DockerSandbox(Sandbox):
                 self.client.api.remove_container(self.container, force=True)
         for process in list(self._processes):
             process.settle(timeout=5)
-        if self._control is not None:
-            self._control.close()
-            self._control = None
+        if self._pid1 is not None:
+            self._pid1.close()
         if self._gate is not None:
             self._gate.remove()
         if self._open_network is not None:

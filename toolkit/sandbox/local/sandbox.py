@@ -52,13 +52,14 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import pwd
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -99,6 +100,43 @@ def _home() -> Path | None:
         return Path.home().resolve()
     except (RuntimeError, KeyError):
         return None
+
+
+class _Trees:
+    """The process trees of one sandbox: those starting (`cleanup` waits for them), those
+    started and not yet settled (released at `cleanup`), and whether it is closed."""
+
+    def __init__(self) -> None:
+        self._state = threading.Condition()
+        self._starting = 0
+        self._processes: list[LocalProcess] = []
+        self._closed = False
+
+    @contextlib.contextmanager
+    def starting(self) -> Iterator[None]:
+        """While a tree starts; `SandboxError` once the sandbox is closed."""
+        with self._state:
+            if self._closed:
+                raise SandboxError("sandbox was cleaned up; create a new one")
+            self._starting += 1
+        try:
+            yield
+        finally:
+            with self._state:
+                self._starting -= 1
+                self._state.notify_all()
+
+    def add(self, process: LocalProcess) -> None:
+        with self._state:  # forget trees that are over (a run starts thousands); keep the rest
+            self._processes = [p for p in self._processes if not p.settled] + [process]
+
+    def close(self, timeout_s: float) -> list[LocalProcess]:
+        """No more trees; those started, once the ones starting have (at most `timeout_s`)."""
+        with self._state:
+            self._closed = True
+            self._state.wait_for(lambda: self._starting == 0, timeout=timeout_s)
+            processes, self._processes = self._processes, []
+        return processes
 
 
 class LocalSandbox(Sandbox):
@@ -149,7 +187,6 @@ class LocalSandbox(Sandbox):
                 "sandbox: this host cannot overlay %s: commands write to it directly", self.root
             )
         self.drop_uid = self.namespaces and self.support.is_root
-        self.runtime: list[Path] = []
         self.plan: dict[str, object] | None = None
         self.covers_home = False
         if self.namespaces:
@@ -175,10 +212,7 @@ class LocalSandbox(Sandbox):
         self.egress = list(egress)
         self._gate = self._egress_gate()
         self._server = ForkServer(userns=self.userns)
-        self._state = threading.Condition()
-        self._starting = 0
-        self._processes: list[LocalProcess] = []
-        self._closed = False
+        self._trees = _Trees()
         self.isolation, self.not_isolated = self._describe()
 
     def _plan(self) -> dict[str, object]:
@@ -187,7 +221,7 @@ class LocalSandbox(Sandbox):
         home = _home()
         uid = self.uid if self.drop_uid else None
         outside, outside_files = layout.outside_allowlist(places)
-        self.runtime = layout.runtime_paths(
+        runtime = layout.runtime_paths(
             sorted({Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()}),
             hide=self.hide,
             readonly=[*self.readonly, self.root],
@@ -195,7 +229,7 @@ class LocalSandbox(Sandbox):
             uid=uid,
         )
         system = layout.network_files(places) if self.network else []
-        readonly = [*self.readonly, *(p for p in [*self.runtime, *system] if p != self.root)]
+        readonly = [*self.readonly, *(p for p in [*runtime, *system] if p != self.root)]
         exposed = [self.root, *readonly]
         hide = [*self.hide]
         hide += [f for f in outside_files if f not in hide and f not in exposed]
@@ -384,17 +418,8 @@ class LocalSandbox(Sandbox):
             "argv": argv,
             "env": {**self.base_env, **(env or {})},
         }
-        with self._state:
-            if self._closed:
-                raise SandboxError("sandbox was cleaned up; create a new one")
-            self._starting += 1
-        try:
-            process = self._launch(spec, streams)
-        finally:
-            with self._state:
-                self._starting -= 1
-                self._state.notify_all()
-        return process
+        with self._trees.starting():
+            return self._launch(spec, streams)
 
     def _launch(self, spec: dict[str, object], streams: list[bool]) -> LocalProcess:
         lim = self.limits
@@ -426,8 +451,7 @@ class LocalSandbox(Sandbox):
             for fd in [*theirs, status_w]:
                 os.close(fd)
         process.adopt(pid, pidfd)
-        with self._state:  # forget trees that are over (a run starts thousands); keep the rest
-            self._processes = [p for p in self._processes if not p.settled] + [process]
+        self._trees.add(process)
         process.await_setup(SETUP_TIMEOUT_S)
         return process
 
@@ -444,11 +468,8 @@ class LocalSandbox(Sandbox):
 
     def cleanup(self) -> None:
         errors: list[SandboxError] = []
-        with self._state:  # commands being started finish starting first, then die with the rest
-            self._closed = True
-            self._state.wait_for(lambda: self._starting == 0, timeout=SETUP_TIMEOUT_S * 2)
-            processes, self._processes = self._processes, []
-        for process in processes:
+        # Commands being started finish starting first, then die with the rest.
+        for process in self._trees.close(timeout_s=SETUP_TIMEOUT_S * 2):
             try:
                 process.release()
             except SandboxError as e:
