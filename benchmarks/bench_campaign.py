@@ -40,11 +40,7 @@ from toolkit.tracks.model import get_track
 REPO = Path(__file__).resolve().parents[1]
 RUNS = 8
 
-FAKE_RUN = """
-import json, os, sys, time
-started = time.time()
-job = json.load(open(sys.argv[1]))
-time.sleep(float(os.environ.get("BENCH_SLEEP", "{sleep}")))
+RESULT_TAIL = """
 result = json.load(open("{template}"))
 result.update(run_id=job["run_id"], seed=job["seed"], model=job["model"])
 result["placement"] = {{"node": job["node"] or "here", "gpu": job["gpu"]}}
@@ -59,6 +55,18 @@ report = dict(run_id=job["run_id"], status="valid", result=path, started=started
 with open(sys.argv[2], "w") as f:
     json.dump(report, f)
 """
+"""The end of a stand-in run process (`started` and `job` set before it): a real result file
+from the template, and the run's report."""
+
+FAKE_RUN = (
+    """
+import json, os, sys, time
+started = time.time()
+job = json.load(open(sys.argv[1]))
+time.sleep(float(os.environ.get("BENCH_SLEEP", "{sleep}")))
+"""
+    + RESULT_TAIL
+)
 
 
 def fake_command(script: str, job_file: Path, report_file: Path) -> list[str]:

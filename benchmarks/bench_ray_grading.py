@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_campaign import _campaign, _template
+from bench_campaign import RESULT_TAIL, _campaign, _template
 from starter_bundle import fresh_bundle
 
 from exam_builder.build import build_exam
@@ -39,7 +39,8 @@ from toolkit.campaign.setup import open_campaign
 REPO = Path(__file__).resolve().parents[1]
 RESOURCE = "bench_grading_slot"
 
-GRADING_RUN = """
+GRADING_RUN = (
+    """
 import json, os, sys, time
 from pathlib import Path
 from toolkit.sandbox.cores import pin_from_env
@@ -53,20 +54,9 @@ seconds = time.monotonic() - t
 assert report.ok, report.reason
 with open(os.path.join("{out}", job["run_id"] + ".json"), "w") as f:
     json.dump(dict(seconds=seconds, pinned=pinned, threads=os.environ.get("OMP_NUM_THREADS")), f)
-result = json.load(open("{template}"))
-result.update(run_id=job["run_id"], seed=job["seed"], model=job["model"])
-result["placement"] = {{"node": job["node"] or "here", "gpu": job["gpu"]}}
-folder = os.path.join(job["results_dir"], result["track"])
-os.makedirs(folder, exist_ok=True)
-path = os.path.join(folder, job["run_id"] + ".json")
-with open(path + ".tmp", "w") as f:
-    json.dump(result, f)
-os.replace(path + ".tmp", path)
-report = dict(run_id=job["run_id"], status="valid", result=path, started=started,
-              finished=time.time(), node=job["node"], gpu=job["gpu"])
-with open(sys.argv[2], "w") as f:
-    json.dump(report, f)
 """
+    + RESULT_TAIL
+)
 
 
 def grading_command(script: str, job_file: Path, report_file: Path) -> list[str]:

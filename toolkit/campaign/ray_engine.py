@@ -42,6 +42,7 @@ from toolkit.campaign.job import Job
 from toolkit.campaign.local_engine import Command, child_command, outcome_of
 from toolkit.campaign.node_share import (
     HostFacts,
+    Share,
     host_facts,
     host_slots,
     launch_environ,
@@ -111,11 +112,6 @@ def run_on_node(
     gpus = context.get_accelerator_ids().get("GPU", [])
     node = context.get_node_id()
     gpu = str(gpus[0]) if gpus else None
-    try:
-        slots = host_slots(ray.nodes(), socket.gethostname(), unit, node)  # type: ignore[no-untyped-call]
-    except Exception:  # Ray's state API unreachable: one slot, and the run goes on
-        slots = 1
-    share = take_share(slots, unit)
     work = Path(tempfile.mkdtemp(prefix="campaign-task-", dir=state_dir()))
     job = Job.model_validate_json(job_json)
     job = job.model_copy(
@@ -129,6 +125,7 @@ def run_on_node(
     )
     with contextlib.suppress(Exception):
         board.started.remote(token, node, gpu, time.time())
+    share = _host_share(node, unit)  # released below, whatever happens: the worker is reused
     try:
         job_file, report, log = work / "job.json", work / "report.json", work / "run.log"
         job_file.write_text(job.model_dump_json(), encoding="utf-8")
@@ -167,6 +164,17 @@ def run_on_node(
         with contextlib.suppress(Exception):
             board.finished.remote(token)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _host_share(node: str, unit: str) -> Share:
+    """This task's share of its host's cores (`node_share`)."""
+    import ray
+
+    try:
+        slots = host_slots(ray.nodes(), socket.gethostname(), unit, node)  # type: ignore[no-untyped-call]
+    except Exception:  # Ray's state API unreachable: one slot, and the run goes on
+        slots = 1
+    return take_share(slots, unit)
 
 
 def probe_host(unit: str) -> HostFacts:
