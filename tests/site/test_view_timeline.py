@@ -16,6 +16,7 @@ import pytest
 
 from toolkit import view
 from toolkit.run import journal
+from toolkit.view import timeline
 
 
 def _finished_run(tmp_path: Path, percent: float) -> journal.Entry:
@@ -35,19 +36,19 @@ def _finished_run(tmp_path: Path, percent: float) -> journal.Entry:
 
 
 def test_axis_ticks_mark_round_times_between_0_and_the_budget() -> None:
-    assert view.axis_ticks(300) == [0, 60, 120, 180, 240, 300]
-    hour = view.axis_ticks(3600)
-    assert hour[0] == 0 and hour[-1] == 3600 and len(hour) <= view.MAX_TICKS + 1
+    assert timeline.axis_ticks(300) == [0, 60, 120, 180, 240, 300]
+    hour = timeline.axis_ticks(3600)
+    assert hour[0] == 0 and hour[-1] == 3600 and len(hour) <= timeline.MAX_TICKS + 1
     assert all(b - a == 600 for a, b in itertools.pairwise(hour))
-    assert view.axis_ticks(310)[-2:] == [240, 310]  # no mark crowding the end
+    assert timeline.axis_ticks(310)[-2:] == [240, 310]  # no mark crowding the end
 
 
 def test_a_finished_run_has_no_now_and_its_axis_is_marked(tmp_path: Path) -> None:
     entry = _finished_run(tmp_path, 5.0)
-    done = view.timeline_svg(entry, 155.5, 30.0, live=False)
+    done = timeline.timeline_svg(entry, 155.5, 30.0, live=False)
     assert 'class="now"' not in done
     assert done.count('<text class="tick"') == 6 and ">2 min<" in done
-    assert 'class="now"' in view.timeline_svg(entry, 100.0, 30.0, live=True)
+    assert 'class="now"' in timeline.timeline_svg(entry, 100.0, 30.0, live=True)
 
 
 def test_the_run_list_shows_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

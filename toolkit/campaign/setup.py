@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from exam_builder.exam_file import ExamFileError
 from toolkit.campaign.config import (
@@ -20,6 +21,9 @@ from toolkit.run.inputs import InputError, check_public_set, prepare_data, publi
 from toolkit.sandbox.local.gpus import host_gpu_ids, host_gpus
 from toolkit.text.data import DataError
 from toolkit.tracks.model import TRACKS_FILE, RegistryError, get_track, load_tracks
+
+if TYPE_CHECKING:
+    from toolkit.campaign.ray_engine import RayEngine
 
 CHECKOUT_RESULTS = Path(__file__).resolve().parents[2] / "results"
 
@@ -131,3 +135,19 @@ def gpu_ids_problem(ids: list[str], backend: str) -> str | None:
 
 def local_engine(campaign: Campaign, slots: list[Slot]) -> LocalEngine:
     return LocalEngine(slots, campaign.results_dir)
+
+
+def ray_engine(
+    campaign: Campaign, address: str | None, resource: str | None
+) -> tuple[RayEngine, list[str]]:
+    """The Ray engine of `campaign` on the cluster at `address` (each run asks for a GPU, or one
+    unit of `resource`), and a note for each host with more slots than cores."""
+    from toolkit.campaign.ray_engine import RayEngine
+
+    engine = RayEngine(
+        address=address,
+        results_dir=campaign.results_dir,
+        exam=exam_of(campaign).read_bytes(),
+        resource=resource,
+    )
+    return engine, engine.host_problems()

@@ -234,19 +234,10 @@ def run_command(
             runner = setup.local_engine(campaign, the_slots)
             where = ", ".join(s.name for s in the_slots)
         else:
-            from toolkit.campaign.ray_engine import RayEngine
-
-            exam = setup.exam_of(campaign).read_bytes()
-            settings = {}
-            runner = RayEngine(
-                address=address,
-                results_dir=campaign.results_dir,
-                exam=exam,
-                resource=ray_resource,
-            )
+            settings, (runner, notes) = {}, setup.ray_engine(campaign, address, ray_resource)
             where = f"Ray cluster ({ray_resource or 'GPU'} slots)"
-            for problem in runner.host_problems():  # gradings that would slow each other
-                console.print(f"note: {problem}", style="yellow", markup=False, highlight=False)
+            for note in notes:  # hosts whose gradings would slow each other
+                console.print(f"note: {note}", style="yellow", markup=False, highlight=False)
         console.print(f"campaign {file}: track {campaign.track.id}, engine {engine}: {where}")
         view = LiveView(console) if console.is_terminal else PlainView(console)
         with view:

@@ -84,3 +84,13 @@ def grading_lines(say: Callable[[str], None]) -> Callable[[str, int, int], None]
     callback: phase, done, total; see `progress_lines`). The terminal only: agent.log and the
     result keep no time of a hidden grading."""
     return progress_lines(say, prefix="final grading: ")
+
+
+def decimal_size(n: int) -> str:
+    """`n` bytes for people, in decimal units (`1.5 MB`)."""
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1000:
+            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
+        size /= 1000
+    return f"{size:,.1f} GB"

@@ -55,6 +55,17 @@ def use_docker_images(images_file: Path | None) -> dict[str, Resolved]:
     return found
 
 
+def run_image_digests(backend: str, images_file: Path | None) -> dict[str, str] | None:
+    """The digest of each role's image for a run on `backend` (None off docker), checked and
+    pinned (`use_docker_images`); `--images` without docker is a usage error."""
+    if backend == "docker":
+        found = use_docker_images(images_file)
+        return {role: found[role].digest for role in ("controller", "runner", "grader")}
+    if images_file is not None:
+        raise click.UsageError("--images pins Docker images: use it with --backend docker")
+    return None
+
+
 @click.group("images")
 def images_group() -> None:
     """Build and list the Docker images of the docker backend (controller, runner, proxy).

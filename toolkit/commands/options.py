@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 import click
 
 from toolkit.agents.scripted import BASELINE_MODEL
+from toolkit.campaign.claims import Claims, holder
+from toolkit.campaign.plan import RunKey
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -210,3 +212,17 @@ def model_for(agent: str, model: str | None) -> str:
     if not model:
         raise click.UsageError(f"--agent {agent} needs --model (the model under test)")
     return model
+
+
+def claim_run_key(results_dir: Path, key: RunKey) -> None:
+    """Hold `key`'s claim until the command ends, or refuse: a run of it is going on."""
+    claims = Claims(results_dir)
+    # Let go however the command ends (a test's CliRunner runs many in one process, and a
+    # claim left open would refuse the next run of the key).
+    click.get_current_context().call_on_close(claims.release_all)
+    if not claims.claim(key):
+        who = holder(results_dir, key) or "another process"
+        raise click.ClickException(
+            f"a run of {key.label()} on track '{key.track}' is already going on in "
+            f"{results_dir} (held by {who}); wait for it to end, or use another seed"
+        )

@@ -18,13 +18,13 @@ from toolkit.agents import AGENTS, AgentSetupError, get_agent
 from toolkit.agents.providers import cost_cap_check, cost_cap_note
 from toolkit.agents.relay.budget import limits_for
 from toolkit.agents.scripted import BASELINE_MODEL
-from toolkit.campaign.claims import Claims, holder
 from toolkit.campaign.plan import RunKey
 from toolkit.commands.console import grading_lines, make_console, run_progress
 from toolkit.commands.doctor import preflight
-from toolkit.commands.images import images_option, use_docker_images
+from toolkit.commands.images import images_option, run_image_digests
 from toolkit.commands.options import (
     Refused,
+    claim_run_key,
     cpus_option,
     device_option,
     find_registry,
@@ -235,23 +235,8 @@ def run_command(
         raise click.UsageError(str(exc)) from exc
     # One run of a (track, model, effort, seed) at a time per results folder, as campaigns
     # claim theirs (the same claims: a run and a campaign exclude each other too).
-    claims = Claims(results_dir)
-    key = RunKey(the_track.id, model, effort, seed)
-    # Let go however the command ends (a test's CliRunner runs many in one process, and a
-    # claim left open would refuse the next run of the key).
-    click.get_current_context().call_on_close(claims.release_all)
-    if not claims.claim(key):
-        who = holder(results_dir, key) or "another process"
-        raise click.ClickException(
-            f"a run of {key.label()} on track '{the_track.id}' is already going on in "
-            f"{results_dir} (held by {who}); wait for it to end, or use another seed"
-        )
-    image_digests = None
-    if backend == "docker":
-        found = use_docker_images(images_file)
-        image_digests = {role: found[role].digest for role in ("controller", "runner", "grader")}
-    elif images_file is not None:
-        raise click.UsageError("--images pins Docker images: use it with --backend docker")
+    claim_run_key(results_dir, RunKey(the_track.id, model, effort, seed))
+    image_digests = run_image_digests(backend, images_file)
     for path in recover_runs():
         console.print(f"[yellow]recorded an interrupted run as invalid: {path}[/yellow]")
     data_dir = state.new_data_dir()

@@ -7,24 +7,23 @@ Exit status: 0 when everything checked is good; 1 when a file is bad or a re-gra
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import click
 
 from exam_builder.exam_file import ExamFileError
 from toolkit import state
+from toolkit.commands.console import decimal_size
 from toolkit.commands.options import keys_option, refuse_device
 from toolkit.paths import state_dir
 from toolkit.results.chain import ChainError, read_chain
 from toolkit.results.model import (
     ResultsError,
-    RunResult,
     json_schema,
     load_run,
     read_result_file,
 )
-from toolkit.results.published import tree_problems
+from toolkit.results.published import run_folder_problems
 from toolkit.results.signing import (
     Keyring,
     SigningError,
@@ -62,14 +61,6 @@ class _Keyrings:
     def check(self, result_file: Path) -> Verdict:
         trusted, folder = self.of(result_file)
         return check(read_result_file(result_file), trusted, folder)
-
-
-def run_folder_problems(result_file: Path, result: RunResult) -> list[str]:
-    """One line per link (at any depth), odd file or hard link in the run folder of
-    `result_file`, each naming it: nothing there may lead out of the results folder."""
-    full = Path(os.path.abspath(result_file))
-    rel = f"{full.parent.name}/{result.run_id}"
-    return [f"{result_file}: run folder: {p}" for p in tree_problems(full.parent.parent, rel)]
 
 
 @click.group("runs")
@@ -143,7 +134,7 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
     for file in files:
         try:
             result = load_run(file)  # a link on the way to the file is refused, and named
-            links = run_folder_problems(file, result)
+            links = run_folder_problems(file, result.run_id)
             if links:
                 for problem in links[1:]:
                     click.echo(f"error: {problem}", err=True)
@@ -235,7 +226,7 @@ def verify_command(
         verdict = _Keyrings(keys_file).check(result_file)
     except (ResultsError, SigningError) as exc:
         raise click.UsageError(str(exc)) from exc
-    links = run_folder_problems(result_file, result)
+    links = run_folder_problems(result_file, result.run_id)
     if links:  # nothing is re-graded or read through a link out of the results folder
         for problem in links:
             click.echo(f"mismatch: {problem}")
@@ -261,15 +252,6 @@ def verify_command(
     )
     signed = "signature holds" if verdict.verified else f"unverified: {verdict.reason}"
     click.echo(f"ok: {result_file} ({result.status}; {what}; {signed}; logs and hashes match)")
-
-
-def _bytes(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KB", "MB"):
-        if size < 1000:
-            return f"{size:,.0f} {unit}" if unit == "B" else f"{size:,.1f} {unit}"
-        size /= 1000
-    return f"{size:,.1f} GB"
 
 
 @runs_group.command("clean")
@@ -299,10 +281,10 @@ def clean_command(dry_run: bool, caches: bool) -> None:
             verb = "would remove" if dry_run else "removed"
         else:
             verb = "kept"
-        click.echo(f"{verb}: {item.path} ({item.what}, {_bytes(item.size)}; {item.reason})")
+        click.echo(f"{verb}: {item.path} ({item.what}, {decimal_size(item.size)}; {item.reason})")
     total = sum(1 for i in found if i.removable)
     done = "would free" if dry_run else "freed"
-    click.echo(f"{total} item(s), {done} {_bytes(freed)} in {state_dir()}")
+    click.echo(f"{total} item(s), {done} {decimal_size(freed)} in {state_dir()}")
 
 
 @runs_group.command("schema")

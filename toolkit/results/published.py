@@ -196,3 +196,12 @@ def tree_problems(root: Path, rel: str | PurePosixPath) -> list[str]:
     except UnsafePathError as exc:
         return [str(exc)]
     return problems
+
+
+def run_folder_problems(result_file: Path, run_id: str) -> list[str]:
+    """One line per link (at any depth), odd file or hard link in the run folder `run_id` of
+    the result file `result_file`, each naming it: nothing there may lead out of the results
+    folder."""
+    full = Path(os.path.abspath(result_file))
+    rel = f"{full.parent.name}/{run_id}"
+    return [f"{result_file}: run folder: {p}" for p in tree_problems(full.parent.parent, rel)]
