@@ -206,7 +206,14 @@ facts = dict(
     sandbox_threads=int(thread_env(None)["OMP_NUM_THREADS"]),
     start=time.time(),
 )
-time.sleep(3)  # both runs hold their share at once
+# Both runs hold their share at once: each waits for the other's start (a loaded box may start
+# the second worker seconds after the first), then a moment more.
+open(os.path.join({out!r}, f"started-{{os.getpid()}}"), "w").close()
+deadline = time.time() + 90
+while len([n for n in os.listdir({out!r}) if n.startswith("started-")]) < 2:
+    assert time.time() < deadline, "the other run never started"
+    time.sleep(0.1)
+time.sleep(0.5)
 facts["end"] = time.time()
 with open(os.path.join({out!r}, f"{{os.getpid()}}.json"), "w") as f:
     json.dump(facts, f)
@@ -275,7 +282,7 @@ def test_runs_sharing_a_ray_host_each_get_their_own_cores(
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
         cluster.remove_node(node)
         cluster.remove_node(over)
-    facts = [json.loads(p.read_text()) for p in out.glob("*.json")]
+    facts = [json.loads(p.read_text()) for p in out.glob("*.json")]  # not the start marks
     assert len(facts) == 2, finished
     first, second = sorted(facts, key=lambda f: f["start"])
     assert second["start"] < first["end"], "the two runs did not hold the host at once"
