@@ -14,7 +14,7 @@ Run:
 
 A variant is `cpu` (toolkit.learn.scale.CPU) with `+field=value` changes of its shape
 (n_layer, n_head, d_model, block_size) or of its training (batch_size, lr, text_weight,
-mask_share, copy_share).
+mask_share, copy_share, reask).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def variant(spec: str) -> Scale:
             shape[key] = int(number)
         elif key in ("batch_size",):
             train[key] = int(number)
-        elif key in ("lr", "text_weight", "mask_share", "copy_share"):
+        elif key in ("lr", "text_weight", "mask_share", "copy_share", "reask"):
             train[key] = float(number)
         else:
             raise SystemExit(f"variant {spec!r}: unknown field {key!r}")

@@ -8,6 +8,15 @@ weight 0: a model must never learn to write the mask, and in an exam two of thre
 before a question hold it). The other bytes carry `text_weight`: the names and numbers of a
 document are random, so most of its text cannot be predicted, and a model spends its capacity
 on the answers instead.
+
+Re-asks (`reask`, per question): a training document may also ask its questions again, each
+a copy of a question's line (the text since the line break before the answer, the answer, and
+the rest of its line) put at a random line break after the original. Where the original's answer
+is shown, the copy is an easy look-up (the same line, higher up); where it is masked, the copy
+is the look-up itself, answered from the document. They are the stepping stone a small model
+needs, measured on the `glued6` probe (`benchmarks/lookup_probe.py`, `bench_learner.py`): it
+learns to copy the answer of the same question first, then to find it in the document, where
+one ask per key leaves the look-up at chance for as long as the cpu scale trains.
 """
 
 from __future__ import annotations
@@ -42,23 +51,102 @@ def learn_seed(bank: Bank) -> str:
     return hashlib.sha256(f"ari-bench reference learner\0{bank.seed}".encode()).hexdigest()
 
 
-def render(doc: Document, rng: random.Random, mask_share: float, text_weight: float) -> Example:
-    """`doc` as a training example: each answer masked with probability `mask_share`."""
-    data = bytearray()
-    weights: list[float] = []
+Piece = tuple[bytes, list[float]]
+"""Some bytes of a training example and their weights."""
+
+
+@dataclass(frozen=True)
+class _Question:
+    """A question's own line: the text before its answer (since the last line break), the
+    answer, and the rest of the line, its line break included."""
+
+    before: str
+    answer: str
+    after: str
+
+    def piece(self, text_weight: float) -> Piece:
+        before, answer, after = (t.encode("utf-8") for t in (self.before, self.answer, self.after))
+        weights = [text_weight] * len(before) + [1.0] * len(answer) + [text_weight] * len(after)
+        return before + answer + after, weights
+
+
+Cut = list[tuple[str, str | None]]
+"""A document as pieces: (text, None) cut after each line break, or ("", answer)."""
+
+
+def pieces_of(doc: Document) -> Cut:
+    """`doc`'s parts as pieces, its text cut after each line break."""
+    pieces: Cut = []
     for part in doc.parts:
         if isinstance(part, Answer):
-            if rng.random() < mask_share:
-                data += MASK_BYTES
-                weights += [0.0] * len(MASK_BYTES)
-            else:
-                text = part.text.encode("utf-8")
-                data += text
-                weights += [1.0] * len(text)
+            pieces.append(("", part.text))
+            continue
+        lines = part.split("\n")
+        pieces += [(line + "\n", None) for line in lines[:-1]]
+        if lines[-1]:
+            pieces.append((lines[-1], None))
+    return pieces
+
+
+def questions_of(pieces: Cut) -> list[tuple[int, _Question]]:
+    """Each question that sits on a line with text before its answer and a line break after
+    it, with the index of the piece that ends its line."""
+    out: list[tuple[int, _Question]] = []
+    line_start = 0
+    for i, (text, answer) in enumerate(pieces):
+        if answer is None:
+            if text.endswith("\n"):
+                line_start = i + 1
+            continue
+        before = "".join(t if a is None else a for t, a in pieces[line_start:i])
+        after = ""
+        for j in range(i + 1, len(pieces)):
+            text_j, answer_j = pieces[j]
+            if answer_j is not None:
+                break
+            after += text_j
+            if text_j.endswith("\n"):
+                if before:
+                    out.append((j, _Question(before, answer, after)))
+                break
+    return out
+
+
+def render(
+    doc: Document,
+    rng: random.Random,
+    mask_share: float,
+    text_weight: float,
+    reask: float = 0.0,
+) -> Example:
+    """`doc` as a training example: each answer masked with probability `mask_share`, and
+    `reask` times as many questions as it has asked again (shown, drawn from its questions),
+    each at a random line break after its own."""
+    pieces = pieces_of(doc)
+    extra: dict[int, list[Piece]] = {}
+    asked = questions_of(pieces) if reask else []
+    breaks = [i for i, (text, answer) in enumerate(pieces) if answer is None and text[-1:] == "\n"]
+    for _ in range(round(reask * len(asked))):
+        end, question = rng.choice(asked)
+        at = rng.choice([b for b in breaks if b >= end])
+        extra.setdefault(at, []).append(question.piece(text_weight))
+    data = bytearray()
+    weights: list[float] = []
+    for i, (text, answer) in enumerate(pieces):
+        if answer is None:
+            raw = text.encode("utf-8")
+            data += raw
+            weights += [text_weight] * len(raw)
+        elif rng.random() < mask_share:
+            data += MASK_BYTES
+            weights += [0.0] * len(MASK_BYTES)
         else:
-            text = part.encode("utf-8")
-            data += text
-            weights += [text_weight] * len(text)
+            raw = answer.encode("utf-8")
+            data += raw
+            weights += [1.0] * len(raw)
+        for more, more_weights in extra.get(i, []):
+            data += more
+            weights += more_weights
     return Example(bytes(data), weights)
 
 
@@ -79,6 +167,7 @@ class Corpus:
         *,
         mask_share: float = 0.5,
         text_weight: float = 0.1,
+        reask: float = 0.0,
         seed: int = 0,
     ) -> None:
         self._bank = bank
@@ -87,6 +176,7 @@ class Corpus:
         self._rng = random.Random(seed)  # which answers are masked
         self._mask_share = mask_share
         self._text_weight = text_weight
+        self._reask = reask
         self._next = 0
 
     def document(self, number: int) -> Document:
@@ -102,7 +192,7 @@ class Corpus:
         for _ in range(n):
             doc = self.document(self._next)
             self._next += 1
-            out.append(render(doc, self._rng, self._mask_share, self._text_weight))
+            out.append(render(doc, self._rng, self._mask_share, self._text_weight, self._reask))
         return out
 
     @property

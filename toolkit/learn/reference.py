@@ -65,7 +65,13 @@ def learn_family(
     if not questions:
         raise BankError(f"the exam has no question of family {family!r}")
     with tempfile.TemporaryDirectory(prefix=f"ari-learn-{family}-", dir=work) as tmp:
-        corpus = Corpus(bank, entry, mask_share=scale.mask_share, text_weight=scale.text_weight)
+        corpus = Corpus(
+            bank,
+            entry,
+            mask_share=scale.mask_share,
+            text_weight=scale.text_weight,
+            reask=scale.reask,
+        )
         trained = train_family(corpus, scale, seconds, Path(tmp) / "bundle", tick=tick)
         if grading is not None:
             grading()  # the slow part after training: say so before it starts

@@ -1,0 +1,230 @@
+"""How fast does the starter's model learn a look-up? A fast probe of the learnability frontier.
+
+`bench_learner.py` answers the gate's question (train, export, grade with the real grader) and
+takes minutes per row. This probe answers the question beneath it, in a loop with no export and
+no grader: it trains the starter's own model on a synthetic look-up and, every `--every`
+seconds, measures on held-out documents the loss on the answer bytes, the share of answer bytes
+right (teacher-forced), the share of answers right in every byte (what greedy decoding would
+write), and the accuracy at each byte of an answer (first, second, third, later). The first
+byte is the look-up itself (find the key, copy what follows it); the later bytes only continue a
+copy already begun, so a model that learns to copy but not to look up shows it there first.
+
+Tasks:
+- `wide`: the same with two-letter keys (`# KQabc ...`) and letters drawn freely, so that 50 or
+  more pairs fit (the chance floor's 2% needs 50 same-shape candidates);
+- `glued`: a register `# Kabc Mdef ...` of `--pairs` upper-case keys glued to `--vlen`
+  lower-case letters used nowhere else in the document, then questions `? K` whose answer is
+  the key's letters (the `glued6` probe of `learner_variants/`);
+- `digits`: `Stores: K 341, b 517, ...` then `Bin K? ` (the `asked` probe: the question does
+  not repeat the bytes before the value).
+
+Training documents ask `--questions` questions each: `--distinct` keys (all by default) once
+each, then (if more are asked) keys drawn again among them, so that a key is asked several
+times and its earlier answer is in sight (the learner's re-asks); `--random-order` shuffles the
+questions, so that a key's first ask may come after other keys' repeats. Held-out documents
+ask every key exactly once (`--eval-questions`), the exam's situation: the answer is only in the
+register. Threads: `--threads` (1 lets two probes share a 2-core box at full speed each).
+
+Run:
+    .venv/bin/python benchmarks/lookup_probe.py --seconds 300 [--questions 24 --random-order]
+        [--lr 1e-3 --batch 32 --layers 2 --heads 2 --width 128] [--task digits --pairs 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import string
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from starter_bundle import starter_module
+
+Parts = list[tuple[str, bool]]
+"""A document as (text, is the answer) pieces."""
+Batch = tuple[torch.Tensor, ...]
+"""Inputs, targets and weights."""
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    pairs: int
+    value_len: int
+
+    def document(self, rng: random.Random, order: list[int]) -> Parts:
+        """A register of `pairs` keys, then a question for each index of `order`."""
+        parts: Parts = []
+        if self.name in ("glued", "wide"):
+            n = self.value_len
+            if self.name == "glued":
+                keys = rng.sample(string.ascii_uppercase, self.pairs)
+                letters = rng.sample(string.ascii_lowercase, n * self.pairs)
+            else:
+                upper = string.ascii_uppercase
+                keys = rng.sample([a + b for a in upper for b in upper], self.pairs)
+                letters = [rng.choice(string.ascii_lowercase) for _ in range(n * self.pairs)]
+            values = ["".join(letters[n * i : n * i + n]) for i in range(self.pairs)]
+            register = " ".join(k + v for k, v in zip(keys, values, strict=True))
+            parts.append((f"# {register}\n", False))
+            ask = "? {}"
+        else:
+            keys = rng.sample(string.ascii_letters, self.pairs)
+            values = [
+                "".join(rng.choice(string.digits) for _ in range(self.value_len))
+                for _ in range(self.pairs)
+            ]
+            register = ", ".join(f"{k} {v}" for k, v in zip(keys, values, strict=True))
+            parts.append((f"Stores: {register}\n", False))
+            ask = "Bin {}? "
+        for i in order:
+            parts += [(ask.format(keys[i]), False), (values[i], True), ("\n", False)]
+        return parts
+
+
+def encode(parts: Parts, text_weight: float) -> tuple[bytes, list[float]]:
+    data, weights = bytearray(), []
+    for text, is_answer in parts:
+        raw = text.encode()
+        data += raw
+        weights += [1.0 if is_answer else text_weight] * len(raw)
+    return bytes(data), weights
+
+
+def tensors(rows: list[tuple[bytes, list[float]]]) -> Batch:
+    """(inputs, targets, weights) of a batch, padded at the end."""
+    width = max(len(d) for d, _ in rows)
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    wts = torch.zeros((len(rows), width))
+    for i, (data, weights) in enumerate(rows):
+        ids[i, : len(data)] = torch.tensor(list(data))
+        wts[i, : len(weights)] = torch.tensor(weights)
+    return ids[:, :-1], ids[:, 1:], wts[:, 1:]
+
+
+@dataclass
+class Scores:
+    loss: float
+    byte: float
+    exact: float
+    by_position: list[float]
+
+    def line(self) -> str:
+        positions = " ".join(f"{p:.2f}" for p in self.by_position)
+        return (
+            f"answer loss {self.loss:.3f}  bytes {self.byte:.3f}  exact {self.exact:.3f}  "
+            f"by byte {positions}"
+        )
+
+
+def evaluate(model: torch.nn.Module, held_out: list[Batch]) -> Scores:
+    """Teacher-forced scores on the answer bytes of `held_out` (an answer is a run of them)."""
+    model.eval()
+    losses, hits, total, exact, answers = [], 0, 0, 0, 0
+    at = [[0, 0] for _ in range(4)]  # right, seen: first, second, third, later bytes
+    with torch.no_grad():
+        for x, y, w in held_out:
+            logits = model(x)
+            right = logits.argmax(-1) == y
+            answer = w == 1.0
+            per_byte = F.cross_entropy(logits.reshape(-1, 256), y.reshape(-1), reduction="none")
+            losses.append(per_byte[answer.reshape(-1)].mean().item())
+            hits += int(right[answer].sum())
+            total += int(answer.sum())
+            for row_answer, row_right in zip(answer.tolist(), right.tolist(), strict=True):
+                start = None
+                for j, inside in enumerate([*row_answer, False]):
+                    if inside and start is None:
+                        start = j
+                    elif not inside and start is not None:
+                        span = row_right[start:j]
+                        exact += all(span)
+                        answers += 1
+                        for k, ok in enumerate(span):
+                            at[min(k, 3)][0] += ok
+                            at[min(k, 3)][1] += 1
+                        start = None
+    model.train()
+    return Scores(
+        loss=sum(losses) / len(losses),
+        byte=hits / max(1, total),
+        exact=exact / max(1, answers),
+        by_position=[r / s for r, s in at if s],
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=300.0)
+    parser.add_argument("--every", type=float, default=20.0, help="seconds between evaluations")
+    parser.add_argument("--task", choices=("glued", "wide", "digits"), default="glued")
+    parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--value-len", type=int, default=3)
+    parser.add_argument("--questions", type=int, default=6, help="per training document")
+    parser.add_argument("--random-order", action="store_true")
+    parser.add_argument(
+        "--distinct", type=int, default=0, help="keys a training document asks (0: all)"
+    )
+    parser.add_argument("--eval-questions", type=int, default=6)
+    parser.add_argument("--text-weight", type=float, default=0.0)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=2)
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng, eval_rng = random.Random(args.seed), random.Random(12345)
+    task = Task(args.task, args.pairs, args.value_len)
+
+    def order(r: random.Random, questions: int, random_order: bool, distinct: int) -> list[int]:
+        keys = r.sample(range(task.pairs), min(distinct or task.pairs, task.pairs, questions))
+        if random_order:  # every key once at some place, the other questions drawn among them
+            asked = keys + [r.choice(keys) for _ in range(questions - len(keys))]
+            r.shuffle(asked)
+            return asked
+        return keys + [r.choice(keys) for _ in range(questions - len(keys))]
+
+    def batch(r: random.Random, n: int, questions: int, random_order: bool, distinct: int) -> Batch:
+        docs = [task.document(r, order(r, questions, random_order, distinct)) for _ in range(n)]
+        return tensors([encode(d, args.text_weight) for d in docs])
+
+    train = starter_module("train")
+    shape = train.ModelConfig(
+        block_size=1024, n_layer=args.layers, n_head=args.heads, d_model=args.width
+    )
+    cfg = train.TrainConfig(model=shape, batch_size=args.batch, lr=args.lr)
+    model = train.build_model(cfg, "cpu")
+    optimizer = train.build_optimizer(model, cfg, "cpu")
+    held_out = [batch(eval_rng, 64, args.eval_questions, False, 0) for _ in range(2)]
+    print(vars(args), flush=True)
+    start, steps, last = time.monotonic(), 0, 0.0
+    while (elapsed := time.monotonic() - start) < args.seconds:
+        progress = elapsed / args.seconds
+        for group in optimizer.param_groups:  # the learner's schedule: 5% warm-up, linear decay
+            group["lr"] = args.lr * min(1.0, progress / 0.05) * (1.0 - progress)
+        x, y, w = batch(rng, args.batch, args.questions, args.random_order, args.distinct)
+        per_byte = F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1), reduction="none")
+        loss = (per_byte * w.reshape(-1)).sum() / w.sum()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        steps += 1
+        if elapsed - last >= args.every:
+            last = elapsed
+            scores = evaluate(model, held_out)
+            print(f"{elapsed:5.0f} s  step {steps:6d}  {scores.line()}", flush=True)
+    scores = evaluate(model, held_out)
+    chance = math.log(10 if task.name == "digits" else 26)
+    print(f"end   step {steps:6d}  {scores.line()}  (chance loss {chance:.2f})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
