@@ -15,6 +15,10 @@ Tasks:
 - `glued`: a register `# Kabc Mdef ...` of `--pairs` upper-case keys glued to `--vlen`
   lower-case letters used nowhere else in the document, then questions `? K` whose answer is
   the key's letters (the `glued6` probe of `learner_variants/`);
+- `split`: the `glued` register with each value's letters dotted (`# Ka.b.c ...`), the answer
+  the letters joined (`abc`): no span of the prompt is the answer, so a blind pick of the
+  chance floor never finds it, whatever the number of pairs;
+- `dotted`: the other way round: the register glued, the answer dotted (`a.b.c`);
 - `digits`: `Stores: K 341, b 517, ...` then `Bin K? ` (the `asked` probe: the question does
   not repeat the bytes before the value).
 
@@ -41,11 +45,13 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
-from starter_bundle import starter_module
+
+from toolkit.learn.trainer import starter_module
 
 Parts = list[tuple[str, bool]]
 """A document as (text, is the answer) pieces."""
 Batch = tuple[torch.Tensor, ...]
+TASKS = ("glued", "wide", "split", "dotted", "digits")
 """Inputs, targets and weights."""
 
 
@@ -58,9 +64,9 @@ class Task:
     def document(self, rng: random.Random, order: list[int]) -> Parts:
         """A register of `pairs` keys, then a question for each index of `order`."""
         parts: Parts = []
-        if self.name in ("glued", "wide"):
+        if self.name in ("glued", "wide", "split", "dotted"):
             n = self.value_len
-            if self.name == "glued":
+            if self.name != "wide":
                 keys = rng.sample(string.ascii_uppercase, self.pairs)
                 letters = rng.sample(string.ascii_lowercase, n * self.pairs)
             else:
@@ -68,7 +74,10 @@ class Task:
                 keys = rng.sample([a + b for a in upper for b in upper], self.pairs)
                 letters = [rng.choice(string.ascii_lowercase) for _ in range(n * self.pairs)]
             values = ["".join(letters[n * i : n * i + n]) for i in range(self.pairs)]
-            register = " ".join(k + v for k, v in zip(keys, values, strict=True))
+            written = [".".join(v) for v in values] if self.name == "split" else values
+            register = " ".join(k + v for k, v in zip(keys, written, strict=True))
+            if self.name == "dotted":
+                values = [".".join(v) for v in values]
             parts.append((f"# {register}\n", False))
             ask = "? {}"
         else:
@@ -160,7 +169,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=300.0)
     parser.add_argument("--every", type=float, default=20.0, help="seconds between evaluations")
-    parser.add_argument("--task", choices=("glued", "wide", "digits"), default="glued")
+    parser.add_argument("--task", choices=TASKS, default="glued")
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--value-len", type=int, default=3)
     parser.add_argument("--questions", type=int, default=6, help="per training document")
