@@ -46,7 +46,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from toolkit.learn.trainer import starter_module
+from toolkit.learn.corpus import Example, weighted
+from toolkit.learn.trainer import _batch, starter_module
 
 Parts = list[tuple[str, bool]]
 """A document as (text, is the answer) pieces."""
@@ -94,24 +95,11 @@ class Task:
         return parts
 
 
-def encode(parts: Parts, text_weight: float) -> tuple[bytes, list[float]]:
-    data, weights = bytearray(), []
-    for text, is_answer in parts:
-        raw = text.encode()
-        data += raw
-        weights += [1.0 if is_answer else text_weight] * len(raw)
-    return bytes(data), weights
-
-
-def tensors(rows: list[tuple[bytes, list[float]]]) -> Batch:
-    """(inputs, targets, weights) of a batch, padded at the end."""
-    width = max(len(d) for d, _ in rows)
-    ids = torch.zeros((len(rows), width), dtype=torch.long)
-    wts = torch.zeros((len(rows), width))
-    for i, (data, weights) in enumerate(rows):
-        ids[i, : len(data)] = torch.tensor(list(data))
-        wts[i, : len(weights)] = torch.tensor(weights)
-    return ids[:, :-1], ids[:, 1:], wts[:, 1:]
+def encode(parts: Parts, text_weight: float) -> Example:
+    """`parts` as the reference learner's training example: answers weigh 1, the rest
+    `text_weight`."""
+    pieces = [weighted(text, 1.0 if is_answer else text_weight) for text, is_answer in parts]
+    return Example(b"".join(p for p, _ in pieces), [w for _, ws in pieces for w in ws])
 
 
 @dataclass
@@ -202,7 +190,7 @@ def main() -> None:
 
     def batch(r: random.Random, n: int, questions: int, random_order: bool, distinct: int) -> Batch:
         docs = [task.document(r, order(r, questions, random_order, distinct)) for _ in range(n)]
-        return tensors([encode(d, args.text_weight) for d in docs])
+        return _batch([encode(d, args.text_weight) for d in docs], 1024, r)
 
     train = starter_module("train")
     shape = train.ModelConfig(

@@ -21,6 +21,7 @@ one ask per key leaves the look-up at chance for as long as the cpu scale trains
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import random
 from dataclasses import dataclass
@@ -55,6 +56,12 @@ Piece = tuple[bytes, list[float]]
 """Some bytes of a training example and their weights."""
 
 
+def weighted(text: str, weight: float) -> Piece:
+    """`text`'s bytes, each of `weight`."""
+    raw = text.encode("utf-8")
+    return raw, [weight] * len(raw)
+
+
 @dataclass(frozen=True)
 class _Question:
     """A question's own line: the text before its answer (since the last line break), the
@@ -64,10 +71,12 @@ class _Question:
     answer: str
     after: str
 
-    def piece(self, text_weight: float) -> Piece:
-        before, answer, after = (t.encode("utf-8") for t in (self.before, self.answer, self.after))
-        weights = [text_weight] * len(before) + [1.0] * len(answer) + [text_weight] * len(after)
-        return before + answer + after, weights
+    def pieces(self, text_weight: float) -> list[Piece]:
+        return [
+            weighted(self.before, text_weight),
+            weighted(self.answer, 1.0),
+            weighted(self.after, text_weight),
+        ]
 
 
 Cut = list[tuple[str, str | None]]
@@ -128,25 +137,20 @@ def render(
     breaks = [i for i, (text, answer) in enumerate(pieces) if answer is None and text[-1:] == "\n"]
     for _ in range(round(reask * len(asked))):
         end, question = rng.choice(asked)
-        at = rng.choice([b for b in breaks if b >= end])
-        extra.setdefault(at, []).append(question.piece(text_weight))
+        at = rng.choice(breaks[bisect.bisect_left(breaks, end) :])  # a line break after its own
+        extra.setdefault(at, []).extend(question.pieces(text_weight))
     data = bytearray()
     weights: list[float] = []
     for i, (text, answer) in enumerate(pieces):
         if answer is None:
-            raw = text.encode("utf-8")
-            data += raw
-            weights += [text_weight] * len(raw)
+            piece = weighted(text, text_weight)
         elif rng.random() < mask_share:
-            data += MASK_BYTES
-            weights += [0.0] * len(MASK_BYTES)
+            piece = weighted(MASK, 0.0)
         else:
-            raw = answer.encode("utf-8")
+            piece = weighted(answer, 1.0)
+        for raw, raw_weights in [piece, *extra.get(i, [])]:
             data += raw
-            weights += [1.0] * len(raw)
-        for more, more_weights in extra.get(i, []):
-            data += more
-            weights += more_weights
+            weights += raw_weights
     return Example(bytes(data), weights)
 
 
