@@ -13,7 +13,7 @@ Run:
         [--variant cpu] [--variant cpu+d_model=64+batch_size=32] [--families a,b] [--json OUT]
 
 A variant is `cpu` (toolkit.learn.scale.CPU) with `+field=value` changes of its shape
-(n_layer, n_head, d_model, block_size) or of its training (batch_size, lr, text_weight,
+(n_layer, n_head, d_model, block_size) or of its training (batch_size, batch_bytes, lr, text_weight,
 mask_share, copy_share, reask).
 """
 
@@ -48,7 +48,7 @@ def variant(spec: str) -> Scale:
         number = float(value) if "." in value or "e" in value else int(value)
         if key in SHAPE_FIELDS:
             shape[key] = int(number)
-        elif key in ("batch_size",):
+        elif key in ("batch_size", "batch_bytes"):
             train[key] = int(number)
         elif key in ("lr", "text_weight", "mask_share", "copy_share", "reask"):
             train[key] = float(number)

@@ -18,6 +18,8 @@ Tasks:
 - `split`: the `glued` register with each value's letters dotted (`# Ka.b.c ...`), the answer
   the letters joined (`abc`): no span of the prompt is the answer, so a blind pick of the
   chance floor never finds it, whatever the number of pairs;
+- `--heading` and `--ask` give the register layouts a family's wording (`--heading Lockers
+  --ask "locker {}"`, the tier-1 register of `records`, exam_builder/families/register.py);
 - `dotted`: the other way round: the register glued, the answer dotted (`a.b.c`);
 - `digits`: `Stores: K 341, b 517, ...` then `Bin K? ` (the `asked` probe: the question does
   not repeat the bytes before the value).
@@ -61,6 +63,10 @@ class Task:
     name: str
     pairs: int
     value_len: int
+    heading: str = ""
+    """A line above the register (a family's tier-1 wording), instead of its `# ` prefix."""
+    ask: str = "? {}"
+    """The question of the register layouts, `{}` the key."""
 
     def document(self, rng: random.Random, order: list[int]) -> Parts:
         """A register of `pairs` keys, then a question for each index of `order`."""
@@ -79,8 +85,10 @@ class Task:
             register = " ".join(k + v for k, v in zip(keys, written, strict=True))
             if self.name == "dotted":
                 values = [".".join(v) for v in values]
-            parts.append((f"# {register}\n", False))
-            ask = "? {}"
+            parts.append(
+                (f"{self.heading}\n{register}\n" if self.heading else f"# {register}\n", False)
+            )
+            ask = self.ask
         else:
             keys = rng.sample(string.ascii_letters, self.pairs)
             values = [
@@ -174,11 +182,13 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--heading", default="", help="a line above the register (not '# ')")
+    parser.add_argument("--ask", default="? {}", help="the register layouts' question")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng, eval_rng = random.Random(args.seed), random.Random(12345)
-    task = Task(args.task, args.pairs, args.value_len)
+    task = Task(args.task, args.pairs, args.value_len, args.heading, args.ask)
 
     def order(r: random.Random, questions: int, random_order: bool, distinct: int) -> list[int]:
         keys = r.sample(range(task.pairs), min(distinct or task.pairs, task.pairs, questions))

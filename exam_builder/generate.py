@@ -57,11 +57,13 @@ def _document(bank: Bank, entry: BankFamily, number: int) -> Document:
 
 def _checked_tiers(bank: Bank, entry: BankFamily, doc: Document) -> list[int | None]:
     """The tier of each of `doc`'s questions as the generator marked it (None: unmarked, the
-    family's only tier; `question_tier` resolves it); `BankError` for a tier the family does
-    not declare, or an unmarked question of a family that declares several."""
+    family's first tier, its own; `question_tier` resolves it); `BankError` for a tier the
+    family does not declare, or an unmarked question where the bank sets a mix of tiers for a
+    family that declares several (with no mix, a family makes its first tier only)."""
     declared = entry.family.tiers
+    mixed = bool(getattr(entry.params, "tiers", None))  # the bank asks for a mix of tiers
     for tier in doc.tiers:
-        unmarked_of_several = tier is None and len(declared) > 1
+        unmarked_of_several = tier is None and len(declared) > 1 and mixed
         undeclared = tier is not None and tier not in declared
         if unmarked_of_several or undeclared:
             what = "an unmarked question" if tier is None else f"a question of tier {tier}"
@@ -73,7 +75,7 @@ def _checked_tiers(bank: Bank, entry: BankFamily, doc: Document) -> list[int | N
 
 
 def question_tier(question: Question, family: AnyFamily) -> int:
-    """A question's tier: as marked in the exam, else its family's only one."""
+    """A question's tier: as marked in the exam, else its family's first (its own)."""
     return question.tier if question.tier is not None else family.tiers[0]
 
 

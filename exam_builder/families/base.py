@@ -11,10 +11,12 @@ bank) that defines `FAMILY = Family(...)`:
 - `solve(prompt, params) -> str`: the reference solver. It reads only the prompt as the grader
   sends it (its last 1,024 bytes) and must find every answer: this is the proof that each
   question is determined by its visible context. The build refuses an exam where it fails;
-- `tiers`: the difficulty tiers its questions come in (`TIERS`). A family that makes several
-  draws each document's tier with `pick_tier(rng, params)` (the bank sets the mix in the
-  family's `tiers` parameter) and marks each question, `doc.ask(answer, tier=...)`; a family
-  of one tier need not mark anything.
+- `tiers`: the difficulty tiers its questions come in (`TIERS`), its own first. A family that
+  makes several draws each document's tier with `pick_tier(rng, params)` (the bank sets the
+  mix in the family's `tiers` parameter) and marks each question, `doc.ask(answer, tier=...)`;
+  where the bank sets no mix, it makes its first tier only and need not mark anything. Tier 1
+  of the built-in families is a register look-up (`register.with_register`), which a plug-in
+  can use too.
 """
 
 from __future__ import annotations

@@ -25,8 +25,9 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, distinct, last_line
+from exam_builder.families.base import Family, SolveError, distinct, last_line
 from exam_builder.families.phrasing import Phrases, template_regex
+from exam_builder.families.register import Register, RegisterParams, lookup_field, with_register
 from exam_builder.lexicon import Lexicon
 
 _MESSAGE = re.compile(
@@ -48,7 +49,8 @@ class ExtractionPhrases(Phrases):
     both: str = "{one} and {two}"
 
 
-class ExtractionParams(Params):
+class ExtractionParams(RegisterParams):
+    lookup: Register = lookup_field("Marks", "mark {key}")
     messages: int = Field(default=4, ge=3, le=6, description="Messages in the document.")
     domains: list[str] = Field(
         default_factory=lambda: ["vesk", "orb", "tarn", "mul"],
@@ -122,11 +124,13 @@ def solve(prompt: str, p: ExtractionParams) -> str:
     return say.both.format(one=by_num[m["first"]][field], two=by_num[m["second"]][field])
 
 
+_generate, _solve = with_register(generate, solve)
+
 FAMILY = Family(
     name="extraction",
     params=ExtractionParams,
-    generate=generate,
-    solve=solve,
-    tiers=(2,),
+    generate=_generate,
+    solve=_solve,
+    tiers=(2, 1),
     description="copy a field out of the right message",
 )

@@ -24,8 +24,9 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, distinct, last_line
+from exam_builder.families.base import Family, SolveError, distinct, last_line
 from exam_builder.families.phrasing import Phrases, template_regex
+from exam_builder.families.register import Register, RegisterParams, lookup_field, with_register
 from exam_builder.lexicon import Lexicon
 
 KINDS = ["stretch", "alternate", "around", "backwards"]
@@ -51,7 +52,8 @@ class ListsPhrases(Phrases):
     both: str = "{before} and {after}"
 
 
-class ListsParams(Params):
+class ListsParams(RegisterParams):
+    lookup: Register = lookup_field("Tags", "tag {key}")
     min_length: int = Field(default=5, ge=3, le=20, description="Fewest items in a list.")
     max_length: int = Field(default=8, ge=3, le=20, description="Most items in a list.")
     kinds: list[str] = Field(
@@ -129,11 +131,13 @@ def solve(prompt: str, p: ListsParams) -> str:
     raise SolveError(f"not a list question: {q!r}")
 
 
+_generate, _solve = with_register(generate, solve)
+
 FAMILY = Family(
     name="lists",
     params=ListsParams,
-    generate=generate,
-    solve=solve,
-    tiers=(3,),
+    generate=_generate,
+    solve=_solve,
+    tiers=(3, 1),
     description="ordering, n-th item, successor",
 )

@@ -26,8 +26,9 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.base import Family, SolveError, last_line
 from exam_builder.families.phrasing import Phrases, template_regex
+from exam_builder.families.register import Register, RegisterParams, lookup_field, with_register
 from exam_builder.lexicon import Lexicon
 
 Seq = Callable[[int], int]  # term number (1-based) -> value
@@ -48,7 +49,8 @@ class NumericPhrases(Phrases):
     apply: str = "{verb} {x} = "
 
 
-class NumericParams(Params):
+class NumericParams(RegisterParams):
+    lookup: Register = lookup_field("Dials", "dial {key}")
     shown: int = Field(default=5, ge=4, le=10, description="Terms of a sequence shown.")
     furthest_term: int = Field(default=12, ge=5, le=30, description="Latest term asked for.")
     operations: float = Field(
@@ -194,11 +196,13 @@ def solve(prompt: str, p: NumericParams) -> str:
     raise SolveError(f"not a numeric question: {q!r}")
 
 
+_generate, _solve = with_register(generate, solve)
+
 FAMILY = Family(
     name="numeric",
     params=NumericParams,
-    generate=generate,
-    solve=solve,
-    tiers=(3,),
+    generate=_generate,
+    solve=_solve,
+    tiers=(3, 1),
     description="sequences and operations defined or shown in the prompt",
 )

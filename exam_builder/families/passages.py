@@ -21,8 +21,9 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.base import Family, SolveError, last_line
 from exam_builder.families.phrasing import check_template, template_regex
+from exam_builder.families.register import Register, RegisterParams, lookup_field, with_register
 from exam_builder.lexicon import Lexicon
 
 
@@ -55,7 +56,8 @@ DEFAULT_RELATIONS = [
 ]
 
 
-class PassagesParams(Params):
+class PassagesParams(RegisterParams):
+    lookup: Register = lookup_field("Notes", "note {key}")
     people: int = Field(default=3, ge=1, le=6, description="People in the passage.")
     facts_per_person: int = Field(default=2, ge=1, le=6, description="Facts told per person.")
     relations: list[Relation] = Field(
@@ -147,11 +149,13 @@ def solve(prompt: str, p: PassagesParams) -> str:
     raise SolveError(f"no stated facts answer {question!r}")
 
 
+_generate, _solve = with_register(generate, solve)
+
 FAMILY = Family(
     name="passages",
     params=PassagesParams,
-    generate=generate,
-    solve=solve,
-    tiers=(2,),
+    generate=_generate,
+    solve=_solve,
+    tiers=(2, 1),
     description="facts stated in a short invented text",
 )

@@ -24,8 +24,9 @@ from typing import ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.base import Family, SolveError, last_line
 from exam_builder.families.phrasing import Phrases, template_regex
+from exam_builder.families.register import Register, RegisterParams, lookup_field, with_register
 from exam_builder.lexicon import Lexicon
 
 
@@ -63,7 +64,8 @@ class RecordsPhrases(Phrases):
     both: str = "{first} and {second}"
 
 
-class RecordsParams(Params):
+class RecordsParams(RegisterParams):
+    lookup: Register = lookup_field("Lockers", "locker {key}")
     rows: int = Field(
         default=5, ge=3, le=12, description="Rows in the table (a look-up names three)."
     )
@@ -177,11 +179,13 @@ def solve(prompt: str, p: RecordsParams) -> str:
     raise SolveError(f"not a look-up: {question!r}")
 
 
+_generate, _solve = with_register(generate, solve)
+
 FAMILY = Family(
     name="records",
     params=RecordsParams,
-    generate=generate,
-    solve=solve,
-    tiers=(2,),
+    generate=_generate,
+    solve=_solve,
+    tiers=(2, 1),
     description="tables of invented entities, look-ups",
 )

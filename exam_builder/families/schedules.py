@@ -26,8 +26,9 @@ from typing import ClassVar
 from pydantic import Field, model_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.base import Family, SolveError, last_line
 from exam_builder.families.phrasing import Phrases, template_regex
+from exam_builder.families.register import Register, RegisterParams, lookup_field, with_register
 from exam_builder.lexicon import Lexicon
 
 
@@ -46,7 +47,8 @@ class SchedulesPhrases(Phrases):
     arrives: str = "The {name} reaches its last stop at "
 
 
-class SchedulesParams(Params):
+class SchedulesParams(RegisterParams):
+    lookup: Register = lookup_field("Gates", "gate {key}")
     departures: int = Field(default=4, ge=2, le=10, description="Departures in the timetable.")
     stops: int = Field(
         default=6, ge=3, le=10, description="Stops on the line; a route calls at three in a row."
@@ -153,11 +155,13 @@ def solve(prompt: str, p: SchedulesParams) -> str:
     return _clock(start + legs[origin, via] + legs[via, stop])
 
 
+_generate, _solve = with_register(generate, solve)
+
 FAMILY = Family(
     name="schedules",
     params=SchedulesParams,
-    generate=generate,
-    solve=solve,
-    tiers=(3,),
+    generate=_generate,
+    solve=_solve,
+    tiers=(3, 1),
     description="timetables and journey times, arrivals computed",
 )

@@ -20,8 +20,9 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, last_line
+from exam_builder.families.base import Family, SolveError, last_line
 from exam_builder.families.phrasing import Phrases, template_regex
+from exam_builder.families.register import Register, RegisterParams, lookup_field, with_register
 from exam_builder.lexicon import Lexicon
 
 Rule = Callable[[str], str]
@@ -62,7 +63,8 @@ class SymbolicPhrases(Phrases):
         return v
 
 
-class SymbolicParams(Params):
+class SymbolicParams(RegisterParams):
+    lookup: Register = lookup_field("Symbols", "symbol {key}")
     examples: int = Field(default=3, ge=2, le=8, description="Worked examples before questions.")
     rules: list[str] = Field(
         default_factory=lambda: list(RULE_NAMES),
@@ -150,11 +152,13 @@ def solve(prompt: str, p: SymbolicParams) -> str:
     return _candidates(examples)[fitting[0]](m["source"])
 
 
+_generate, _solve = with_register(generate, solve)
+
 FAMILY = Family(
     name="symbolic",
     params=SymbolicParams,
-    generate=generate,
-    solve=solve,
-    tiers=(3,),
+    generate=_generate,
+    solve=_solve,
+    tiers=(3, 1),
     description="string rules induced from examples",
 )

@@ -21,8 +21,9 @@ from typing import ClassVar
 from pydantic import Field, field_validator
 
 from exam_builder.document import Document
-from exam_builder.families.base import Family, Params, SolveError, distinct, last_line
+from exam_builder.families.base import Family, SolveError, distinct, last_line
 from exam_builder.families.phrasing import Phrases, template_regex
+from exam_builder.families.register import Register, RegisterParams, lookup_field, with_register
 from exam_builder.lexicon import Lexicon
 
 DEFAULT_MEANINGS = (  # noqa: SIM905 (a list of 30 words reads better as one string)
@@ -46,7 +47,8 @@ class VocabularyPhrases(Phrases):
     query: str = 'In {language}, "{phrase}" is '
 
 
-class VocabularyParams(Params):
+class VocabularyParams(RegisterParams):
+    lookup: Register = lookup_field("Glosses", "gloss {key}")
     entries: int = Field(default=6, ge=2, le=16, description="Glossary entries per document.")
     phrase_words: int = Field(default=2, ge=1, le=4, description="Most words in one phrase.")
     plurals: bool = Field(default=True, description="Define a plural suffix and use it.")
@@ -124,11 +126,13 @@ def solve(prompt: str, p: VocabularyParams) -> str:
     return " ".join(out)
 
 
+_generate, _solve = with_register(generate, solve)
+
 FAMILY = Family(
     name="vocabulary",
     params=VocabularyParams,
-    generate=generate,
-    solve=solve,
-    tiers=(3,),
+    generate=_generate,
+    solve=_solve,
+    tiers=(3, 1),
     description="invented words defined in the prompt, then used",
 )

@@ -124,8 +124,9 @@ def test_a_bad_mix_or_an_unmarked_question_is_refused_naming_the_family(
     assert words in str(info.value) and "families[0]" in str(info.value)
 
 
-def test_families_of_one_tier_keep_the_exam_bytes_they_had() -> None:
-    """The built-in families are of one tier each: no row of the demo exam has a `tier`."""
+def test_a_bank_without_a_mix_keeps_the_exam_bytes_it_had() -> None:
+    """With no tier mix in the bank, every built-in family makes its own tier only, unmarked:
+    no row of the demo exam has a `tier`."""
     assert all(q.tier is None for q in generate_questions(DEMO))
     report = prepare_exam(DEMO, english_text=None).manifest.quality
     assert report.families["schedules"].tiers is not None

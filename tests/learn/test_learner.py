@@ -67,6 +67,21 @@ def test_training_text_comes_from_seeds_the_exam_never_uses(exam: Path) -> None:
     assert any(1.0 in ex.weights for ex in examples)
 
 
+def test_a_batch_in_bytes_holds_whole_documents_up_to_its_budget() -> None:
+    """`Corpus.take_bytes`: whole documents until the budget is reached (a long document
+    counted as the window the trainer cuts from it), never none, and the stream goes on
+    where it stopped."""
+    bank = load_bank(BANK)
+    entry = next(e for e in bank.families if e.family.name == "hashed")
+    corpus = Corpus(bank, entry, mask_share=0.5, text_weight=0.1)
+    sizes = [len(ex.data) for ex in Corpus(bank, entry, mask_share=0.5, text_weight=0.1).take(12)]
+    batch = corpus.take_bytes(sum(sizes[:3]), block=1024)
+    assert [len(ex.data) for ex in batch] == sizes[:3]
+    assert [len(ex.data) for ex in corpus.take_bytes(1, block=1024)] == sizes[3:4]
+    assert len(corpus.take_bytes(900, block=8)) == 100  # each counted as its 9-byte window
+    assert corpus.documents == 104
+
+
 def test_usage_errors_come_before_any_training(exam: Path, tmp_path: Path) -> None:
     runner = CliRunner()
     bad_family = runner.invoke(

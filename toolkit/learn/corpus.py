@@ -199,6 +199,17 @@ class Corpus:
             out.append(render(doc, self._rng, self._mask_share, self._text_weight, self._reask))
         return out
 
+    def take_bytes(self, budget: int, block: int) -> list[Example]:
+        """The next examples, until their bytes (each at most a window of `block` + 1) reach
+        `budget`: at least one. A batch of short documents then holds more of them, and one
+        of long documents fewer, for about the same work a step."""
+        out: list[Example] = []
+        total = 0
+        while total < budget:
+            out += self.take(1)
+            total += min(len(out[-1].data), block + 1)
+        return out
+
     @property
     def documents(self) -> int:
         """Documents taken so far."""

@@ -44,7 +44,11 @@ class Scale:
     device: str
     shape: Shape
     batch_size: int
+    """Documents a step (where `batch_bytes` is not set)."""
     lr: float
+    batch_bytes: int | None = None
+    """Bytes a step, whole documents (`Corpus.take_bytes`): set, it replaces `batch_size`, so
+    that families of long documents get as many steps as those of short ones."""
     warmup_frac: float = 0.05
     mask_share: float = 0.5
     """Share of answer slots shown masked in training (the rest are targets)."""

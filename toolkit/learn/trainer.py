@@ -122,7 +122,10 @@ def train_family(
         warm = min(1.0, progress / scale.warmup_frac) if scale.warmup_frac else 1.0
         for group in optimizer.param_groups:
             group["lr"] = scale.lr * warm * (1.0 - progress)
-        examples = corpus.take(scale.batch_size)
+        if scale.batch_bytes is not None:
+            examples = corpus.take_bytes(scale.batch_bytes, shape.block_size)
+        else:
+            examples = corpus.take(scale.batch_size)
         if progress < scale.copy_share:
             examples = [repeated(ex) for ex in examples]
         batch = _batch(examples, shape.block_size, rng)

@@ -1,0 +1,171 @@
+"""Tier 1 of every built-in family: a register look-up (exam_builder/families/register.py).
+
+Attacks first: a blind guesser, the generic structure readers and the public engine must score
+nothing on a hidden-style bank's tier 1, whatever the family, and the copy a rule makes of what
+follows the key must be wrong by the register's separator."""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from pathlib import Path
+
+import pytest
+from exam_helpers import DEMO, MakeBank
+from pydantic import ValidationError
+
+from exam_builder.bank import load_bank
+from exam_builder.build import BuildError, build_exam, prepare_exam
+from exam_builder.document import MASK
+from exam_builder.exam_file import load_exam
+from exam_builder.families import BUILTIN
+from exam_builder.families.register import SEPARATORS, Register, RegisterPhrases
+from exam_builder.generate import generate_questions
+from exam_builder.lexicon import Lexicon
+from exam_builder.solvers import GENERIC, run
+
+HIDDEN_SYLLABLES = (
+    '["pe", "sku", "wan", "dri", "oth", "umb", "fay", "cle", "nir", "gos", "abo", "tep"]'
+)
+
+# A hidden bank's own wording and separator per family: nothing here is a default.
+HIDDEN_WORDING = {
+    "passages": ("Quire", "quire {key}", "/"),
+    "records": ("Bins", "bin {key}", "-"),
+    "vocabulary": ("Husk", "husk {key}", ":"),
+    "schedules": ("Dock", "dock {key}", "+"),
+    "lists": ("Pegs", "peg {key}", "~"),
+    "symbolic": ("Runes", "rune {key}", "_"),
+    "numeric": ("Vent", "vent {key}", "|"),
+    "extraction": ("Tabs", "tab {key}", "="),
+}
+
+
+def _family_block(family: str, mix: str, wording: tuple[str, str, str] | None) -> str:
+    block = f"""
+        [[families]]
+        family = "{family}"
+        count = 40
+        [families.params]
+        questions = 6
+        tiers = {mix}
+        """
+    if wording is not None:
+        heading, question, separator = wording
+        block += f"""
+        [families.params.lookup]
+        separator = "{separator}"
+        [families.params.lookup.phrases]
+        heading = "{heading}"
+        question = "{question}"
+        """
+    return block
+
+
+def _tier1_bank(make_bank: MakeBank, *, hidden_wording: bool, public: bool = False) -> Path:
+    toml = f"""
+        id = "tier-one"
+        public = {str(public).lower()}
+        seed = "a hidden-style tier-1 bank of the tests"
+        syllables = {HIDDEN_SYLLABLES}
+        """
+    for family in BUILTIN:
+        wording = HIDDEN_WORDING[family] if hidden_wording else None
+        toml += _family_block(family, "{1 = 1}", wording)
+    return make_bank(toml)
+
+
+def test_a_hidden_style_tier_one_bank_passes_the_model_free_gate(
+    make_bank: MakeBank, tmp_path: Path
+) -> None:
+    """Every family's tier 1, in a hidden bank's own wording and separator: the reference
+    solver reads all of it, and the gate (chance, generic solvers, public engine) accepts."""
+    out = tmp_path / "exam"
+    manifest = build_exam(_tier1_bank(make_bank, hidden_wording=True), out, english_text=None)
+    quality = manifest.quality
+    for name, fq in quality.families.items():
+        assert fq.reference == 100.0, name
+        assert fq.public_engine == 0.0, name
+        assert fq.chance is not None and fq.chance <= 1.0, (name, fq.chance)
+        assert max(fq.generic.values()) == 0.0, (name, fq.generic)
+        assert fq.tiers is not None and list(fq.tiers) == [1], name
+    assert {q.tier for q in load_exam(out)} == {1}
+
+
+def test_the_public_wording_is_read_by_the_public_engine_and_refused(
+    make_bank: MakeBank, tmp_path: Path
+) -> None:
+    """A hidden bank that keeps the default register wording is answered by anyone with this
+    repository: the gate refuses it, naming the families."""
+    bank = _tier1_bank(make_bank, hidden_wording=False)
+    assert prepare_exam(bank, english_text=None).manifest.quality.total.public_engine == 100.0
+    with pytest.raises(BuildError) as info:
+        build_exam(bank, tmp_path / "exam", english_text=None)
+    assert not (tmp_path / "exam").exists()
+    assert "public engine" in str(info.value) and "records (100.0%)" in str(info.value)
+
+
+@pytest.mark.parametrize("family", list(BUILTIN))
+def test_what_follows_the_key_is_never_the_answer(family: str) -> None:
+    """The copy attack: the answer's letters are never a span of the prompt (so a copy from
+    the register, a pick among spans and the induction solver are all wrong), and every
+    generic solver misses."""
+    fam = BUILTIN[family]
+    params = fam.params(tiers={1: 1.0}, questions=6)
+    for seed in range(25):
+        rng = random.Random(seed)
+        doc = fam.generate(rng, params, Lexicon(rng, ["pe", "sku", "wan", "dri", "oth", "umb"]))
+        assert set(doc.tiers) == {1}
+        for prompt, answer in doc.prompts():
+            assert answer not in prompt, (prompt, answer)
+            assert fam.solve(prompt, params) == answer
+            for solver in GENERIC.values():
+                guess = run(solver, prompt)
+                assert guess is None or not guess.startswith(answer), (solver.name, prompt)
+
+
+def test_a_register_is_one_line_of_same_shape_entries_with_letters_used_once() -> None:
+    register = Register(phrases=RegisterPhrases(heading="Bins", question="bin {key}"))
+    doc = register.document(random.Random(3), questions=6)
+    heading, line, *asks = doc.text().splitlines()
+    assert heading == "Bins" and len(asks) == 6
+    entries = line.split(" ")
+    assert len(entries) == 6
+    for entry in entries:
+        assert re.fullmatch(r"[A-Z][a-z]\.[a-z]\.[a-z]", entry), entry
+    letters = "".join(e[1:].replace(".", "") for e in entries)
+    assert len(set(letters)) == len(letters) == 18
+    assert not set(letters) & set("Bins" + "bin "), "a value letter is in the wording"
+    assert MASK in doc.prompts()[-1][0]
+
+
+def test_the_mix_marks_every_question_and_no_mix_keeps_the_exam() -> None:
+    fam = BUILTIN["records"]
+    mixed = fam.params(tiers={1: 1.0, 2: 1.0})
+    tiers: set[int | None] = set()
+    for seed in range(20):
+        rng = random.Random(seed)
+        tiers |= set(fam.generate(rng, mixed, Lexicon(rng, ["ka", "vo", "rel", "tam"])).tiers)
+    assert tiers == {1, 2}
+    assert all(q.tier is None for q in generate_questions(load_bank(DEMO)))
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"separator": "a"}, "a separator is one of"),
+        ({"separator": " "}, "a separator is one of"),
+        ({"keys": "ABCa", "letters": "abc"}, "must not share"),
+        ({"keys": "AB C"}, "distinct ASCII letters or digits"),
+        ({"pairs": 9, "width": 3}, "need 27 letters"),
+        ({"phrases": {"heading": "Hold", "question": "{key} holds"}}, "must end with {key}"),
+        ({"phrases": {"heading": "abcdefghijklmn", "question": "bin {key}"}}, "letters:"),
+        ({"phrases": {"heading": string.ascii_uppercase[:22], "question": "b {key}"}}, "keys:"),
+    ],
+)
+def test_a_bad_register_is_refused_naming_the_field(fields: dict[str, object], words: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        Register.model_validate(fields)
+    assert words in str(info.value)
+    assert set(SEPARATORS).isdisjoint(string.ascii_letters + string.digits + " ")
