@@ -19,7 +19,8 @@ Tasks:
   the letters joined (`abc`): no span of the prompt is the answer, so a blind pick of the
   chance floor never finds it, whatever the number of pairs;
 - `--heading` and `--ask` give the register layouts a family's wording (`--heading Lockers
-  --ask "locker {}"`, the tier-1 register of `records`, exam_builder/families/register.py);
+  --ask "locker {}"`, the tier-1 register of `records`, exam_builder/families/register.py), and
+  `--echo` writes each register entry as the question names its key (`locker Ka.b.c`);
 - `dotted`: the other way round: the register glued, the answer dotted (`a.b.c`);
 - `digits`: `Stores: K 341, b 517, ...` then `Bin K? ` (the `asked` probe: the question does
   not repeat the bytes before the value).
@@ -67,6 +68,8 @@ class Task:
     """A line above the register (a family's tier-1 wording), instead of its `# ` prefix."""
     ask: str = "? {}"
     """The question of the register layouts, `{}` the key."""
+    echo: bool = False
+    """Write each register entry as the question names it (`locker Ka.b.c locker Md.e.f`)."""
 
     def document(self, rng: random.Random, order: list[int]) -> Parts:
         """A register of `pairs` keys, then a question for each index of `order`."""
@@ -82,7 +85,8 @@ class Task:
                 letters = [rng.choice(string.ascii_lowercase) for _ in range(n * self.pairs)]
             values = ["".join(letters[n * i : n * i + n]) for i in range(self.pairs)]
             written = [".".join(v) for v in values] if self.name == "split" else values
-            register = " ".join(k + v for k, v in zip(keys, written, strict=True))
+            named = [self.ask.format(k) for k in keys] if self.echo else keys
+            register = " ".join(k + v for k, v in zip(named, written, strict=True))
             if self.name == "dotted":
                 values = [".".join(v) for v in values]
             parts.append(
@@ -184,11 +188,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--heading", default="", help="a line above the register (not '# ')")
     parser.add_argument("--ask", default="? {}", help="the register layouts' question")
+    parser.add_argument("--echo", action="store_true", help="register entries named as asked")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng, eval_rng = random.Random(args.seed), random.Random(12345)
-    task = Task(args.task, args.pairs, args.value_len, args.heading, args.ask)
+    task = Task(args.task, args.pairs, args.value_len, args.heading, args.ask, args.echo)
 
     def order(r: random.Random, questions: int, random_order: bool, distinct: int) -> list[int]:
         keys = r.sample(range(task.pairs), min(distinct or task.pairs, task.pairs, questions))
