@@ -61,7 +61,7 @@ def _checked_tiers(bank: Bank, entry: BankFamily, doc: Document) -> list[int | N
     family does not declare, or an unmarked question where the bank sets a mix of tiers for a
     family that declares several (with no mix, a family makes its first tier only)."""
     declared = entry.family.tiers
-    mixed = bool(getattr(entry.params, "tiers", None))  # the bank asks for a mix of tiers
+    mixed = bool(entry.params.tiers)  # the bank asks for a mix of tiers
     for tier in doc.tiers:
         unmarked_of_several = tier is None and len(declared) > 1 and mixed
         undeclared = tier is not None and tier not in declared

@@ -1,7 +1,7 @@
 """Tier 1 of a family: one look-up in a short register, among same-shape distractors.
 
-    Locker codes
-    Kq.z.w Mb.j.e Rt.u.h Ax.o.f Pn.l.c Dg.y.v
+    Lockers
+    Kq.z.w Mb.j.n Rt.u.h Ax.i.f Pd.g.v Dp.y.a
     locker Rtuh
     locker K▒▒▒
     locker Ax
@@ -12,9 +12,10 @@ is answered with its value's letters joined (`qzw`). Every value letter is used 
 document, and every entry has the value's shape, so a blind pick among the document's spans
 finds nothing, and what follows the key is the value as the register writes it, not the answer:
 a rule that copies what followed the key (the generic `induction` and `after_key` solvers) is
-wrong by the separator. A model trained on the family's text learns it in minutes: the
-`split6` probe of the learnability frontier, which this layout generalises, is passed at 100%
-by the reference learner at the `cpu` scale in 300 s (site/docs/maintainers/exams.md).
+wrong by the separator. It generalises the `split6` probe of the learnability frontier, the
+one look-up that a small model has been measured to learn in minutes while rules read none of
+it; whether the reference learner learns it in a family's wording is not settled (measured in
+site/docs/maintainers/exams.md, the learnability frontier: not yet, at the `cpu` scale).
 
 A rule written for this layout reads it, as a family's own solver reads its family: what a
 hidden bank keeps secret is its wording (the heading and the question), its separator and its
@@ -31,11 +32,12 @@ import random
 import re
 import string
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from exam_builder.document import Document
+from exam_builder.document import Answer, Document
 from exam_builder.families.base import Params, last_line, pick_tier
 from exam_builder.families.phrasing import Phrases, template_regex
 from exam_builder.lexicon import Lexicon
@@ -192,15 +194,9 @@ def with_register(generate: Generate[P], solve: Solve[P]) -> tuple[Generate[P], 
         if tier == 1:
             return p.lookup.document(rng, p.questions)
         doc = generate(rng, p, lex)
-        if tier is None:
-            return doc
-        marked = Document()
-        for part in doc.parts:
-            if isinstance(part, str):
-                marked.say(part)
-            else:
-                marked.ask(part.text, tier=tier)
-        return marked
+        if tier is not None:  # the family's own tier, drawn by the mix: mark its questions
+            doc.parts = [replace(a, tier=tier) if isinstance(a, Answer) else a for a in doc.parts]
+        return doc
 
     def tiered_solve(prompt: str, p: P) -> str:
         found = p.lookup.answer(prompt)
