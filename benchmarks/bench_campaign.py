@@ -104,7 +104,7 @@ def _campaign(folder: Path, runs: int = RUNS) -> Path:
     shutil.copy(REPO / "results" / "tracks.json", folder / "results" / "tracks.json")
     file = folder / "campaign.toml"
     file.write_text(
-        'track = "demo-cpu-2"\nagent = "scripted"\nbudget_s = 10\n'
+        'track = "demo-cpu-3"\nagent = "scripted"\nbudget_s = 10\n'
         f'seeds = {list(range(runs))}\n\n[[models]]\nname = "scripted-bench"\n'
     )
     return file
@@ -189,7 +189,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-campaign-") as tmp:
         work = Path(tmp)
         template = work / "result.json"
-        _template(template, "demo-cpu-2", 10.0)
+        _template(template, "demo-cpu-3", 10.0)
         script = work / "fake_run.py"
         script.write_text(FAKE_RUN.format(sleep=args.sleep, template=template))
         print(f"{RUNS} runs of {args.sleep:g}s each; N slots; speed-up = wall(1) / wall(N)")

@@ -135,7 +135,7 @@ def in_a_run(steps: int) -> tuple[list[tuple[float, float, float]], ...]:
         text = base / "text.txt"
         text.write_text("the quick brown fox jumps over the lazy dog\n" * 3000)
         spec = RunSpec(
-            track=get_track(REPO / "results", "demo-cpu-2"),
+            track=get_track(REPO / "results", "demo-cpu-3"),
             model="m",
             seed=0,
             agent=agent,
@@ -148,7 +148,7 @@ def in_a_run(steps: int) -> tuple[list[tuple[float, float, float]], ...]:
             reserved_s=10,
         )
         result = execute_run(spec)
-        events_file = base / "results" / "demo-cpu-2" / result.artifacts["events"]
+        events_file = base / "results" / "demo-cpu-3" / result.artifacts["events"]
         events = [json.loads(line) for line in events_file.read_text().splitlines()]
         return _steps(fake, events, "true"), _steps(fake, events, "runner")
 

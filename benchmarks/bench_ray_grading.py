@@ -127,7 +127,7 @@ def main() -> None:
         build_exam(REPO / "exam_builder/banks/public/demo", work / "exam", english_text=None)
         fresh_bundle(work / "bundle", args.preset)
         template = work / "result.json"
-        _template(template, "demo-cpu-2", 10.0)
+        _template(template, "demo-cpu-3", 10.0)
         out = work / "gradings"
         out.mkdir()
         script = work / "grading_run.py"

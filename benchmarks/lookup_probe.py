@@ -20,7 +20,8 @@ Tasks:
   chance floor never finds it, whatever the number of pairs;
 - `--heading` and `--ask` give the register layouts a family's wording (`--heading Lockers
   --ask "locker {}"`, the tier-1 register of `records`, exam_builder/families/register.py), and
-  `--echo` writes each register entry as the question names its key (`locker Ka.b.c`);
+  `--echo` writes each register entry as the question names its key (`locker Ka.b.c`), and
+  `--key-sep .` writes a separator between a key and its value too (`K.a.b.c`);
 - `dotted`: the other way round: the register glued, the answer dotted (`a.b.c`);
 - `digits`: `Stores: K 341, b 517, ...` then `Bin K? ` (the `asked` probe: the question does
   not repeat the bytes before the value).
@@ -31,6 +32,10 @@ times and its earlier answer is in sight (the learner's re-asks); `--random-orde
 questions, so that a key's first ask may come after other keys' repeats. Held-out documents
 ask every key exactly once (`--eval-questions`), the exam's situation: the answer is only in the
 register. Threads: `--threads` (1 lets two probes share a 2-core box at full speed each).
+
+The reference learner's curriculum and schedule: `--warm-pairs 3 --warm-share 0.3` trains the
+first 30% of the time on registers of three pairs (the questions a document asks scaled with
+its pairs), and `--hold 0.8` holds the learning rate until the last 20% of the time.
 
 Run:
     .venv/bin/python benchmarks/lookup_probe.py --seconds 300 [--questions 24 --random-order]
@@ -44,7 +49,7 @@ import math
 import random
 import string
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -70,6 +75,8 @@ class Task:
     """The question of the register layouts, `{}` the key."""
     echo: bool = False
     """Write each register entry as the question names it (`locker Ka.b.c locker Md.e.f`)."""
+    key_sep: str = ""
+    """Written between a key and its value in the register (`.`: `K.a.b.c`)."""
 
     def document(self, rng: random.Random, order: list[int]) -> Parts:
         """A register of `pairs` keys, then a question for each index of `order`."""
@@ -86,7 +93,7 @@ class Task:
             values = ["".join(letters[n * i : n * i + n]) for i in range(self.pairs)]
             written = [".".join(v) for v in values] if self.name == "split" else values
             named = [self.ask.format(k) for k in keys] if self.echo else keys
-            register = " ".join(k + v for k, v in zip(named, written, strict=True))
+            register = " ".join(k + self.key_sep + v for k, v in zip(named, written, strict=True))
             if self.name == "dotted":
                 values = [".".join(v) for v in values]
             parts.append(
@@ -184,27 +191,41 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--heads", type=int, default=2)
     parser.add_argument("--width", type=int, default=128)
+    parser.add_argument(
+        "--hold", type=float, default=0.0, help="share of the time at full lr before the decay"
+    )
+    parser.add_argument("--warm-pairs", type=int, default=0, help="pairs of the first phase")
+    parser.add_argument("--warm-share", type=float, default=0.0, help="share of the first phase")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--heading", default="", help="a line above the register (not '# ')")
     parser.add_argument("--ask", default="? {}", help="the register layouts' question")
     parser.add_argument("--echo", action="store_true", help="register entries named as asked")
+    parser.add_argument("--key-sep", default="", help="between a key and its value (`K.a.b.c`)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     rng, eval_rng = random.Random(args.seed), random.Random(12345)
-    task = Task(args.task, args.pairs, args.value_len, args.heading, args.ask, args.echo)
+    task = Task(
+        args.task, args.pairs, args.value_len, args.heading, args.ask, args.echo, args.key_sep
+    )
 
-    def order(r: random.Random, questions: int, random_order: bool, distinct: int) -> list[int]:
-        keys = r.sample(range(task.pairs), min(distinct or task.pairs, task.pairs, questions))
+    small = replace(task, pairs=args.warm_pairs) if args.warm_pairs else task
+
+    def order(
+        r: random.Random, questions: int, random_order: bool, distinct: int, t: Task = task
+    ) -> list[int]:
+        keys = r.sample(range(t.pairs), min(distinct or t.pairs, t.pairs, questions))
         if random_order:  # every key once at some place, the other questions drawn among them
             asked = keys + [r.choice(keys) for _ in range(questions - len(keys))]
             r.shuffle(asked)
             return asked
         return keys + [r.choice(keys) for _ in range(questions - len(keys))]
 
-    def batch(r: random.Random, n: int, questions: int, random_order: bool, distinct: int) -> Batch:
-        docs = [task.document(r, order(r, questions, random_order, distinct)) for _ in range(n)]
+    def batch(
+        r: random.Random, n: int, questions: int, random_order: bool, distinct: int, t: Task = task
+    ) -> Batch:
+        docs = [t.document(r, order(r, questions, random_order, distinct, t)) for _ in range(n)]
         return _batch([encode(d, args.text_weight) for d in docs], 1024, r)
 
     train = starter_module("train")
@@ -219,9 +240,14 @@ def main() -> None:
     start, steps, last = time.monotonic(), 0, 0.0
     while (elapsed := time.monotonic() - start) < args.seconds:
         progress = elapsed / args.seconds
-        for group in optimizer.param_groups:  # the learner's schedule: 5% warm-up, linear decay
-            group["lr"] = args.lr * min(1.0, progress / 0.05) * (1.0 - progress)
-        x, y, w = batch(rng, args.batch, args.questions, args.random_order, args.distinct)
+        decay = min(1.0, (1.0 - progress) / (1.0 - args.hold))
+        for group in optimizer.param_groups:  # the learner's: 5% warm-up, (hold,) linear decay
+            group["lr"] = args.lr * min(1.0, progress / 0.05) * decay
+        if progress < args.warm_share:  # the curriculum: a smaller register first
+            asked = max(1, round(args.questions * small.pairs / task.pairs))
+            x, y, w = batch(rng, args.batch, asked, args.random_order, args.distinct, small)
+        else:
+            x, y, w = batch(rng, args.batch, args.questions, args.random_order, args.distinct)
         per_byte = F.cross_entropy(model(x).reshape(-1, 256), y.reshape(-1), reduction="none")
         loss = (per_byte * w.reshape(-1)).sum() / w.sum()
         optimizer.zero_grad(set_to_none=True)

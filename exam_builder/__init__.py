@@ -13,10 +13,14 @@ Public API (the `toolkit` CLI is a thin layer over it; this package never import
 Maintainers' guide: site/docs/maintainers/exams.md.
 """
 
-BUILDER_VERSION = "1.2.0"
+BUILDER_VERSION = "1.3.0"
 """1.1.0 (issue 28): the chance floor and the private solver pool join the gate, and the manifest
 reports them; the exam bytes of every bank are unchanged, so no pinned hash moved.
 1.2.0 (issue 28, part 3): the built-in families were reworked so that no answer is a value of
 its prompt (joined or computed answers; fields found by value, operations shown by examples,
 arrivals through a legs table): every exam built from them changed, the public demo exam
-included, hence the demo track `demo-cpu-2`."""
+included, hence the demo track `demo-cpu-2`.
+1.3.0 (issue 37): difficulty tiers. Every built-in family makes a tier-1 register look-up beside
+its own documents where a bank sets a mix, and an exam follows the mix family by family; a bank
+without a mix keeps its bytes. The public demo and validation banks set one (40% tier 1), so
+their exams changed: the demo track `demo-cpu-3`."""

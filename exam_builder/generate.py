@@ -3,7 +3,15 @@
 Determinism: every document gets its own `random.Random`, seeded from SHA-256 of (bank seed,
 family name, document number). Nothing else is random: no global `random`, no `hash()`, no
 iteration over sets, no locale or clock. So the same bank gives the same bytes in any process,
-and generation is linear in the number of questions (document n never depends on document n-1).
+and generation is linear in the number of questions (document n depends on the ones before it
+only through its tier, below).
+
+Tiers: where a bank sets a mix of two or more tiers for a family, the engine chooses each exam
+document's tier so that the exam follows the mix (`next_tier`: the tier furthest behind its
+share of the questions so far), and the family makes that tier (its parameters' `tiers` narrowed
+to it). A few documents a family, drawn at random, would give a demo family no tier-1 question
+at all as easily as half of them. Outside the exam (the learner's text, the answer samples of
+the gate) the family draws each document's tier by the weights itself.
 """
 
 from __future__ import annotations
@@ -38,11 +46,25 @@ def document_rng(seed: str, family: str, number: int) -> random.Random:
     return random.Random(int.from_bytes(hashlib.sha256(material).digest(), "big"))
 
 
-def _document(bank: Bank, entry: BankFamily, number: int) -> Document:
+def next_tier(mix: dict[int, float], made: dict[int, int]) -> int | None:
+    """The tier of a family's next exam document: the one furthest behind its share of the
+    questions made so far (`made`: questions per tier), the lowest on a tie; None where the mix
+    has fewer than two tiers (the family draws, or makes its one tier)."""
+    weights = {t: w for t, w in sorted(mix.items()) if w > 0}
+    if len(weights) < 2:
+        return None
+    total, weight = sum(made.values()) + 1, sum(weights.values())
+    return max(weights, key=lambda t: (weights[t] / weight * total - made.get(t, 0), -t))
+
+
+def _document(bank: Bank, entry: BankFamily, number: int, tier: int | None = None) -> Document:
     rng = document_rng(bank.seed, entry.family.name, number)
     builtin = entry.source == "built-in"
+    params = (
+        entry.params if tier is None else entry.params.model_copy(update={"tiers": {tier: 1.0}})
+    )
     try:
-        doc = entry.family.generate(rng, entry.params, Lexicon(rng, bank.syllables))
+        doc = entry.family.generate(rng, params, Lexicon(rng, bank.syllables))
     except Exception as exc:
         if builtin and not isinstance(exc, ValueError):
             raise  # our bug: a traceback helps more than a one-liner
@@ -107,13 +129,17 @@ def _generate_documents(bank: Bank, progress: Progress | None) -> list[Generated
     out: list[GeneratedDocument] = []
     for entry in bank.families:
         name, left, number = entry.family.name, entry.count, 0
+        made: dict[int, int] = {}
         while left > 0:
-            doc = _document(bank, entry, number)
+            doc = _document(bank, entry, number, next_tier(entry.params.tiers, made))
             tiers = _checked_tiers(bank, entry, doc)
             questions = [
                 Question(id=f"{name}-{number:04d}-{span}", family=name, prompt=p, answer=a, tier=t)
                 for span, ((p, a), t) in enumerate(zip(doc.prompts()[:left], tiers, strict=False))
             ]
+            for q in questions:
+                tier = question_tier(q, entry.family)
+                made[tier] = made.get(tier, 0) + 1
             out.append(GeneratedDocument(entry, number, doc, questions))
             left -= len(questions)
             number += 1

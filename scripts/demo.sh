@@ -2,7 +2,7 @@
 # `make demo`: the main job end to end on the embedded defaults (no GPU, no Docker needed).
 #
 # Builds the public validation set and the demo exam, runs the scripted agent for one run on the
-# demo-cpu-2 track (5 minutes of budget, graded on the demo exam), validates the result and builds
+# demo-cpu-3 track (5 minutes of budget, graded on the demo exam), validates the result and builds
 # the site from it. Everything goes under $DEMO_DIR (default .ari/demo, git-ignored): the
 # committed results/ folder only ever holds real published runs, so the demo's result lands in
 # $DEMO_DIR/results (the run copies its track's registry entry there) and the site is built from
@@ -69,11 +69,11 @@ else
 fi
 
 # An interrupted seed (its only results `invalid`) is rerun before a new one is taken.
-seed=$("$BIN/python" scripts/demo-seed.py "$RESULTS/demo-cpu-2")
-step "3/5 one run: scripted agent, local backend, track demo-cpu-2, seed $seed (about 5 minutes)"
+seed=$("$BIN/python" scripts/demo-seed.py "$RESULTS/demo-cpu-3")
+step "3/5 one run: scripted agent, local backend, track demo-cpu-3, seed $seed (about 5 minutes)"
 status=0
 # The scripted agent uses no model: its run is recorded as the row "scripted-baseline".
-"$BIN/toolkit" run --agent scripted --backend local --track demo-cpu-2 --seed "$seed" \
+"$BIN/toolkit" run --agent scripted --backend local --track demo-cpu-3 --seed "$seed" \
     --exam "$DEMO_DIR/exam-$BUILDER/exam.jsonl" --results "$RESULTS" || status=$?
 if [ "$status" -ge 128 ]; then  # the run was stopped by a signal (Ctrl-C, SIGTERM)
     stopped
@@ -83,7 +83,7 @@ fi
 
 step "4/5 validate every result file against the run model"
 "$BIN/toolkit" runs validate "$RESULTS"
-latest=$(ls -t "$RESULTS"/demo-cpu-2/*.json | head -n 1)
+latest=$(ls -t "$RESULTS"/demo-cpu-3/*.json | head -n 1)
 echo "latest result: $latest"
 
 step "5/5 leaderboard site"

@@ -33,7 +33,7 @@
 # suite's tests/test_gpu_check.py does this): DEVICE=cpu with a small PRESET for the decoding
 # and grading benches, REPEAT (default 3) gradings timed, PRESETS and VARIANTS of small presets,
 # TRAIN_S (default 60) seconds of training per preset, BUDGET (default 300) seconds for the
-# official-rules run, FROM (default v1-h100-1h) the track whose rules it copies (demo-cpu-2 runs
+# official-rules run, FROM (default v1-h100-1h) the track whose rules it copies (demo-cpu-3 runs
 # on a CPU), CAL_PRESET for the calibration (default: the starter's own choice for the device).
 set -u
 MODE=${1:?usage: gpu-check.sh official|speed|mfu|calibrate|learn OUT}

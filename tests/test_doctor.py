@@ -247,7 +247,7 @@ def test_cpu_torch_and_no_gpu_runtime_are_named(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_the_demo_track_runs_anywhere() -> None:
-    demo = get_track(REPO / "results", "demo-cpu-2")
+    demo = get_track(REPO / "results", "demo-cpu-3")
     assert failed(Doctor(demo, "local").fast()) == []
 
 
@@ -274,7 +274,7 @@ def test_run_refuses_the_official_track_on_this_box_before_any_work(tmp_path: Pa
 def test_doctor_command_exit_codes() -> None:
     ok = CliRunner().invoke(cli, ["doctor", "--results", str(REPO / "results")])
     assert ok.exit_code == 0, ok.output
-    assert "can run track 'demo-cpu-2'" in ok.output
+    assert "can run track 'demo-cpu-3'" in ok.output
     if failed(Doctor(_official(), "local").fast()):
         bad = CliRunner().invoke(
             cli, ["doctor", "--track", "v1-h100-1h", "--results", str(REPO / "results")]

@@ -26,7 +26,7 @@ REHEARSAL = {
     "TRAIN_S": "3",
     "CAL_PRESET": "micro",
     "BUDGETS": "3",
-    "FROM": "demo-cpu-2",
+    "FROM": "demo-cpu-3",
     "SCALE": "cpu",
     "LEARN_S": "16",
     "BUDGET": "45",

@@ -22,7 +22,7 @@ def _registry(tmp_path: Path) -> Path:
     fixes = [
         {
             "id": "demo-fix",
-            "track": "demo-cpu-2",
+            "track": "demo-cpu-3",
             "date": "2026-11-25",
             "title": "a change (test data)",
             "description": "test data",
@@ -40,16 +40,16 @@ def _registry(tmp_path: Path) -> Path:
 
 def test_a_fresh_results_folder_gets_its_track_and_fixes(tmp_path: Path) -> None:
     reg = _registry(tmp_path)
-    track = get_track(reg, "demo-cpu-2")
+    track = get_track(reg, "demo-cpu-3")
     out = tmp_path / "out"
     assert carry_track(out, reg, track)
-    assert list(load_tracks(out)) == ["demo-cpu-2"]
-    assert load_tracks(out)["demo-cpu-2"] == track
+    assert list(load_tracks(out)) == ["demo-cpu-3"]
+    assert load_tracks(out)["demo-cpu-3"] == track
     assert [f.id for f in load_fixes(out, load_tracks(out))] == ["demo-fix"]
     assert not carry_track(out, reg, track)  # once is enough
     other = get_track(reg, "v1-h100-1h")
     assert carry_track(out, reg, other)
-    assert sorted(load_tracks(out)) == ["demo-cpu-2", "v1-h100-1h"]
+    assert sorted(load_tracks(out)) == ["demo-cpu-3", "v1-h100-1h"]
 
 
 def test_a_folder_that_disagrees_about_the_track_is_refused(tmp_path: Path) -> None:
@@ -57,17 +57,17 @@ def test_a_folder_that_disagrees_about_the_track_is_refused(tmp_path: Path) -> N
     out = tmp_path / "out"
     out.mkdir()
     tracks = json.loads((reg / "tracks.json").read_text())
-    next(t for t in tracks if t["id"] == "demo-cpu-2")["budget_s"] = 999  # edited
+    next(t for t in tracks if t["id"] == "demo-cpu-3")["budget_s"] = 999  # edited
     (out / "tracks.json").write_text(json.dumps(tracks))
     with pytest.raises(RegistryError, match="differs"):
-        carry_track(out, reg, get_track(reg, "demo-cpu-2"))
+        carry_track(out, reg, get_track(reg, "demo-cpu-3"))
 
 
 def test_a_fix_reworded_in_the_registry_is_reworded_in_the_folder(tmp_path: Path) -> None:
     """A description corrected in the registry (issue #38: "3 decimals") must not lock out a
     results folder that carries the old words; a fix whose rules differ still is refused."""
     reg = _registry(tmp_path)
-    track = get_track(reg, "demo-cpu-2")
+    track = get_track(reg, "demo-cpu-3")
     out = tmp_path / "out"
     carry_track(out, reg, track)
     fixes = json.loads((reg / "protocol_fixes.json").read_text())
@@ -85,7 +85,7 @@ def test_a_fix_reworded_in_the_registry_is_reworded_in_the_folder(tmp_path: Path
 def test_the_registry_itself_is_left_alone(tmp_path: Path) -> None:
     reg = _registry(tmp_path)
     before = (reg / "tracks.json").read_text()
-    assert not carry_track(reg, reg, get_track(reg, "demo-cpu-2"))
+    assert not carry_track(reg, reg, get_track(reg, "demo-cpu-3"))
     assert (reg / "tracks.json").read_text() == before
 
 
@@ -99,7 +99,7 @@ def test_a_run_into_a_new_folder_can_be_read_alone(tmp_path: Path) -> None:
     out = tmp_path / "ari-results"
     env = {**os.environ, "ARI_HOME": str(tmp_path / "home")}
     env.pop("ARI_RESULTS_DIR", None)
-    argv = ["run", "--agent", "scripted", "--track", "demo-cpu-2", "--seed", "0", "--budget", "10"]
+    argv = ["run", "--agent", "scripted", "--track", "demo-cpu-3", "--seed", "0", "--budget", "10"]
     run = subprocess.run(
         [toolkit, *argv, "--device", "cpu", "--quiet", "--results", str(out)],
         capture_output=True,
@@ -109,9 +109,9 @@ def test_a_run_into_a_new_folder_can_be_read_alone(tmp_path: Path) -> None:
         timeout=600,
     )
     assert run.returncode == 0, run.stdout + run.stderr
-    assert list(load_tracks(out)) == ["demo-cpu-2"]
+    assert list(load_tracks(out)) == ["demo-cpu-3"]
     board = subprocess.run(
-        [toolkit, "leaderboard", "--results", str(out), "--track", "demo-cpu-2"],
+        [toolkit, "leaderboard", "--results", str(out), "--track", "demo-cpu-3"],
         capture_output=True,
         text=True,
         env=env,

@@ -17,7 +17,7 @@ def run_dict(**over: Any) -> dict[str, Any]:
     """A minimal valid run (test data)."""
     base: dict[str, Any] = {
         "run_id": "r1",
-        "track": "demo-cpu-2",
+        "track": "demo-cpu-3",
         "model": "test-model",
         "agent": "scripted",
         "seed": 0,
@@ -41,7 +41,7 @@ def run_dict(**over: Any) -> dict[str, Any]:
 def test_round_trip(tmp_path: Path) -> None:
     result = RunResult.model_validate(run_dict())
     path = save_run(result, tmp_path)
-    assert path == tmp_path / "demo-cpu-2" / "r1.json"
+    assert path == tmp_path / "demo-cpu-3" / "r1.json"
     assert load_run(path) == result
     assert not list(path.parent.glob("*.tmp"))
 

@@ -27,9 +27,9 @@ def test_the_docs_list_every_field_as_the_models_say() -> None:
 def test_list_and_show() -> None:
     results = ["--results", str(REPO / "results")]
     listed = CliRunner().invoke(cli, ["tracks", "list", *results])
-    assert listed.exit_code == 0 and "v1-h100-1h" in listed.output and "demo-cpu-2" in listed.output
-    shown = CliRunner().invoke(cli, ["tracks", "show", "demo-cpu-2", *results])
-    assert json.loads(shown.output)["id"] == "demo-cpu-2"
+    assert listed.exit_code == 0 and "v1-h100-1h" in listed.output and "demo-cpu-3" in listed.output
+    shown = CliRunner().invoke(cli, ["tracks", "show", "demo-cpu-3", *results])
+    assert json.loads(shown.output)["id"] == "demo-cpu-3"
     bad = CliRunner().invoke(cli, ["tracks", "show", "nope", *results])
     assert bad.exit_code == 1 and "unknown track 'nope'" in bad.output
 
@@ -39,7 +39,7 @@ def test_new_track_for_a_new_exam(tmp_path: Path) -> None:
     results.mkdir()
     shutil.copy(REPO / "results" / "tracks.json", results)
     exam = built_exam(DEMO_BANK, "demo")
-    argv = ["tracks", "new", "demo2-cpu", "--from", "demo-cpu-2", "--exam", str(exam)]
+    argv = ["tracks", "new", "demo2-cpu", "--from", "demo-cpu-3", "--exam", str(exam)]
     argv += ["--title", "Demo 2", "--budget", "120", "--publish-prefix", "10"]
     done = CliRunner().invoke(cli, [*argv, "--results", str(results)])
     assert done.exit_code == 0, done.output
@@ -50,10 +50,16 @@ def test_new_track_for_a_new_exam(tmp_path: Path) -> None:
     assert floor is not None and track.chance_floor == floor > 0  # published with the track
     assert track.per_call_limit_s <= 120 and track.reserved_s <= 30
     # Its description is its own, written from its numbers: not the base's "300 seconds".
-    base = get_track(REPO / "results", "demo-cpu-2")
+    base = get_track(REPO / "results", "demo-cpu-3")
     assert track.description != base.description and "2 minutes of wall-clock" in track.description
     assert "300 seconds" not in track.description
-    assert sorted(load_tracks(results)) == ["demo-cpu", "demo-cpu-2", "demo2-cpu", "v1-h100-1h"]
+    assert sorted(load_tracks(results)) == [
+        "demo-cpu",
+        "demo-cpu-2",
+        "demo-cpu-3",
+        "demo2-cpu",
+        "v1-h100-1h",
+    ]
     again = CliRunner().invoke(cli, [*argv, "--results", str(results)])
     assert again.exit_code == 1 and "exists already" in again.output
 
@@ -65,7 +71,7 @@ def test_a_new_track_takes_no_floor_from_a_missing_or_stale_manifest(tmp_path: P
     exam = tmp_path / "exam"
     exam.mkdir()
     shutil.copy(built_exam(DEMO_BANK, "demo"), exam / "exam.jsonl")
-    argv = ["tracks", "new", "t1", "--from", "demo-cpu-2", "--exam", str(exam), "--title", "T"]
+    argv = ["tracks", "new", "t1", "--from", "demo-cpu-3", "--exam", str(exam), "--title", "T"]
     done = CliRunner().invoke(cli, [*argv, "--results", str(results)])
     assert done.exit_code == 0 and "chance floor not measured" in done.output, done.output
     assert get_track(results, "t1").chance_floor is None

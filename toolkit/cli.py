@@ -17,9 +17,9 @@ def cli() -> None:
     \b
     Examples:
       toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/demo-exam
-      toolkit run --agent scripted --track demo-cpu-2 --seed 0 --results /tmp/ari-results
+      toolkit run --agent scripted --track demo-cpu-3 --seed 0 --results /tmp/ari-results
       toolkit grade path/to/bundle --exam /tmp/demo-exam/exam.jsonl
-      toolkit leaderboard --track demo-cpu-2
+      toolkit leaderboard --track demo-cpu-3
     """
 
 

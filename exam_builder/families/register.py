@@ -14,8 +14,9 @@ finds nothing, and what follows the key is the value as the register writes it, 
 a rule that copies what followed the key (the generic `induction` and `after_key` solvers) is
 wrong by the separator. It generalises the `split6` probe of the learnability frontier, the
 one look-up that a small model has been measured to learn in minutes while rules read none of
-it; whether the reference learner learns it in a family's wording is not settled (measured in
-site/docs/maintainers/exams.md, the learnability frontier: not yet, at the `cpu` scale).
+it; the reference learner at the `cpu` scale learns it in a family's wording once it starts on
+the smallest register (`MIN_PAIRS` entries: toolkit/learn/corpus.py, `smallest`), measured per
+family in site/docs/maintainers/exams.md, the learnability frontier.
 
 A rule written for this layout reads it, as a family's own solver reads its family: what a
 hidden bank keeps secret is its wording (the heading and the question), its separator and its
@@ -47,6 +48,10 @@ SEPARATORS = "./-:+_~|*=^"
 key or value alphabet holds."""
 
 
+MIN_PAIRS = 3
+"""The fewest entries a register may have."""
+
+
 class RegisterPhrases(Phrases):
     """Wording: the heading (one line above the register) and the question, which ends with
     the key so that the answer follows it."""
@@ -68,7 +73,7 @@ class Register(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    pairs: int = Field(default=6, ge=3, le=12, description="Entries in the register.")
+    pairs: int = Field(default=6, ge=MIN_PAIRS, le=12, description="Entries in the register.")
     width: int = Field(default=3, ge=2, le=5, description="Letters in a value.")
     separator: str = Field(
         default=".",

@@ -116,7 +116,7 @@ SpecFactory = Callable[..., RunSpec]
 
 @pytest.fixture
 def demo_track() -> Track:
-    return get_track(REPO / "results", "demo-cpu-2")
+    return get_track(REPO / "results", "demo-cpu-3")
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _run(tmp_path: Path, providers: Path, *extra: str) -> list[str]:
     args = ["run", "--agent", "opencode", "--provider", "fake", "--providers", str(providers)]
-    args += ["--model", "fake-model", "--seed", "0", "--track", "demo-cpu-2", "--device", "cpu"]
+    args += ["--model", "fake-model", "--seed", "0", "--track", "demo-cpu-3", "--device", "cpu"]
     args += ["--results", str(tmp_path / "results"), "--quiet", *extra]
     done = CliRunner().invoke(cli, args)
     assert done.exit_code == 2, done.output
@@ -69,7 +69,7 @@ def test_a_campaign_whose_cost_cap_cannot_hold_refuses_to_start(
     monkeypatch.setenv("FAKE_PROVIDER_KEY", KEY)
     path = tmp_path / "campaign.toml"
     path.write_text(
-        'track = "demo-cpu-2"\nagent = "opencode"\nseeds = [0]\nbudget_s = 60\n'
+        'track = "demo-cpu-3"\nagent = "opencode"\nseeds = [0]\nbudget_s = 60\n'
         'results = "results"\nmax_cost_usd = 0.5\n'
         '[[models]]\nname = "m1"\nprovider = "fake"\n'
     )

@@ -220,7 +220,7 @@ def test_a_campaign_builds_the_opencode_agent_with_its_provider_settings(
     from toolkit.tracks.model import get_track
 
     monkeypatch.setenv("VLLM_API_KEY", "sk-test-0123456789")
-    track = get_track(Path(__file__).resolve().parents[2] / "results", "demo-cpu-2")
+    track = get_track(Path(__file__).resolve().parents[2] / "results", "demo-cpu-3")
     job = Job(
         track=track,
         model="my-model",

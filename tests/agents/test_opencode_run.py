@@ -131,7 +131,7 @@ def test_a_scripted_model_trains_submits_promotes_and_is_graded(
     assert usage.output_tokens == reported["completion"] - reported["reasoning"]
     assert usage.reasoning_tokens == reported["reasoning"]
     # Artifacts: events, the exported transcript, the scaffold's log, the egress log.
-    folder = spec.results_dir / "demo-cpu-2"
+    folder = spec.results_dir / "demo-cpu-3"
     saved = load_run(folder / f"{result.run_id}.json")
     assert saved == result
     for key in ("events", "transcript", "scaffold", "egress", "audit", "history"):
@@ -215,7 +215,7 @@ def test_fetching_a_url_or_running_python_in_the_controller_fails_and_the_run_go
     assert "curl=7" in results[4]  # the provider itself is not reachable, only the relay
     assert listener.connections == 0
     assert all("reasoning_effort" not in r.body for r in provider.requests)
-    folder = spec.results_dir / "demo-cpu-2"
+    folder = spec.results_dir / "demo-cpu-3"
     egress = [json.loads(line) for line in (folder / result.artifacts["egress"]).open()]
     refused = {(e["host"], e["port"]) for e in egress if not e["allowed"]}
     assert ("127.0.0.1", listener.server_address[1]) in refused
@@ -374,7 +374,7 @@ def test_a_model_cannot_find_the_key_nor_void_its_own_run(
     assert (
         forge in ("ok", "denied") and "scaffold=" in results[9] and "scaffold= " not in results[9]
     )
-    folder = spec.results_dir / "demo-cpu-2"
+    folder = spec.results_dir / "demo-cpu-3"
     events = (folder / result.artifacts["events"]).read_text()
     assert (FORGED_EVENT in events.splitlines()) == (forge == "ok")  # a line of its own
     # The scaffold gave up on the poisoned conversation with a real provider error event.
@@ -406,7 +406,7 @@ def test_a_slow_provider_that_answers_is_no_provider_failure(
         spec = make_spec(agent, budget=120, per_call=60, reserved=10)
         result = execute_run(spec)
     assert result.status == "valid", result.status_reason
-    folder = spec.results_dir / "demo-cpu-2"
+    folder = spec.results_dir / "demo-cpu-3"
     relayed = [json.loads(line) for line in (folder / result.artifacts["provider"]).open()]
     slow = [e for e in relayed if e["kind"] == "call" and e["duration_s"] > 6.0]
     assert len(slow) >= 2 and all(e["outcome"] == "answered" for e in slow)
@@ -428,7 +428,7 @@ def test_an_export_over_its_cap_is_not_stored(
         spec = make_spec(make_agent(p), budget=60, per_call=20, reserved=5)
         result = execute_run(spec)
     assert result.status == "failed", result.status_reason  # it promoted nothing
-    folder = spec.results_dir / "demo-cpu-2"
+    folder = spec.results_dir / "demo-cpu-3"
     assert "transcript" not in result.artifacts
     scaffold_log = (folder / result.artifacts["scaffold"]).read_text()
     assert "opencode export is over 200 bytes: not stored" in scaffold_log

@@ -32,7 +32,7 @@ def _is_probe(request: Request) -> bool:
 
 def _run(tmp_path: Path, providers: Path, *extra: str) -> Result:
     args = ["run", "--agent", "opencode", "--provider", "fake", "--providers", str(providers)]
-    args += ["--model", "fake-model", "--seed", "0", "--track", "demo-cpu-2", "--device", "cpu"]
+    args += ["--model", "fake-model", "--seed", "0", "--track", "demo-cpu-3", "--device", "cpu"]
     args += ["--results", str(tmp_path / "results"), "--quiet", *extra]
     return CliRunner().invoke(cli, args)
 
@@ -199,7 +199,7 @@ def test_an_invalid_runs_reason_is_printed_once(keyed: Path, tmp_path: Path) -> 
                 "--seed",
                 "0",
                 "--track",
-                "demo-cpu-2",
+                "demo-cpu-3",
                 "--device",
                 "cpu",
                 "--results",

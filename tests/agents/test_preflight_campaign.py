@@ -30,7 +30,7 @@ def _by_key(request: Request) -> Reply:
 def _campaign(folder: Path) -> Path:
     """Two models of the fake provider, the second with a key the provider refuses."""
     lines = [
-        'track = "demo-cpu-2"',
+        'track = "demo-cpu-3"',
         'agent = "opencode"',
         "seeds = [0, 1]",
         "budget_s = 60",

@@ -65,7 +65,7 @@ def test_a_model_that_keeps_calling_past_its_budget_is_stopped_and_graded(
     # The provider saw every call the relay passed on and none it refused; each was capped.
     assert usage.model_calls == len(provider.requests) >= 4  # title, write, submit, promote
     assert all(r.body["max_tokens"] == 500 for r in provider.requests)
-    folder = spec.results_dir / "demo-cpu-2"
+    folder = spec.results_dir / "demo-cpu-3"
     relayed = [json.loads(line) for line in (folder / result.artifacts["provider"]).open()]
     refused = [e for e in relayed if e["kind"] == "refused"]
     assert refused and all(e["status"] == 400 for e in refused)

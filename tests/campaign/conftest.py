@@ -38,7 +38,7 @@ def write_campaign(
     results.mkdir(exist_ok=True)
     shutil.copy(REPO / "results" / "tracks.json", results / "tracks.json")
     lines = [
-        'track = "demo-cpu-2"',
+        'track = "demo-cpu-3"',
         'agent = "scripted"',
         f"seeds = {json.dumps(seeds)}",
         f"budget_s = {budget}",

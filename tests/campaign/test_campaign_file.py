@@ -34,40 +34,40 @@ def test_a_full_campaign_file_and_its_keys(tmp_path: Path) -> None:
 
 BAD = [
     ('agent = "scripted"\n[[models]]\nname = "x"\n', "field 'track'"),
-    ('track = "demo-cpu-2"\nagent = "nope"\n[[models]]\nname = "x"\n', "field 'agent'"),
-    ('track = "demo-cpu-2"\nagent = "scripted"\nmodels = []\n', "field 'models'"),
+    ('track = "demo-cpu-3"\nagent = "nope"\n[[models]]\nname = "x"\n', "field 'agent'"),
+    ('track = "demo-cpu-3"\nagent = "scripted"\nmodels = []\n', "field 'models'"),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\nattempts = 0\n[[models]]\nname = "x"\n',
+        'track = "demo-cpu-3"\nagent = "scripted"\nattempts = 0\n[[models]]\nname = "x"\n',
         "field 'attempts'",
     ),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\nseeds = [1, 1]\n[[models]]\nname = "x"\n',
+        'track = "demo-cpu-3"\nagent = "scripted"\nseeds = [1, 1]\n[[models]]\nname = "x"\n',
         "field 'seeds'",
     ),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\n[[models]]\nname = "x"\nefforts = ["a", "a"]\n',
+        'track = "demo-cpu-3"\nagent = "scripted"\n[[models]]\nname = "x"\nefforts = ["a", "a"]\n',
         "field 'models.0.efforts'",
     ),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\n[[models]]\nname = "x"\nprovider = "openai"\n',
+        'track = "demo-cpu-3"\nagent = "scripted"\n[[models]]\nname = "x"\nprovider = "openai"\n',
         "field 'models.0'",
     ),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\ntypo = 1\n[[models]]\nname = "x"\n',
+        'track = "demo-cpu-3"\nagent = "scripted"\ntypo = 1\n[[models]]\nname = "x"\n',
         "field 'typo'",
     ),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\n'
+        'track = "demo-cpu-3"\nagent = "scripted"\n'
         '[[models]]\nname = "x"\n[[models]]\nname = "x"\n',
         "listed twice",
     ),
-    ('track = "demo-cpu-2"\nagent = \n', "invalid TOML"),
+    ('track = "demo-cpu-3"\nagent = \n', "invalid TOML"),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\ncpus_per_run = 0\n[[models]]\nname = "x"\n',
+        'track = "demo-cpu-3"\nagent = "scripted"\ncpus_per_run = 0\n[[models]]\nname = "x"\n',
         "field 'cpus_per_run'",
     ),
     (
-        'track = "demo-cpu-2"\nagent = "scripted"\n[[models]]\nname = "x"\nkey_env = "A KEY"\n',
+        'track = "demo-cpu-3"\nagent = "scripted"\n[[models]]\nname = "x"\nkey_env = "A KEY"\n',
         "field 'models.0.key_env'",
     ),
 ]
@@ -85,16 +85,16 @@ def test_bad_campaign_files_name_the_field(tmp_path: Path, text: str, expected: 
 def test_the_track_decides_what_only_it_can(tmp_path: Path) -> None:
     path = write_campaign(tmp_path, seeds=[0], budget=10)
     text = path.read_text()
-    _write(tmp_path, text.replace('"demo-cpu-2"', '"v1-h100-1h"'))
+    _write(tmp_path, text.replace('"demo-cpu-3"', '"v1-h100-1h"'))
     with pytest.raises(CampaignError, match="field 'budget_s'"):
         open_campaign(path)  # an official track's budget is frozen
-    _write(tmp_path, text.replace('"demo-cpu-2"', '"no-such-track"'))
+    _write(tmp_path, text.replace('"demo-cpu-3"', '"no-such-track"'))
     with pytest.raises(CampaignError, match=r"field 'track'.*unknown track"):
         open_campaign(path)
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
-    path = _write(tmp_path, 'track = "demo-cpu-2"\nagent = "scripted"\nmodels = []\n')
+    path = _write(tmp_path, 'track = "demo-cpu-3"\nagent = "scripted"\nmodels = []\n')
     for args in (["plan", str(path)], ["run", str(path), "--slots", "1"]):
         out = toolkit("campaign", *args)
         assert out.returncode == 2
@@ -114,18 +114,18 @@ def test_a_track_that_pins_other_training_data_refuses_the_campaign(tmp_path: Pa
     registry = tmp_path / "results" / "tracks.json"
     tracks = json.loads(registry.read_text())
     for track in tracks:
-        if track["id"] == "demo-cpu-2":
+        if track["id"] == "demo-cpu-3":
             track["train_data_sha256"] = "0" * 64
     registry.write_text(json.dumps(tracks))
     out = toolkit("campaign", "run", str(path), "--slots", "1")
     assert out.returncode == 2, out.stdout + out.stderr
-    assert "not the training data of track 'demo-cpu-2'" in out.stderr
-    assert not list((tmp_path / "results").glob("demo-cpu-2/*.json"))  # nothing was run
+    assert "not the training data of track 'demo-cpu-3'" in out.stderr
+    assert not list((tmp_path / "results").glob("demo-cpu-3/*.json"))  # nothing was run
 
 
 def test_every_problem_of_a_campaign_file_is_said(tmp_path: Path) -> None:
     """A file without [[models]] used to report only that and hide its other mistakes."""
-    path = _write(tmp_path, 'track = "demo-cpu-2"\nagent = "scripted"\ncpus_per_run = 0\n')
+    path = _write(tmp_path, 'track = "demo-cpu-3"\nagent = "scripted"\ncpus_per_run = 0\n')
     with pytest.raises(CampaignError) as info:
         load_campaign_file(path)
     message = str(info.value)

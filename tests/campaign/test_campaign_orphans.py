@@ -46,7 +46,7 @@ def _gone(pid: int) -> bool:
 def test_a_run_whose_driver_dies_while_it_starts_stops_at_once(tmp_path: Path) -> None:
     file = write_campaign(tmp_path, seeds=[0], budget=30)
     campaign = open_campaign(file)
-    key = RunKey("demo-cpu-2", "scripted-baseline", None, 0)
+    key = RunKey("demo-cpu-3", "scripted-baseline", None, 0)
     results = tmp_path / "results"
     job = make_job(campaign.file, campaign.track, key, attempt=1, results_dir=results)
     job_file, report_file = tmp_path / "job.json", tmp_path / "report.json"
@@ -69,7 +69,7 @@ def test_a_run_whose_driver_dies_while_it_starts_stops_at_once(tmp_path: Path) -
 
 
 def test_plan_shows_a_claimed_key_as_running(tmp_path: Path) -> None:
-    key = RunKey("demo-cpu-2", "scripted-baseline", None, 0)
+    key = RunKey("demo-cpu-3", "scripted-baseline", None, 0)
     assert holder(tmp_path, key) is None
     claims = Claims(tmp_path)
     assert claims.claim(key)
@@ -83,7 +83,7 @@ def test_interrupted_runs_use_no_attempt() -> None:
     results the harness judged so itself use attempts."""
     from tests.stats.results_factory import run_dict
 
-    key = RunKey("demo-cpu-2", "scripted-baseline", None, 0)
+    key = RunKey("demo-cpu-3", "scripted-baseline", None, 0)
     base = RunResult.model_validate(run_dict("r0", status="invalid", status_reason="x", passed=0))
     interrupted = base.model_copy(update={"interrupted": True})
     broken = base.model_copy(update={"interrupted": False})

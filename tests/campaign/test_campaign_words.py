@@ -34,11 +34,11 @@ def test_the_registry_the_file_names_is_the_one_used(
     path = write_campaign(tmp_path / "c", seeds=[0], budget=10)
     (tmp_path / "c" / "results" / "tracks.json").unlink()  # a new campaign: no results yet
     tracks = json.loads((REPO / "results" / "tracks.json").read_text())
-    mine = [dict(t, id="my-demo") for t in tracks if t["id"] == "demo-cpu-2"]
+    mine = [dict(t, id="my-demo") for t in tracks if t["id"] == "demo-cpu-3"]
     registry = tmp_path / "c" / "reg"
     registry.mkdir()
     (registry / "tracks.json").write_text(json.dumps(mine))
-    path.write_text(path.read_text().replace('"demo-cpu-2"', '"my-demo"') + "")
+    path.write_text(path.read_text().replace('"demo-cpu-3"', '"my-demo"') + "")
     text = path.read_text().replace("[[models]]", 'registry = "reg"\n\n[[models]]', 1)
     path.write_text(text)
     elsewhere = tmp_path / "cwd"

@@ -107,7 +107,7 @@ def test_a_models_max_concurrent_holds_whatever_the_free_slots(tmp_path: Path) -
 
 
 def test_a_claim_excludes_other_processes_until_its_holder_dies(tmp_path: Path) -> None:
-    key = RunKey("demo-cpu-2", "scripted-baseline", None, 0)
+    key = RunKey("demo-cpu-3", "scripted-baseline", None, 0)
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -117,7 +117,7 @@ def test_a_claim_excludes_other_processes_until_its_holder_dies(tmp_path: Path) 
             "from toolkit.campaign.claims import Claims\n"
             "from toolkit.campaign.plan import RunKey\n"
             "c = Claims(Path(sys.argv[1]))\n"
-            "assert c.claim(RunKey('demo-cpu-2', 'scripted-baseline', None, 0))\n"
+            "assert c.claim(RunKey('demo-cpu-3', 'scripted-baseline', None, 0))\n"
             "print('held', flush=True)\n"
             "time.sleep(60)\n",
             str(tmp_path),
@@ -128,7 +128,7 @@ def test_a_claim_excludes_other_processes_until_its_holder_dies(tmp_path: Path) 
     assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
     claims = Claims(tmp_path)
     assert not claims.claim(key)  # held by the other process
-    assert claims.claim(RunKey("demo-cpu-2", "scripted-baseline", None, 1))  # another key is free
+    assert claims.claim(RunKey("demo-cpu-3", "scripted-baseline", None, 1))  # another key is free
     holder.kill()
     holder.wait()
     assert claims.claim(key)  # the kernel dropped the dead holder's lock

@@ -75,11 +75,11 @@ def short_run(home: Path, worktree: Path) -> tuple[subprocess.CompletedProcess[s
     """One real scripted run (a 10 s budget: too short to train, so it ends `failed`), written
     by accident into a git working tree's results/, output piped."""
     done = _toolkit(
-        home, "run", "--agent", "scripted", "--track", "demo-cpu-2", "--seed", "0",
+        home, "run", "--agent", "scripted", "--track", "demo-cpu-3", "--seed", "0",
         "--budget", "10", "--device", "cpu", "--quiet", "--results", "results", cwd=worktree,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    (result,) = (worktree / "results" / "demo-cpu-2").glob("*.json")
+    (result,) = (worktree / "results" / "demo-cpu-3").glob("*.json")
     return done, result
 
 
@@ -126,7 +126,7 @@ def test_a_run_into_a_git_tree_says_where_it_went(short_run: tuple, worktree: Pa
     notes = [line for line in done.stderr.splitlines() if line.startswith("note:")]
     assert notes, done.stderr
     assert "demo-track run is written into the git working tree" in notes[-1]
-    assert str(worktree / "results" / "demo-cpu-2") in notes[-1]
+    assert str(worktree / "results" / "demo-cpu-3") in notes[-1]
 
 
 def test_an_ignored_folder_in_a_git_tree_is_not_flagged(
@@ -135,7 +135,7 @@ def test_an_ignored_folder_in_a_git_tree_is_not_flagged(
     (worktree / ".gitignore").write_text("/scratch/\n")
     shutil.copytree(worktree / "results", worktree / "scratch" / "results", dirs_exist_ok=True)
     done = _toolkit(
-        home, "run", "--agent", "scripted", "--track", "demo-cpu-2", "--seed", "5",
+        home, "run", "--agent", "scripted", "--track", "demo-cpu-3", "--seed", "5",
         "--budget", "10", "--device", "cpu", "--quiet", "--results", "scratch/results",
         cwd=worktree,
     )  # fmt: skip
@@ -287,7 +287,7 @@ def _registry_with_pin(tmp_path: Path, train: str) -> Path:
     results.mkdir()
     tracks = json.loads((REPO / "results" / "tracks.json").read_text())
     for track in tracks:
-        if track["id"] == "demo-cpu-2":
+        if track["id"] == "demo-cpu-3":
             track["train_data_sha256"] = train
     (results / "tracks.json").write_text(json.dumps(tracks))
     return results
@@ -301,9 +301,9 @@ def test_other_training_data_refuses_to_start_on_a_pinned_track(home: Path, tmp_
     )  # fmt: skip
     assert done.returncode == 2, done.stdout + done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("Error:")]
-    assert len(errors) == 1 and "not the training data of track 'demo-cpu-2'" in errors[0]
+    assert len(errors) == 1 and "not the training data of track 'demo-cpu-3'" in errors[0]
     assert "0123abcd" in errors[0]
-    assert not (results / "demo-cpu-2").exists() and _leftovers(home) == []
+    assert not (results / "demo-cpu-3").exists() and _leftovers(home) == []
 
 
 def test_the_pinned_data_runs_and_is_recorded(home: Path, tmp_path: Path, short_run: tuple) -> None:
@@ -317,7 +317,7 @@ def test_the_pinned_data_runs_and_is_recorded(home: Path, tmp_path: Path, short_
         "--results", str(results), "--device", "cpu", "--quiet",
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    (path,) = (results / "demo-cpu-2").glob("*.json")
+    (path,) = (results / "demo-cpu-3").glob("*.json")
     assert json.loads(path.read_text())["config"]["train_data"] == recorded
 
 

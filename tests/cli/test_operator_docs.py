@@ -32,7 +32,7 @@ def test_every_campaign_file_the_docs_name_ships_and_opens() -> None:
     for name in shipped:
         assert (REPO / name).is_file(), f"the docs name {name}, which does not exist"
     campaign = open_campaign(REPO / "campaigns" / "demo.toml")
-    assert campaign.track.id == "demo-cpu-2" and campaign.file.agent == "scripted"
+    assert campaign.track.id == "demo-cpu-3" and campaign.file.agent == "scripted"
     assert campaign.results_dir == REPO / ".ari" / "campaign-demo" / "results"
     plan = subprocess.run(
         [TOOLKIT, "campaign", "plan", "campaigns/demo.toml", "--format", "json"],
@@ -68,13 +68,13 @@ def test_one_document_is_one_document(tmp_path: Path) -> None:
 
 def test_a_track_folder_given_as_results_is_named_not_an_empty_board(tmp_path: Path) -> None:
     results = tmp_path / "results"
-    track = results / "demo-cpu-2"
+    track = results / "demo-cpu-3"
     track.mkdir(parents=True)
     (results / "tracks.json").write_text((REPO / "results" / "tracks.json").read_text())
     (track / "20261128T120000-scripted-baseline-s0-abcd.json").write_text("{}")
     done = CliRunner().invoke(cli, ["leaderboard", "--results", str(track)])
     assert done.exit_code == 2, done.output
-    assert f"--results {results} --track demo-cpu-2" in done.output
+    assert f"--results {results} --track demo-cpu-3" in done.output
     empty = tmp_path / "empty"  # a results folder with nothing yet: still an empty board
     empty.mkdir()
     assert CliRunner().invoke(cli, ["leaderboard", "--results", str(empty)]).exit_code == 0

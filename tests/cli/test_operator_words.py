@@ -60,12 +60,12 @@ def test_a_registered_track_is_found_past_a_results_folder_that_lacks_it(
     results = tmp_path / "results"
     results.mkdir()
     demo_only = [t for t in json.loads((REPO / "results" / "tracks.json").read_text())]
-    demo_only = [t for t in demo_only if t["id"] == "demo-cpu-2"]
+    demo_only = [t for t in demo_only if t["id"] == "demo-cpu-3"]
     (results / "tracks.json").write_text(json.dumps(demo_only))
-    assert sorted(load_tracks(results)) == ["demo-cpu-2"]
+    assert sorted(load_tracks(results)) == ["demo-cpu-3"]
     found = find_registry(results, None, "v1-h100-1h")
     assert "v1-h100-1h" in load_tracks(found)
-    assert find_registry(results, None, "demo-cpu-2") == results  # its own entry first
+    assert find_registry(results, None, "demo-cpu-3") == results  # its own entry first
     done = CliRunner().invoke(
         cli,
         [
@@ -202,7 +202,7 @@ def test_the_leaderboard_of_a_folder_without_the_track_is_not_unknown_track(
     results = tmp_path / "results"
     results.mkdir()
     every = json.loads((REPO / "results" / "tracks.json").read_text())
-    (results / "tracks.json").write_text(json.dumps([t for t in every if t["id"] == "demo-cpu-2"]))
+    (results / "tracks.json").write_text(json.dumps([t for t in every if t["id"] == "demo-cpu-3"]))
     done = CliRunner().invoke(
         cli, ["leaderboard", "--track", "v1-h100-1h", "--results", str(results)]
     )

@@ -17,7 +17,7 @@ from toolkit.run.recovery import MARKER, PIDS, Marker, process_start, write_mark
 
 SKELETON = {
     "run_id": "x",
-    "track": "demo-cpu-2",
+    "track": "demo-cpu-3",
     "model": "scripted-baseline",
     "agent": "scripted",
     "seed": 0,

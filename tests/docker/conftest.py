@@ -202,7 +202,7 @@ def upstream(client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]
 
 @pytest.fixture
 def demo_track() -> Track:
-    return get_track(REPO / "results", "demo-cpu-2")
+    return get_track(REPO / "results", "demo-cpu-3")
 
 
 @pytest.fixture

@@ -97,7 +97,7 @@ def test_opencode_on_docker_reaches_its_provider_through_the_relay_only(
     search = next(iter(provider.agent_requests()[1].tool_results().values()))
     assert "search-done" in search and "FOUND-IN" not in search, search
     # The controller's one destination: the relay, by its name, through the forwarder.
-    folder = spec.results_dir / "demo-cpu-2"
+    folder = spec.results_dir / "demo-cpu-3"
     egress = [json.loads(line) for line in (folder / result.artifacts["egress"]).open()]
     assert egress and {(e["host"], e["port"]) for e in egress} == {(RELAY_HOST, agent.relay.port)}  # type: ignore[union-attr]
     relayed = [json.loads(line) for line in (folder / result.artifacts["provider"]).open()]

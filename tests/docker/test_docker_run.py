@@ -40,12 +40,12 @@ def test_scripted_run_on_docker_end_to_end(tmp_path: Path, client: Any) -> None:
         cli,
         [
             "run", "--agent", "scripted", "--backend", "docker",
-            "--track", "demo-cpu-2", "--seed", "0", "--budget", "75", "--quiet",
+            "--track", "demo-cpu-3", "--seed", "0", "--budget", "75", "--quiet",
             "--results", str(results), "--cpus", "1.5",
         ],
     )  # fmt: skip
     assert done.exit_code == 0, done.output
-    files = sorted((results / "demo-cpu-2").glob("*.json"))
+    files = sorted((results / "demo-cpu-3").glob("*.json"))
     assert len(files) == 1
     result = json.loads(files[0].read_text())
     assert result["status"] == "valid", result["status_reason"]
@@ -82,7 +82,7 @@ while :; do sleep 1; done
     ended = time.monotonic()
     assert result.status == "failed" and "(deadline)" in (result.status_reason or "")
     assert ended - started[0] <= 8 + 2 + 5, f"the run took {ended - started[0]:.1f}s"
-    log = (spec.results_dir / "demo-cpu-2" / result.run_id / "agent.log").read_text()
+    log = (spec.results_dir / "demo-cpu-3" / result.run_id / "agent.log").read_text()
     took = float(re.search(r"stopped everything in ([0-9.]+)s", log).group(1))  # type: ignore[union-attr]
     assert took < 2.0, log
     assert survivors(TOKEN, wait_s=1.0) == []
@@ -101,7 +101,7 @@ def test_an_interrupted_run_removes_its_containers(tmp_path: Path, client: Any) 
     command = (
         "from toolkit.cli import main; main()",
         *["run", "--agent", "scripted", "--backend", "docker"],
-        *["--track", "demo-cpu-2", "--seed", "0", "--budget", "120", "--quiet"],
+        *["--track", "demo-cpu-3", "--seed", "0", "--budget", "120", "--quiet"],
         *["--results", str(results)],
     )
     process = subprocess.Popen(
@@ -125,5 +125,5 @@ def test_an_interrupted_run_removes_its_containers(tmp_path: Path, client: Any) 
     assert process.wait(timeout=60) != 0
     run_id = mine[0]["Labels"]["ari.run"]
     assert containers_of(client, **{"ari.run": run_id}) == []
-    result = json.loads(next((results / "demo-cpu-2").glob("*.json")).read_text())
+    result = json.loads(next((results / "demo-cpu-3").glob("*.json")).read_text())
     assert result["status"] == "invalid" and "interrupted" in result["status_reason"]

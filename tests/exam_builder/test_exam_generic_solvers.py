@@ -21,9 +21,14 @@ STRUCTURED = Path(__file__).parent / "banks" / "structured"
 OLD_SHAPES = Path(__file__).parent / "banks" / "old_shapes"
 
 
-def score(solver: Solver, documents: list[GeneratedDocument], family: str) -> float:
-    """Percent of `family`'s questions `solver` answers (prompts cut as the grader cuts them)."""
+def score(
+    solver: Solver, documents: list[GeneratedDocument], family: str, *, own_tier: bool = False
+) -> float:
+    """Percent of `family`'s questions `solver` answers (prompts cut as the grader cuts them);
+    `own_tier`: of its own documents only, not its tier-1 registers."""
     questions = [q for d in documents for q in d.questions if q.family == family]
+    if own_tier:
+        questions = [q for q in questions if q.tier != 1]
     hits = sum(graded(run(solver, visible_tail(q.prompt)), q.answer) for q in questions)
     return 100.0 * hits / len(questions)
 
@@ -67,7 +72,9 @@ def test_each_solver_answers_the_family_it_targets(
     documents = demo_documents
     if family.startswith("old_"):
         documents = generate_documents(load_bank(OLD_SHAPES))
-    assert score(GENERIC[solver], documents, family) >= floor
+    # The family's own documents: its tier-1 register is a layout no generic solver reads
+    # (test_lookup_tier.py), so on the whole demo family the figure is about halved.
+    assert score(GENERIC[solver], documents, family, own_tier=True) >= floor
 
 
 # Structures no demo family has: a name whose value changes, and a repeated refrain.

@@ -23,7 +23,7 @@ def _hash(bank_dir: Path) -> str:
     return sha256_bytes(serialize(generate_questions(load_bank(bank_dir))))
 
 
-DEMO_TRACK = "demo-cpu-2"
+DEMO_TRACK = "demo-cpu-3"
 """The demo track of this engine: `make demo` runs it, `toolkit run` defaults to it."""
 
 

@@ -7,12 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from exam_helpers import DEMO, SYLLABLES, MakeBank
+from exam_helpers import DEMO, REPO, SYLLABLES, MakeBank
 
 from exam_builder.bank import BankError, load_bank
 from exam_builder.build import build_exam, prepare_exam
-from exam_builder.exam_file import load_exam
-from exam_builder.generate import generate_questions
+from exam_builder.exam_file import load_exam, serialize, sha256_bytes
+from exam_builder.generate import generate_questions, next_tier
+from toolkit.tracks.model import load_tracks
 
 TIERED = '''
 """Two tiers: a look-up (tier 1) or a sum of two numbers (tier 3)."""
@@ -76,7 +77,9 @@ def test_the_bank_sets_the_mix_and_each_row_carries_its_tier(
     build_exam(_bank(make_bank, "{1 = 1, 3 = 1}"), out, english_text=None)
     questions = load_exam(out)
     tiers = [q.tier for q in questions]
-    assert set(tiers) == {1, 3} and 15 <= tiers.count(1) <= 45, tiers
+    assert set(tiers) == {1, 3} and tiers.count(1) == 30, tiers  # the exam follows the mix
+    for n in range(1, len(tiers) + 1):  # at every point, not only at the end
+        assert abs(tiers[:n].count(1) - n / 2) <= 1, tiers[:n]
     for line in (out / "exam.jsonl").read_text().splitlines():
         row = json.loads(line)
         assert row["tier"] in (1, 3)
@@ -124,11 +127,47 @@ def test_a_bad_mix_or_an_unmarked_question_is_refused_naming_the_family(
     assert words in str(info.value) and "families[0]" in str(info.value)
 
 
-def test_a_bank_without_a_mix_keeps_the_exam_bytes_it_had() -> None:
+def test_a_bank_without_a_mix_keeps_the_exam_bytes_it_had(tmp_path: Path) -> None:
     """With no tier mix in the bank, every built-in family makes its own tier only, unmarked:
-    no row of the demo exam has a `tier`."""
-    assert all(q.tier is None for q in generate_questions(DEMO))
-    report = prepare_exam(DEMO, english_text=None).manifest.quality
+    the demo bank without its mixes makes the exam of the demo track before tiers
+    (`demo-cpu-2`), byte for byte."""
+    bank = tmp_path / "demo"
+    bank.mkdir()
+    toml = (DEMO / "bank.toml").read_text(encoding="utf-8")
+    assert "tiers = {" in toml
+    (bank / "bank.toml").write_text(
+        "\n".join(line for line in toml.splitlines() if not line.startswith("tiers = ")),
+        encoding="utf-8",
+    )
+    questions = generate_questions(bank)
+    assert all(q.tier is None for q in questions)
+    before = load_tracks(REPO / "results")["demo-cpu-2"]
+    assert before.matches_exam(sha256_bytes(serialize(questions)))
+    report = prepare_exam(bank, english_text=None).manifest.quality
     assert report.families["schedules"].tiers is not None
     assert list(report.families["schedules"].tiers) == [3]
     assert list(report.families["records"].tiers or {}) == [2]
+
+
+def test_the_demo_exam_follows_its_mix_in_every_family() -> None:
+    """The public demo bank asks for 40% tier 1 in every family: each family's exam documents
+    are chosen to follow it, so none is left without a look-up (a few documents drawn at random
+    would leave some with none)."""
+    questions = generate_questions(DEMO)
+    for family in {q.family for q in questions}:
+        tiers = [q.tier for q in questions if q.family == family]
+        assert None not in tiers and 1 in tiers, family
+        assert 0.3 <= tiers.count(1) / len(tiers) <= 0.6, (family, tiers)
+
+
+@pytest.mark.parametrize("per_document", [1, 3, 6])
+def test_the_next_tier_is_the_one_furthest_behind_its_share(per_document: int) -> None:
+    mix = {1: 0.4, 2: 0.0, 3: 0.6}
+    made: dict[int, int] = {}
+    for _ in range(50):
+        tier = next_tier(mix, made)
+        assert tier in (1, 3)
+        made[tier] = made.get(tier, 0) + per_document
+        total = sum(made.values())
+        assert abs(made.get(1, 0) - 0.4 * total) <= per_document, made
+    assert next_tier({3: 1.0}, {}) is None and next_tier({}, {}) is None

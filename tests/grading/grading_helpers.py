@@ -73,7 +73,7 @@ def run_spec(agent: Agent, exam: Path, tmp_path: Path) -> RunSpec:
     text = tmp_path / "text.txt"
     text.write_text("the quick brown fox jumps over a lazy dog\n" * 2000)
     return RunSpec(
-        track=get_track(REPO / "results", "demo-cpu-2"),
+        track=get_track(REPO / "results", "demo-cpu-3"),
         model="none",
         seed=0,
         agent=agent,

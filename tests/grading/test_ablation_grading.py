@@ -182,7 +182,7 @@ def test_a_published_run_carries_the_diagnostic(tmp_path: Path) -> None:
     assert result.weights_ablation is not None and result.weights_ablation.passed == 6
     assert result.model_free_suspect is True
     assert result.config.protocol_revision == spec.track.protocol_revision  # the current one
-    (path,) = (tmp_path / "results").glob("demo-cpu-2/*.json")
+    (path,) = (tmp_path / "results").glob("demo-cpu-3/*.json")
     stored = load_run(path)
     assert stored.model_free_suspect is True and stored.weights_ablation == result.weights_ablation
     log = (path.parent / result.artifacts["agent_log"]).read_text()

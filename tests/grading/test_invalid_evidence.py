@@ -50,7 +50,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def copy(published: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
     results, exam = published
     mine = Path(shutil.copytree(results, tmp_path / "results"))
-    (result_file,) = mine.glob("demo-cpu-2/*.json")
+    (result_file,) = mine.glob("demo-cpu-3/*.json")
     return result_file, exam
 
 

@@ -227,7 +227,7 @@ def test_toolkit_grade_treats_the_demo_exam_as_public(
         cli, ["grade", str(bundle), "--exam", str(exam), "--phase", "generate", "--graded-ok"]
     )
     assert done.exit_code == 0, done.output
-    assert "public exam (the exam of the demo track 'demo-cpu-2')" in done.output
+    assert "public exam (the exam of the demo track 'demo-cpu-3')" in done.output
     assert CANARY in done.output.replace("\n", "")
 
 

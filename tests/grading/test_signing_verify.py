@@ -49,7 +49,7 @@ def copy(published: tuple[Path, Path], tmp_path: Path) -> tuple[Path, Path]:
     """A copy of the published results folder to edit: (result file, exam)."""
     results, exam = published
     mine = Path(shutil.copytree(results, tmp_path / "results"))
-    (result_file,) = mine.glob("demo-cpu-2/*.json")
+    (result_file,) = mine.glob("demo-cpu-3/*.json")
     return result_file, exam
 
 

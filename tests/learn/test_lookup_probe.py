@@ -5,9 +5,11 @@ run prints its last line; `bench_learner.py` takes re-asks as a variant."""
 from __future__ import annotations
 
 import random
+import re
 import subprocess
 import sys
 
+import pytest
 import torch
 
 from exam_builder.chance import question_chance
@@ -67,9 +69,21 @@ def test_an_answer_counts_only_when_every_byte_is_right() -> None:
     assert scores.by_position == [0.5, 1.0]  # the second answer's first byte was wrong
 
 
-def test_a_short_run_prints_its_scores() -> None:
+def test_a_key_separator_writes_the_key_as_one_more_letter_of_its_entry() -> None:
+    parts = probe.Task("split", 6, 3, key_sep=".").document(random.Random(0), list(range(6)))
+    entries = parts[0][0].removeprefix("# ").split()
+    assert len(entries) == 6
+    assert all(re.fullmatch(r"[A-Z](\.[a-z]){3}", e) for e in entries), entries
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], ["--warm-pairs", "3", "--warm-share", "0.5", "--hold", "0.8", "--key-sep", "."]],
+    ids=["plain", "curriculum"],
+)
+def test_a_short_run_prints_its_scores(extra: list[str]) -> None:
     run = subprocess.run(
-        [sys.executable, str(probe.__file__), "--seconds", "1", "--task", "split"],
+        [sys.executable, str(probe.__file__), "--seconds", "1", "--task", "split", *extra],
         capture_output=True,
         text=True,
         timeout=120,

@@ -78,7 +78,7 @@ def ari_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def demo_track() -> Track:
-    return get_track(REPO / "results", "demo-cpu-2")
+    return get_track(REPO / "results", "demo-cpu-3")
 
 
 @pytest.fixture

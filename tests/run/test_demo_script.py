@@ -28,8 +28,8 @@ case "$1" in
             exit 130
         fi
         while [ "$#" -gt 0 ]; do [ "$1" = --results ] && results=$2; shift; done
-        mkdir -p "$results/demo-cpu-2"
-        echo '{"seed": 0, "status": "valid"}' > "$results/demo-cpu-2/run0.json" ;;
+        mkdir -p "$results/demo-cpu-3"
+        echo '{"seed": 0, "status": "valid"}' > "$results/demo-cpu-3/run0.json" ;;
 esac
 """
 
@@ -49,7 +49,7 @@ def _result(folder: Path, name: str, seed: int, status: str) -> None:
 
 def test_an_interrupted_seed_is_rerun_before_a_new_one(tmp_path: Path) -> None:
     next_seed = _seed_module().next_seed
-    track = tmp_path / "demo-cpu-2"
+    track = tmp_path / "demo-cpu-3"
     assert next_seed(track) == 0  # no folder yet
     _result(track, "a", 0, "valid")
     _result(track, "b", 1, "invalid")  # stopped with Ctrl-C
@@ -118,11 +118,11 @@ def test_an_older_demos_own_state_is_moved_aside_not_lost(tmp_path: Path) -> Non
     old_home = tmp_path / "demo" / "home" / "keys"
     old_home.mkdir(parents=True)
     (old_home / "result-signing.ed25519").write_text("old key")
-    _result(tmp_path / "demo" / "results" / "demo-cpu-2", "old0", 0, "valid")
+    _result(tmp_path / "demo" / "results" / "demo-cpu-3", "old0", 0, "valid")
     done = _demo(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     (aside,) = (tmp_path / "demo").glob("results-old-key-*")
-    assert (aside / "demo-cpu-2" / "old0.json").is_file()
+    assert (aside / "demo-cpu-3" / "old0.json").is_file()
     assert (aside / "home" / "keys" / "result-signing.ed25519").read_text() == "old key"
     assert not (tmp_path / "demo" / "home").exists()
     assert "moved to" in done.stderr

@@ -55,7 +55,7 @@ def test_the_final_grading_reports_its_steps_to_the_operator_only(
     names = [name for name, _, _ in steps]
     assert names[0] == "phase 1: load the bundle" and ("phase 1: load the bundle", 1, 1) in steps
     assert "phase 1: generate" in names and "phase 2: load the bundle" in names
-    folder = spec.results_dir / "demo-cpu-2" / result.run_id
+    folder = spec.results_dir / "demo-cpu-3" / result.run_id
     published = "".join(p.read_text(errors="replace") for p in folder.rglob("*") if p.is_file())
     assert "load the bundle" not in published and "phase 1: generate" not in published
 

@@ -58,7 +58,7 @@ def test_a_run_stopped_during_its_final_grading_is_recorded_at_once(
     finally:
         signal.signal(signal.SIGTERM, previous)
     assert fired, "the run never reached its final grading"
-    (path,) = (spec.results_dir / "demo-cpu-2").glob("*.json")
+    (path,) = (spec.results_dir / "demo-cpu-3").glob("*.json")
     result = load_run(path)
     assert result.status == "invalid"
     assert result.interrupted
@@ -87,7 +87,7 @@ def test_an_interruption_during_the_session_says_by_what(make_spec: SpecFactory)
             execute_run(spec, echo=echo)
     finally:
         signal.signal(signal.SIGTERM, previous)
-    (path,) = (spec.results_dir / "demo-cpu-2").glob("*.json")
+    (path,) = (spec.results_dir / "demo-cpu-3").glob("*.json")
     result = load_run(path)
     assert result.status == "invalid" and result.interrupted
     assert result.evidence is not None and result.evidence.check == "interrupted"
@@ -112,6 +112,6 @@ def test_a_closed_output_is_named_when_it_stops_a_run(make_spec: SpecFactory) ->
 
     with pytest.raises(SystemExit):
         execute_run(spec, echo=echo)
-    (path,) = (spec.results_dir / "demo-cpu-2").glob("*.json")
+    (path,) = (spec.results_dir / "demo-cpu-3").glob("*.json")
     reason = load_run(path).status_reason or ""
     assert "its output was closed" in reason, reason

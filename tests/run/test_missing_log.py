@@ -15,12 +15,12 @@ from toolkit.run.verify import check_logs
 
 
 def test_a_deleted_audit_log_is_said_missing(tmp_path: Path) -> None:
-    data = run_dict("r1", track="demo-cpu-2")
+    data = run_dict("r1", track="demo-cpu-3")
     data["artifacts"] = {"audit": "r1/audit.jsonl"}
     data["logs"] = {"audit": {"entries": 3, "sha256": "ab" * 32}}
     result = RunResult.model_validate(data)
-    result_file = tmp_path / "demo-cpu-2" / "r1.json"
-    (tmp_path / "demo-cpu-2" / "r1").mkdir(parents=True)  # the run folder, without its log
+    result_file = tmp_path / "demo-cpu-3" / "r1.json"
+    (tmp_path / "demo-cpu-3" / "r1").mkdir(parents=True)  # the run folder, without its log
     problems = check_logs(result_file, result)
     assert len(problems) == 1, problems
     assert "missing: deleted or moved after the run (the result recorded 3 entries)" in problems[0]

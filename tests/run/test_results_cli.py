@@ -15,7 +15,7 @@ SCHEMA = Path(__file__).resolve().parents[2] / "toolkit" / "schemas" / "run.sche
 
 GOOD = {
     "run_id": "r1",
-    "track": "demo-cpu-2",
+    "track": "demo-cpu-3",
     "model": "none",
     "agent": "scripted",
     "seed": 0,
@@ -36,7 +36,7 @@ GOOD = {
 
 
 def _write(root: Path, name: str, data: dict[str, object]) -> Path:
-    path = root / "demo-cpu-2" / name
+    path = root / "demo-cpu-3" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(sign_run(root, data)))
     return path
@@ -77,7 +77,7 @@ def test_validate_catches_a_history_cut_short(tmp_path: Path) -> None:
     from toolkit.results.model import Candidate
     from toolkit.run.history import SubmissionHistory
 
-    history = SubmissionHistory(tmp_path / "demo-cpu-2" / "r1" / "history.jsonl")
+    history = SubmissionHistory(tmp_path / "demo-cpu-3" / "r1" / "history.jsonl")
     candidates = []
     for n in (1, 2):
         c = Candidate(

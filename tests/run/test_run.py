@@ -72,7 +72,7 @@ runner sh -c 'echo room again > note.txt && cat note.txt'
     spec.track = spec.track.model_copy(update={"workspace_disk_bytes": cap})
     free = shutil.disk_usage(runs_root().parent.parent).free
     result = execute_run(spec)
-    transcript = (spec.results_dir / "demo-cpu-2" / result.run_id / "transcript.txt").read_text()
+    transcript = (spec.results_dir / "demo-cpu-3" / result.run_id / "transcript.txt").read_text()
     files = int(transcript.split("files=")[1].split()[0])
     size = int(transcript.split("size=")[1].split()[0])
     assert 0 < files * 4_000_000 <= cap and size <= cap, transcript
@@ -119,7 +119,7 @@ runner submit bundles/triv
     bank_files = list(Path(__file__).resolve().parents[2].glob("exam_builder/banks/**/*.toml"))
     names = {p.name for p in workspace.rglob("*")}
     assert not any(b.name in names for b in bank_files)
-    saved = load_run(spec.results_dir / "demo-cpu-2" / f"{result.run_id}.json")
+    saved = load_run(spec.results_dir / "demo-cpu-3" / f"{result.run_id}.json")
     assert saved == result
 
 
@@ -151,7 +151,7 @@ sleep {TOKEN}
     history = None
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        found = list(spec.results_dir.glob("demo-cpu-2/*/history.jsonl"))
+        found = list(spec.results_dir.glob("demo-cpu-3/*/history.jsonl"))
         promoted = found and any(e["kind"] == "promote" for e in read_chain(found[0]))
         if promoted and survivors(TOKEN):
             history = found[0]
@@ -170,7 +170,7 @@ sleep {TOKEN}
     # The next toolkit command that looks (here `toolkit runs recover`) records it.
     done = CliRunner().invoke(cli, ["runs", "recover"])
     assert done.exit_code == 0, done.output
-    written = list(spec.results_dir.glob("demo-cpu-2/*.json"))
+    written = list(spec.results_dir.glob("demo-cpu-3/*.json"))
     assert len(written) == 1 and str(written[0]) in done.output.replace("\n", "")
     result = load_run(written[0])
     listed = {"audit", "history", "transcript", "agent_log", "events"}
@@ -185,7 +185,7 @@ sleep {TOKEN}
         and "died" in result.status_reason
     )
     assert result.evidence is not None and result.evidence.check == "harness-died"
-    assert not list(spec.results_dir.glob("demo-cpu-2/.*.reserve"))  # the dead harness's reserve
+    assert not list(spec.results_dir.glob("demo-cpu-3/.*.reserve"))  # the dead harness's reserve
     assert CliRunner().invoke(cli, ["runs", "validate", str(written[0])]).exit_code == 0
     assert [c.id for c in result.candidates] == ["c001"]
     assert result.promoted is not None and result.promoted.id == "c001"
@@ -209,7 +209,7 @@ def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
     assert result.placement is not None and result.placement.cpus == 1.5
     if local_host.probe().cpu_parent is not None:
         assert "runner:cgroup-cpu" in result.config.isolation
-    path = spec.results_dir / "demo-cpu-2" / f"{result.run_id}.json"
+    path = spec.results_dir / "demo-cpu-3" / f"{result.run_id}.json"
     assert load_run(path) == result
     assert result.candidates and result.promoted is not None, result.status_reason
     assert result.status == "valid"
@@ -246,7 +246,7 @@ sleep 2
     def tamper(line: str) -> None:
         # Someone with access to the host edits the public score of c001 mid-run.
         if line == "TAMPER-NOW":
-            (history,) = spec.results_dir.glob("demo-cpu-2/*/history.jsonl")
+            (history,) = spec.results_dir.glob("demo-cpu-3/*/history.jsonl")
             text = history.read_text()
             edited = text.replace('"public_score": 0.0', '"public_score": 99.0')
             history.write_text(edited)

@@ -32,13 +32,13 @@ def test_exam_with_the_wrong_hash_is_refused(tmp_path: Path) -> None:
     exam.write_text('{"answer":"b","family":"lists","id":"q1","prompt":"a"}\n')
     done = CliRunner().invoke(cli, [*BASE, "--exam", str(exam), "--device", "cpu"])
     assert done.exit_code == 2
-    assert "does not match track 'demo-cpu-2'" in done.output
+    assert "does not match track 'demo-cpu-3'" in done.output
 
 
 def test_unknown_track_lists_the_known_ones() -> None:
     done = CliRunner().invoke(cli, [*BASE, "--track", "nope"])
     assert done.exit_code == 2
-    assert "unknown track 'nope'" in done.output and "demo-cpu-2" in done.output
+    assert "unknown track 'nope'" in done.output and "demo-cpu-3" in done.output
 
 
 def test_registry_demo_hashes_match_the_public_banks() -> None:
@@ -47,7 +47,7 @@ def test_registry_demo_hashes_match_the_public_banks() -> None:
     from toolkit.run.inputs import DEMO_BANK, built_exam, public_set
     from toolkit.tracks.model import get_track
 
-    track = get_track(REPO / "results", "demo-cpu-2")
+    track = get_track(REPO / "results", "demo-cpu-3")
     assert track.matches_exam(sha256_file(built_exam(DEMO_BANK, "demo")))
     assert sha256_file(public_set()) == track.public_set_sha256
 
@@ -60,7 +60,7 @@ def test_two_runs_of_one_key_at_once_are_refused(tmp_path: Path) -> None:
     results.mkdir()
     (results / "tracks.json").write_text((REPO / "results" / "tracks.json").read_text())
     held = Claims(results)  # as a run (or a campaign) going on holds it
-    assert held.claim(RunKey("demo-cpu-2", "scripted-baseline", None, 3))
+    assert held.claim(RunKey("demo-cpu-3", "scripted-baseline", None, 3))
     argv = ["run", "--seed", "3", "--results", str(results), "--device", "cpu"]
     done = CliRunner().invoke(cli, argv, env={"ARI_HOME": str(tmp_path / "home")})
     assert done.exit_code == 1

@@ -27,7 +27,7 @@ def test_list_show_tail_and_kill_a_running_run(tmp_path: Path) -> None:
     env = {**os.environ, "ARI_HOME": str(tmp_path / "home")}
     env.pop("ARI_RESULTS_DIR", None)
     run = subprocess.Popen(
-        [TOOLKIT, "run", "--agent", "scripted", "--track", "demo-cpu-2", "--seed", "4",
+        [TOOLKIT, "run", "--agent", "scripted", "--track", "demo-cpu-3", "--seed", "4",
          "--budget", "120", "--device", "cpu", "--quiet", "--results", str(results)],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
@@ -42,7 +42,7 @@ def test_list_show_tail_and_kill_a_running_run(tmp_path: Path) -> None:
             time.sleep(0.5)
         (record,) = records
         run_id = record["run_id"]
-        assert record["model"] == "scripted-baseline" and record["track"] == "demo-cpu-2"
+        assert record["model"] == "scripted-baseline" and record["track"] == "demo-cpu-3"
         table = _toolkit(env, "runs", "list")
         assert run_id in table.stdout and "running" in table.stdout, table.stdout
         shown = _toolkit(env, "runs", "show", run_id[:20])
@@ -69,7 +69,7 @@ def test_list_show_tail_and_kill_a_running_run(tmp_path: Path) -> None:
     finally:
         if run.poll() is None:
             run.kill()
-    (path,) = (results / "demo-cpu-2").glob("*.json")
+    (path,) = (results / "demo-cpu-3").glob("*.json")
     result = load_run(path)
     assert result.status == "invalid" and result.interrupted
     assert "(the operator: toolkit runs kill)" in (result.status_reason or "")

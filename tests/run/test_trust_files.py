@@ -46,7 +46,7 @@ runner promote c001
     bound = {k.removeprefix(run) for k in result.files}
     assert {"agent.log", "transcript.txt", "audit.jsonl", "history.jsonl"} <= bound, bound
     assert "candidates/c001.tar.gz" in bound
-    file = spec.results_dir / "demo-cpu-2" / f"{result.run_id}.json"
+    file = spec.results_dir / "demo-cpu-3" / f"{result.run_id}.json"
     code, output = _validate(file)
     assert code == 0, output
     assert (
@@ -66,7 +66,7 @@ runner promote c001
     }
     pristine = tmp_path / "pristine"
     shutil.copytree(spec.results_dir, pristine, symlinks=True)
-    folder = spec.results_dir / "demo-cpu-2" / result.run_id
+    folder = spec.results_dir / "demo-cpu-3" / result.run_id
     for name, attack in attacks.items():
         shutil.rmtree(spec.results_dir)
         shutil.copytree(pristine, spec.results_dir, symlinks=True)

@@ -22,11 +22,11 @@ from toolkit.view import timeline
 def _finished_run(tmp_path: Path, percent: float) -> journal.Entry:
     results = tmp_path / "results"
     entry = journal.Entry(
-        run_id="20261128T120000-scripted-baseline-s0-abcd", track="demo-cpu-2",
+        run_id="20261128T120000-scripted-baseline-s0-abcd", track="demo-cpu-3",
         model="scripted-baseline", effort=None, seed=0, agent="scripted",
         started_at=datetime(2026, 11, 28, 12, tzinfo=UTC), budget_s=300.0,
         harness=str(tmp_path / "home" / "runs" / "x" / "harness"),
-        artifacts=str(results / "demo-cpu-2" / "x"), results_dir=str(results),
+        artifacts=str(results / "demo-cpu-3" / "x"), results_dir=str(results),
     )  # fmt: skip
     entry.result_path.parent.mkdir(parents=True)
     entry.result_path.write_text(

@@ -46,7 +46,7 @@ def _table(checks: list[Check], title: str) -> Table:
 
 
 @click.command("doctor")
-@click.option("--track", "track_id", default="demo-cpu-2", show_default=True, help="Track id.")
+@click.option("--track", "track_id", default="demo-cpu-3", show_default=True, help="Track id.")
 @click.option(
     "--backend",
     type=click.Choice(BACKENDS),

@@ -149,7 +149,7 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
 
 
 def refuse_track_folder(results_dir: Path) -> None:
-    """`--results results/demo-cpu-2` (a track's folder of runs, not a results folder): said in
+    """`--results results/demo-cpu-3` (a track's folder of runs, not a results folder): said in
     one line with the command meant, instead of an empty board and exit status 0."""
     from toolkit.commands.options import Refused
     from toolkit.tracks.model import TRACKS_FILE

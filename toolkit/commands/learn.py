@@ -194,7 +194,7 @@ def check_scale(scale_name: str, seconds: float | None, hint: str) -> Scale:
     "--seconds",
     type=click.FloatRange(min=1.0),
     default=None,
-    help="Training seconds per family (default: cpu 300 each; gpu 300 in all, split).",
+    help="Training seconds per family (default: cpu 600 each; gpu 300 in all, split).",
 )
 @click.option(
     "--json",

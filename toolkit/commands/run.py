@@ -99,7 +99,7 @@ from toolkit.tracks.registry import carry_track
 )
 @images_option
 @click.option(
-    "--track", default="demo-cpu-2", show_default=True, help="Track id (results/tracks.json)."
+    "--track", default="demo-cpu-3", show_default=True, help="Track id (results/tracks.json)."
 )
 @click.option(
     "--budget",
@@ -171,10 +171,10 @@ def run_command(
 
     \b
     Examples:
-      toolkit run --agent scripted --backend local --track demo-cpu-2 --seed 0 \\
+      toolkit run --agent scripted --backend local --track demo-cpu-3 --seed 0 \\
           --results /tmp/ari-results
       OPENAI_API_KEY=... toolkit run --agent opencode --provider openai --model gpt-5 \\
-          --effort high --track demo-cpu-2 --seed 0 --results /tmp/ari-results
+          --effort high --track demo-cpu-3 --seed 0 --results /tmp/ari-results
     """
     # Steady consoles: a reader that goes away (`| head`) silences the run, never stops it.
     console = make_console(stderr=True, steady=True)

@@ -17,6 +17,13 @@ is the look-up itself, answered from the document. They are the stepping stone a
 needs, measured on the `glued6` probe (`benchmarks/lookup_probe.py`, `bench_learner.py`): it
 learns to copy the answer of the same question first, then to find it in the document, where
 one ask per key leaves the look-up at chance for as long as the cpu scale trains.
+
+The smallest register (`smallest`): the same family with its tier-1 register at its fewest
+entries (`MIN_PAIRS`), the first part of the training time (`Scale.small_share`). Its documents
+are a third as long, so a step costs less and each byte of an answer has fewer places to look;
+the copy through the separator forms there in a few hundred steps and carries over to the
+family's own register at once, where on the full register it can take as long as the time has
+(measured on the `split` probe, site/docs/maintainers/exams.md, the learnability frontier).
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ from __future__ import annotations
 import bisect
 import hashlib
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from exam_builder.bank import Bank, BankFamily
 from exam_builder.document import MASK, Answer, Document
+from exam_builder.families.register import MIN_PAIRS, Register
 from exam_builder.generate import document_rng
 from exam_builder.lexicon import Lexicon
 
@@ -159,6 +167,28 @@ def repeated(example: Example) -> Example:
     family's own text (the skill a look-up needs, an induction head, forms on it first)."""
     data = example.data + b"\n" + example.data
     return Example(data, [0.0] * (len(example.data) + 1) + [1.0] * len(example.data))
+
+
+def focused(entry: BankFamily, tiers: tuple[int, ...] | None) -> BankFamily:
+    """`entry` with its bank's mix narrowed to `tiers` (their weights as the bank sets them),
+    where the mix asks for any of them; as it is otherwise (no mix, or none of `tiers` in it:
+    the family's documents as the bank makes them)."""
+    if tiers is None:
+        return entry
+    mix = {t: w for t, w in entry.params.tiers.items() if t in tiers and w > 0}
+    if not mix or mix == entry.params.tiers:
+        return entry
+    return replace(entry, params=entry.params.model_copy(update={"tiers": mix}))
+
+
+def smallest(entry: BankFamily) -> BankFamily | None:
+    """`entry` with its tier-1 register at `MIN_PAIRS` entries (its wording, separator and
+    alphabets as they are); None where the family has no register, or it is that small."""
+    lookup = getattr(entry.params, "lookup", None)
+    if not isinstance(lookup, Register) or lookup.pairs <= MIN_PAIRS:
+        return None
+    small = lookup.model_copy(update={"pairs": MIN_PAIRS})
+    return replace(entry, params=entry.params.model_copy(update={"lookup": small}))
 
 
 class Corpus:

@@ -14,11 +14,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from exam_builder.bank import Bank, BankError
+from exam_builder.bank import Bank, BankError, BankFamily
 from exam_builder.exam_file import Question, serialize
 from exam_builder.generate import question_tier
 from exam_builder.learnability import LearnReport, LearnRow, percent, totals
-from toolkit.learn.corpus import Corpus
+from toolkit.learn.corpus import Corpus, focused, smallest
 from toolkit.learn.scale import Scale
 from toolkit.learn.trainer import Tick, Trained, train_family
 
@@ -45,6 +45,17 @@ def grade_passed(bundle: Path, questions: list[Question], device: str, work: Pat
     return set(report.passed_ids) if report.ok else set()
 
 
+def corpus_of(bank: Bank, entry: BankFamily, scale: Scale) -> Corpus:
+    """`entry`'s training text as `scale` writes it."""
+    return Corpus(
+        bank,
+        entry,
+        mask_share=scale.mask_share,
+        text_weight=scale.text_weight,
+        reask=scale.reask,
+    )
+
+
 def learn_family(
     bank: Bank,
     family: str,
@@ -65,14 +76,11 @@ def learn_family(
     if not questions:
         raise BankError(f"the exam has no question of family {family!r}")
     with tempfile.TemporaryDirectory(prefix=f"ari-learn-{family}-", dir=work) as tmp:
-        corpus = Corpus(
-            bank,
-            entry,
-            mask_share=scale.mask_share,
-            text_weight=scale.text_weight,
-            reask=scale.reask,
-        )
-        trained = train_family(corpus, scale, seconds, Path(tmp) / "bundle", tick=tick)
+        trained_on = focused(entry, scale.train_tiers)
+        corpus = corpus_of(bank, trained_on, scale)
+        small_entry = smallest(trained_on) if scale.small_share > 0 else None
+        small = corpus_of(bank, small_entry, scale) if small_entry is not None else None
+        trained = train_family(corpus, scale, seconds, Path(tmp) / "bundle", small=small, tick=tick)
         if grading is not None:
             grading()  # the slow part after training: say so before it starts
         passed = grade_passed(Path(tmp) / "bundle", questions, scale.device, Path(tmp))

@@ -1,11 +1,13 @@
 """Train the starter's model on a family's training text, then export it as a starter bundle.
 
-The loop is the starter's (its model, optimizer and autocast from `train.py`; warm-up, then a
-linear decay to zero at the end of the time; gradient clipping), with one difference an agent
-who had read the formats would make too: the loss is weighted per byte (`corpus`), so the
-answers count fully, the rest of a document a little and the masks not at all. One example is
-one document, padded at the end; a document longer than the context is cut to a window that
-ends just after a random answer byte.
+The loop is the starter's (its model, optimizer and autocast from `train.py`; warm-up, the
+rate held, then a linear decay to zero over the last `Scale.decay_share` of the time; gradient
+clipping), with two differences an agent who had read the formats would make too: the loss is
+weighted per byte (`corpus`), so the answers count fully, the rest of a document a little and
+the masks not at all; and where the family has a tier-1 register, the first `Scale.small_share`
+of the time trains on its smallest register (`corpus.smallest`). One example is one document,
+padded at the end; a document longer than the context is cut to a window that ends just after
+a random answer byte.
 """
 
 from __future__ import annotations
@@ -81,17 +83,27 @@ def _batch(examples: list[Example], block: int, rng: random.Random) -> tuple[Any
     return ids[:, :-1], ids[:, 1:], wts[:, 1:]
 
 
+def learning_rate(scale: Scale, progress: float) -> float:
+    """The rate at `progress` (0 to 1) of the time: a linear warm-up over `warmup_frac`, held,
+    then a linear decay to zero over the last `decay_share`."""
+    warm = min(1.0, progress / scale.warmup_frac) if scale.warmup_frac else 1.0
+    decay = min(1.0, (1.0 - progress) / scale.decay_share) if scale.decay_share else 1.0
+    return scale.lr * warm * max(0.0, decay)
+
+
 def train_family(
     corpus: Corpus,
     scale: Scale,
     seconds: float,
     out_dir: Path,
     *,
+    small: Corpus | None = None,
     seed: int = 0,
     tick: Tick | None = None,
 ) -> Trained:
     """Train a fresh starter model of `scale`'s shape on `corpus` for `seconds` of wall time,
-    then write its bundle to `out_dir` (the starter's own export)."""
+    the first `scale.small_share` of it on `small` where given (the smallest register), then
+    write its bundle to `out_dir` (the starter's own export)."""
     import torch
     import torch.nn.functional as F
 
@@ -119,13 +131,13 @@ def train_family(
     recent: list[float] = []
     while (elapsed := time.monotonic() - start) < seconds:
         progress = elapsed / seconds
-        warm = min(1.0, progress / scale.warmup_frac) if scale.warmup_frac else 1.0
         for group in optimizer.param_groups:
-            group["lr"] = scale.lr * warm * (1.0 - progress)
+            group["lr"] = learning_rate(scale, progress)
+        source = small if small is not None and progress < scale.small_share else corpus
         if scale.batch_bytes is not None:
-            examples = corpus.take_bytes(scale.batch_bytes, shape.block_size)
+            examples = source.take_bytes(scale.batch_bytes, shape.block_size)
         else:
-            examples = corpus.take(scale.batch_size)
+            examples = source.take(scale.batch_size)
         if progress < scale.copy_share:
             examples = [repeated(ex) for ex in examples]
         batch = _batch(examples, shape.block_size, rng)
@@ -147,4 +159,5 @@ def train_family(
     model.eval()
     export.write_bundle(model.to("cpu"), out_dir, bits=scale.export_bits)
     final = sum(recent) / len(recent) if recent else math.nan
-    return Trained(steps, seen, corpus.documents, final, trained_s)
+    documents = corpus.documents + (small.documents if small is not None else 0)
+    return Trained(steps, seen, documents, final, trained_s)
