@@ -21,8 +21,8 @@ from toolkit.grading.phases import ASKED_FLOOR, asked_length
 from toolkit.run.inputs import DEMO_BANK, built_exam
 from toolkit.tracks.model import GradingParams
 
-# Rules for three demo families; the output is the guess, then newlines: the same first bytes
-# whatever length is asked (as greedy decoding gives).
+# Rules for three demo families and the tier-1 register; the output is the guess, then newlines:
+# the same first bytes whatever length is asked (as greedy decoding gives).
 RULES = """
     import re
 
@@ -38,6 +38,11 @@ RULES = """
         listed = re.search(r"List of the \\w+: ([^.]*)\\.\\n.*backwards: $", text)
         if listed:
             return ", ".join(reversed(listed.group(1).split(", ")))
+        key = re.search(r"\\n[a-z]+ ([A-Z])$", text)  # a tier-1 register, default wording
+        if key:
+            value = r"((?:[a-z][^ \\w])+[a-z])(?= |\\n)"
+            entry = re.search(r"(?:^| )" + key.group(1) + value, text, re.M)
+            return re.sub(r"[^a-z]", "", entry.group(1)) if entry else ""
         return ""
 
     class Rules:
@@ -70,7 +75,7 @@ def test_a_rule_based_bundle_passes_the_same_questions_both_ways(
         now, before = _both_ways(bundle, exam)
         assert now == before
         passed += len(now)
-    assert passed >= 10  # the rules solve whole families: the comparison means something
+    assert passed >= 40  # the rules solve whole families: the comparison means something
 
 
 @pytest.mark.slow

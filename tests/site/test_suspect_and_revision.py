@@ -82,7 +82,8 @@ def test_registry_is_at_revision_2_with_a_fix_per_track() -> None:
     assert {t.id: t.protocol_revision for t in tracks.values()} == {
         "v1-h100-1h": 2,
         "demo-cpu": 2,
-        "demo-cpu-3": 1,  # a new track (new demo exam) begins at 1, under today's protocol
+        "demo-cpu-2": 1,  # a new track (new demo exam) begins at 1, under today's protocol
+        "demo-cpu-3": 1,
     }
     fixes = {f.track: f for f in load_fixes(REPO / "results", tracks)}
     assert set(fixes) == {t.id for t in tracks.values() if t.protocol_revision > 1}
