@@ -169,6 +169,11 @@ def repeated(example: Example) -> Example:
     return Example(data, [0.0] * (len(example.data) + 1) + [1.0] * len(example.data))
 
 
+def _with_params(entry: BankFamily, **update: object) -> BankFamily:
+    """`entry` with some of its parameters replaced (the bank's entry is left as it is)."""
+    return replace(entry, params=entry.params.model_copy(update=update))
+
+
 def focused(entry: BankFamily, tiers: tuple[int, ...] | None) -> BankFamily:
     """`entry` with its bank's mix narrowed to `tiers` (their weights as the bank sets them),
     where the mix asks for any of them; as it is otherwise (no mix, or none of `tiers` in it:
@@ -178,7 +183,7 @@ def focused(entry: BankFamily, tiers: tuple[int, ...] | None) -> BankFamily:
     mix = {t: w for t, w in entry.params.tiers.items() if t in tiers and w > 0}
     if not mix or mix == entry.params.tiers:
         return entry
-    return replace(entry, params=entry.params.model_copy(update={"tiers": mix}))
+    return _with_params(entry, tiers=mix)
 
 
 def smallest(entry: BankFamily) -> BankFamily | None:
@@ -187,8 +192,7 @@ def smallest(entry: BankFamily) -> BankFamily | None:
     lookup = getattr(entry.params, "lookup", None)
     if not isinstance(lookup, Register) or lookup.pairs <= MIN_PAIRS:
         return None
-    small = lookup.model_copy(update={"pairs": MIN_PAIRS})
-    return replace(entry, params=entry.params.model_copy(update={"lookup": small}))
+    return _with_params(entry, lookup=lookup.model_copy(update={"pairs": MIN_PAIRS}))
 
 
 class Corpus:
