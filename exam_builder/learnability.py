@@ -60,6 +60,9 @@ class LearnReport(_Model):
     device: str = Field(description="Where it trained.")
     model: str = Field(description="The model's shape, e.g. '2 layers x 128, context 1024'.")
     seconds_per_family: float = Field(description="Training seconds each family was given.")
+    seed: int = Field(
+        default=0, description="The models' draw: initial weights and batch order (--seed)."
+    )
     bank_id: str = Field(description="The bank the training text came from.")
     exam_sha256: str = Field(description="SHA-256 of the exam graded.")
     rows: list[LearnRow] = Field(description="Per family and tier, in exam order.")

@@ -16,6 +16,8 @@ from exam_builder.learnability import EXAM_FLOOR, TIER1_FLOOR, LearnReport, Lear
 from exam_builder.learnability import totals as learn_totals
 from toolkit.cli import cli
 from toolkit.learn.corpus import MASK_BYTES, Corpus, learn_seed
+from toolkit.learn.scale import CPU
+from toolkit.learn.trainer import train_family
 
 BANK = Path(__file__).parent / "bank"
 
@@ -46,6 +48,33 @@ def test_the_learner_passes_a_learnable_family_and_never_an_unlearnable_one(
     assert report["total"]["total"] == 12
     assert "Reference learner (cpu scale" in result.output
     assert "constant: " in result.output and "hashed: 0/6 passed" in result.output
+
+
+def test_a_seed_draws_another_model_and_the_table_says_which(exam: Path, tmp_path: Path) -> None:
+    """`--seed` redraws the model (a look-up's crossing is a lottery on its initial weights),
+    and the table and its JSON record the draw."""
+    out = tmp_path / "learn.json"
+    args = ["--bank", str(BANK), "--exam", str(exam), "--families", "constant"]
+    result = CliRunner().invoke(
+        cli, ["learn-exam", *args, "--seconds", "2", "--seed", "3", "--json", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["seed"] == 3
+    assert "seed 3" in result.output
+    bad = CliRunner().invoke(cli, ["learn-exam", *args, "--seed", "-1"])
+    assert bad.exit_code == 2 and "--seed" in bad.output
+
+    bank = load_bank(BANK)
+    entry = next(e for e in bank.families if e.family.name == "constant")
+
+    def initial_weights(seed: int, name: str) -> bytes:
+        corpus = Corpus(bank, entry, mask_share=0.5, text_weight=0.1)
+        trained = train_family(corpus, CPU, 1e-9, tmp_path / name, seed=seed)  # no step
+        assert trained.steps == 0
+        return (tmp_path / name / "weights.pt").read_bytes()
+
+    assert initial_weights(0, "a") == initial_weights(0, "b")
+    assert initial_weights(0, "c") != initial_weights(1, "d")
 
 
 def test_training_text_comes_from_seeds_the_exam_never_uses(exam: Path) -> None:

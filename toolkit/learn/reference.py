@@ -66,8 +66,10 @@ def learn_family(
     tick: Tick | None = None,
     grading: Callable[[], None] | None = None,
     work: Path | None = None,
+    seed: int = 0,
 ) -> list[LearnRow]:
-    """Train on `family`'s text, grade on its questions of `exam`: a row per tier."""
+    """Train on `family`'s text, grade on its questions of `exam`: a row per tier. `seed` draws
+    the model's initial weights and batch windows (the training text is the bank's own)."""
     entry = next((e for e in bank.families if e.family.name == family), None)
     if entry is None:
         known = ", ".join(e.family.name for e in bank.families)
@@ -80,7 +82,9 @@ def learn_family(
         corpus = corpus_of(bank, trained_on, scale)
         small_entry = smallest(trained_on) if scale.small_share > 0 else None
         small = corpus_of(bank, small_entry, scale) if small_entry is not None else None
-        trained = train_family(corpus, scale, seconds, Path(tmp) / "bundle", small=small, tick=tick)
+        trained = train_family(
+            corpus, scale, seconds, Path(tmp) / "bundle", small=small, seed=seed, tick=tick
+        )
         if grading is not None:
             grading()  # the slow part after training: say so before it starts
         passed = grade_passed(Path(tmp) / "bundle", questions, scale.device, Path(tmp))
@@ -113,7 +117,12 @@ def rows_of(
 
 
 def report_of(
-    rows: list[LearnRow], scale: Scale, seconds: float, bank: Bank, exam_sha256: str
+    rows: list[LearnRow],
+    scale: Scale,
+    seconds: float,
+    bank: Bank,
+    exam_sha256: str,
+    seed: int = 0,
 ) -> LearnReport:
     """The whole table, with totals per family, per tier and overall."""
     by_family: dict[str, list[LearnRow]] = {}
@@ -127,6 +136,7 @@ def report_of(
         device=scale.device,
         model=f"{shape.n_layer} layers x {shape.d_model}, context {shape.block_size}",
         seconds_per_family=seconds,
+        seed=seed,
         bank_id=bank.id,
         exam_sha256=exam_sha256,
         rows=rows,
