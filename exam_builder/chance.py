@@ -19,6 +19,10 @@ strategy (`STRATEGIES`):
 - `fields`: the prompt's field values of that shape: a line or sentence cut at field
   separators (`: `, ` | `, `, `, `; `, ` = `, ` -> `, tabs), each piece that is entirely of
   the answer's shape;
+- `joined`: the prompt's whitespace-separated chunks with every byte that is not a letter or
+  a digit dropped (`q.z.w` -> `qzw`), whole or less their first or last run (a key glued to
+  its value: `Kq.z.w` -> `qzw`), each that is entirely of the answer's shape: a register's
+  entries, however its separator splits them;
 - `record`: the spans of that shape in the records (lines or sentences) that the question
   points to (those sharing a rare token with the question's line), less the question's own
   tokens: "the other fields of the record the question points to".
@@ -55,7 +59,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-STRATEGIES = ("shape", "once", "fields", "record", "arith", "arith-record", "signs", "prior")
+STRATEGIES = ("shape", "once", "fields", "joined", "record", "arith", "arith-record", "signs")
+STRATEGIES += ("prior",)
 """The blind strategies, in the order the gate reports them."""
 
 CHANCE_LIMIT = 2.0
@@ -201,6 +206,8 @@ def candidates(prompt: str, answer: str) -> dict[str, list[str]]:
         if whole.fullmatch(f)
     ]
     near = [s for i in pointed for s in _spans(pattern, records[i]) if not asked.intersection([s])]
+    body = prompt.rpartition("\n")[0]
+    joined = [j for chunk in body.split() for j in _joined(chunk) if whole.fullmatch(j)]
     arith: list[str] = []
     arith_record: list[str] = []
     if re.fullmatch(r"-?\d+", answer):
@@ -218,10 +225,22 @@ def candidates(prompt: str, answer: str) -> dict[str, list[str]]:
         "shape": _unique(spans),
         "once": [s for s in _unique(spans) if counts[s] == 1],
         "fields": _unique(fields),
+        "joined": _unique(joined),
         "record": _unique(near),
         "arith": arith,
         "arith-record": arith_record,
     }
+
+
+def _joined(chunk: str) -> list[str]:
+    """`chunk`'s letters and digits joined, whole and less its first or its last run."""
+    runs = re.findall(r"[A-Z]+|[a-z]+|[0-9]+", chunk)
+    if not runs:
+        return []
+    out = ["".join(runs)]
+    if len(runs) > 1:
+        out += ["".join(runs[1:]), "".join(runs[:-1])]
+    return out
 
 
 def best_constant(answers: Iterable[str]) -> tuple[str, float]:

@@ -41,6 +41,12 @@ class LearnRow(_Model):
     bytes_seen: int = Field(ge=0, description="Bytes of training text read (padding included).")
     final_loss: float | None = Field(description="Weighted loss of the last steps, nats/byte.")
     seconds: float = Field(ge=0, description="Training seconds of the family's model.")
+    budget_steps: int | None = Field(
+        default=None, ge=0, description="The steps the family was given (None: a time budget)."
+    )
+    cut: bool = Field(
+        default=False, description="A cap in seconds stopped it before its budget of steps."
+    )
 
 
 class LearnTotal(_Model):
@@ -59,7 +65,18 @@ class LearnReport(_Model):
     scale: str = Field(description="cpu or gpu (toolkit.learn.scale).")
     device: str = Field(description="Where it trained.")
     model: str = Field(description="The model's shape, e.g. '2 layers x 128, context 1024'.")
-    seconds_per_family: float = Field(description="Training seconds each family was given.")
+    seconds_per_family: float | None = Field(
+        description="The cap in training seconds a family (None: none; before steps, its "
+        "whole budget)."
+    )
+    steps_per_family: int | None = Field(
+        default=None, description="Training steps each family was given (None: a time budget)."
+    )
+    learner: str = Field(
+        default="own-bank",
+        description="own-bank: trained on the exam's own bank; public-side: only on a public "
+        "bank's generators, randomized (`toolkit learn-exam --randomize`).",
+    )
     seed: int = Field(
         default=0, description="The models' draw: initial weights and batch order (--seed)."
     )
@@ -82,11 +99,24 @@ def totals(rows: list[LearnRow]) -> LearnTotal:
     return LearnTotal(total=total, passed=passed, percent=percent(passed, total))
 
 
+def cut_short(report: LearnReport) -> list[str]:
+    """The families that a cap in seconds stopped before their steps (`LearnRow.cut`)."""
+    return list(dict.fromkeys(r.family for r in report.rows if r.cut))
+
+
 def learn_problems(report: LearnReport, *, public_bank: bool) -> list[str]:
     """Why the learnable side refuses the exam (empty when it passes, for a public bank, or
-    for a table of another scale than the gate's)."""
+    for a table of another scale than the gate's). A family that a cap cut short is not
+    judged: the exam is refused until it trains its whole budget."""
     if public_bank or report.scale != GATED_SCALE:
         return []
+    cut = cut_short(report)
+    if cut:
+        return [
+            f"too few steps to judge: the cap of {report.seconds_per_family:g} s a family cut "
+            f"{', '.join(cut)} short of {report.steps_per_family} steps; rerun without "
+            "--seconds, or on a less loaded box"
+        ]
     problems = []
     low = [
         f"{r.family} ({r.passed}/{r.total})"
@@ -112,3 +142,29 @@ def learn_problems(report: LearnReport, *, public_bank: bool) -> list[str]:
             f"the exam (at least {EXAM_FLOOR:g}%): every agent would tie near 0"
         )
     return problems
+
+
+def verdict(report: LearnReport, *, public_bank: bool) -> str:
+    """One line: the table against the gate's floors."""
+    cut = cut_short(report)
+    if cut:
+        return (
+            f"verdict: too few steps to judge (the cap of {report.seconds_per_family:g} s cut "
+            f"{', '.join(cut)} short)"
+        )
+    if report.scale != GATED_SCALE:
+        return f"verdict: not gated (the gate holds the {GATED_SCALE} scale to its floors)"
+    floors = f"tier 1 >= {TIER1_FLOOR:g}% in every family, the exam >= {EXAM_FLOOR:g}%"
+    problems = learn_problems(report, public_bank=False)
+    note = " (a public bank: measured, not gated)" if public_bank else ""
+    if not problems:
+        return f"verdict: meets the gate's floors ({floors}){note}"
+    return f"verdict: below the gate's floors ({floors}){note}"
+
+
+def budget_words(report: LearnReport) -> str:
+    """A family's budget in a few words, as the tables' titles say it."""
+    if report.steps_per_family is None:  # a table from before steps: a time budget
+        return f"{report.seconds_per_family or 0:g} s a family"
+    cap = "" if report.seconds_per_family is None else f", cap {report.seconds_per_family:g} s"
+    return f"{report.steps_per_family:,} steps a family{cap}"

@@ -404,7 +404,7 @@ def quality_problems(report: QualityReport) -> list[str]:
         problems.append(
             f"a blind guesser scores on families {', '.join(lucky)} (chance limit {limit}% "
             "each): it picks among the prompt's values of the answer's shape (strategies "
-            "shape, once, fields, record), among sums, differences and products of its "
+            "shape, once, fields, joined, record), among sums, differences and products of its "
             "numbers (arith, arith-record), adds a count's numbers with random signs (signs), "
             "or always writes the family's most common answer (prior); give each family many "
             "more same-shape distractors, or answers that are computed from facts the question "

@@ -52,6 +52,11 @@ MIN_PAIRS = 3
 """The fewest entries a register may have."""
 
 
+def _stems(text: str) -> list[str]:
+    """`text`'s words as a rule would match them: lowercase, at most four letters."""
+    return [w.lower()[:4] for w in re.findall(r"[A-Za-z]+", text)]
+
+
 class RegisterPhrases(Phrases):
     """Wording: the heading (one line above the register) and the question, which ends with
     the key so that the answer follows it."""
@@ -86,6 +91,23 @@ class Register(BaseModel):
     )
     letters: str = Field(default=string.ascii_lowercase, description="The values' alphabet.")
     phrases: RegisterPhrases = Field(default_factory=RegisterPhrases, description="Wording.")
+    names: tuple[str, ...] = Field(
+        default=(),
+        description="The words the questions name the keys by, one per key of `keys`, in its "
+        "order (empty: a question names the key itself). The register writes the key, the "
+        "question its name: no byte of the question stands in the register.",
+    )
+    decoys: int = Field(
+        default=0,
+        ge=0,
+        le=6,
+        description="Other registers in each document, under `decoy_headings`, with the same "
+        "keys in another order and other values; the questions ask the register under "
+        "`phrases.heading` only.",
+    )
+    decoy_headings: tuple[str, ...] = Field(
+        default=(), description="The decoy registers' headings, one per decoy."
+    )
 
     @field_validator("separator")
     @classmethod
@@ -110,12 +132,50 @@ class Register(BaseModel):
                 f"keys: {self.pairs} entries need {self.pairs} keys that the heading and "
                 f"question do not use; {len(self.free_keys())} are"
             )
+        self._check_names()
+        self._check_decoys()
         if len(self.free_letters()) < self.pairs * self.width:
             raise ValueError(
                 f"letters: {self.pairs} values of {self.width} need {self.pairs * self.width} "
                 f"letters that the heading and question do not use; {len(self.free_letters())} are"
             )
         return self
+
+    def _check_names(self) -> None:
+        if not self.names:
+            return
+        if len(self.names) != len(self.keys):
+            raise ValueError(
+                f"names: one per key of keys ({len(self.keys)}), not {len(self.names)}"
+            )
+        for name in self.names:
+            if not (name.isascii() and name.isalpha() and name.islower() and 2 <= len(name) <= 12):
+                raise ValueError(f"names: words of 2 to 12 small ASCII letters, not {name!r}")
+        if len(set(self.names)) != len(self.names):
+            raise ValueError("names: every key needs a name of its own")
+
+    def _check_decoys(self) -> None:
+        if len(self.decoy_headings) != self.decoys:
+            raise ValueError(
+                f"decoy_headings: one per decoy register ({self.decoys}), not "
+                f"{len(self.decoy_headings)}: every document shows every heading, so that no "
+                "heading is told by how often it appears"
+            )
+        headings = [self.phrases.heading, *self.decoy_headings]
+        if len(set(headings)) != len(headings) or any("\n" in h for h in headings):
+            raise ValueError("decoy_headings: one-line headings, each unlike the others")
+        if self.decoys:
+            asked = set(_stems(self.phrases.question.replace("{key}", "")))
+            shared = sorted(asked.intersection(s for h in headings for s in _stems(h)))
+            if shared:
+                raise ValueError(
+                    f"with decoys the question shares no word with a heading (it shares "
+                    f"{', '.join(shared)}): a rule would pick the register by the word"
+                )
+
+    def spoken(self, key: str) -> str:
+        """How a question names `key`: its name where the register has `names`."""
+        return self.names[self.keys.index(key)] if self.names else key
 
     def _unused(self, alphabet: str) -> str:
         used = set(self.phrases.heading) | set(self.phrases.question.replace("{key}", ""))
@@ -132,6 +192,8 @@ class Register(BaseModel):
 
     def document(self, rng: random.Random, questions: int) -> Document:
         """A register and `questions` look-ups in it (tier 1), each key asked at most once."""
+        if self.names or self.decoys:
+            return self._named_document(rng, questions)
         keys = rng.sample(self.free_keys(), self.pairs)
         letters = rng.sample(self.free_letters(), self.pairs * self.width)
         values = [
@@ -147,17 +209,45 @@ class Register(BaseModel):
             doc.say("\n")
         return doc
 
+    def _named_document(self, rng: random.Random, questions: int) -> Document:
+        """The register among its decoys, every register with the same keys (each in its own
+        order) and its own values, the registers in a random order; the questions ask the
+        first heading's register, naming each key by its name (`names`) where it has one."""
+        keys = rng.sample(self.free_keys(), self.pairs)
+        letters = self.free_letters()
+        headings = [self.phrases.heading, *self.decoy_headings]
+        registers: list[dict[str, str]] = []
+        for _ in headings:
+            drawn = rng.sample(letters, self.pairs * self.width)
+            values = [
+                "".join(drawn[i * self.width : (i + 1) * self.width]) for i in range(self.pairs)
+            ]
+            registers.append(dict(zip(rng.sample(keys, self.pairs), values, strict=True)))
+        doc = Document()
+        for i in rng.sample(range(len(headings)), len(headings)):
+            line = " ".join(k + self.separator.join(v) for k, v in registers[i].items())
+            doc.say(headings[i] + "\n" + line + "\n")
+        for key in rng.sample(keys, min(questions, self.pairs)):
+            doc.say(self.phrases.question.format(key=self.spoken(key)))
+            doc.ask(registers[0][key], tier=1)
+            doc.say("\n")
+        return doc
+
     def answer(self, prompt: str) -> str | None:
         """The answer to a register question (None: the prompt does not end in one)."""
-        key_class = "[" + re.escape(self.keys) + "]"
+        if self.names:
+            key_class = "|".join(re.escape(n) for n in sorted(self.names, key=len, reverse=True))
+        else:
+            key_class = "[" + re.escape(self.keys) + "]"
         asked = re.fullmatch(
             template_regex(self.phrases.question, key=key_class), last_line(prompt)
         )
         if asked is None:
             return None
+        key = self.keys[self.names.index(asked["key"])] if self.names else asked["key"]
         lines = prompt.split("\n")
         value = re.escape(self.separator).join(["([" + re.escape(self.letters) + "])"] * self.width)
-        entry = re.compile(rf"(?:^| ){re.escape(asked['key'])}{value}(?= |$)")
+        entry = re.compile(rf"(?:^| ){re.escape(key)}{value}(?= |$)")
         for heading, register in itertools.pairwise(lines):
             found = entry.search(register) if heading == self.phrases.heading else None
             if found:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from exam_builder.solvers.base import MAX_GUESS_CHARS, Solver, graded, run
 from exam_builder.solvers.copying import INDUCTION, NGRAM
+from exam_builder.solvers.entries import KEY_GLUED, KEY_SPACED, KEY_TRAILING, REGISTER
 from exam_builder.solvers.lookup import AFTER_KEY, DEFINITION, LAST_VALUE, RELATION
 from exam_builder.solvers.records import LABELLED_FIELD, LIST_NEXT, TABLE_FIELD
 from exam_builder.solvers.sequences import CLOCK, NUMBER_RULE, PROGRESSION, STRING_RULE
@@ -24,6 +25,10 @@ GENERIC: dict[str, Solver] = {
         RELATION,
         LAST_VALUE,
         AFTER_KEY,
+        KEY_GLUED,
+        KEY_TRAILING,
+        KEY_SPACED,
+        REGISTER,
         TABLE_FIELD,
         LABELLED_FIELD,
         LIST_NEXT,

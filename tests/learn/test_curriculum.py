@@ -121,7 +121,8 @@ def test_training_takes_the_smallest_register_first_then_the_family_s_own(
     def tick(elapsed: float, steps: int, loss: float) -> None:
         seen.append((small.documents, corpus.documents))
 
-    trained = train_family(corpus, scale, 2.0, tmp_path / "bundle", small=small, tick=tick)
+    trained = train_family(corpus, scale, tmp_path / "bundle", steps=8, small=small, tick=tick)
+    assert trained.steps == 8 and not trained.cut
     assert (tmp_path / "bundle").is_dir()
     assert small.documents > 0 and corpus.documents > 0
     assert trained.documents == small.documents + corpus.documents

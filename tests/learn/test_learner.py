@@ -20,6 +20,7 @@ from toolkit.learn.scale import CPU
 from toolkit.learn.trainer import train_family
 
 BANK = Path(__file__).parent / "bank"
+EIGHT = Path(__file__).parents[1] / "exam_builder" / "banks" / "eight"
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +35,7 @@ def test_the_learner_passes_a_learnable_family_and_never_an_unlearnable_one(
     exam: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "learn.json"
-    args = ["--bank", str(BANK), "--exam", str(exam), "--seconds", "30", "--json", str(out)]
+    args = ["--bank", str(BANK), "--exam", str(exam), "--steps", "150", "--json", str(out)]
     result = CliRunner().invoke(cli, ["learn-exam", *args])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())
@@ -56,7 +57,7 @@ def test_a_seed_draws_another_model_and_the_table_says_which(exam: Path, tmp_pat
     out = tmp_path / "learn.json"
     args = ["--bank", str(BANK), "--exam", str(exam), "--families", "constant"]
     result = CliRunner().invoke(
-        cli, ["learn-exam", *args, "--seconds", "2", "--seed", "3", "--json", str(out)]
+        cli, ["learn-exam", *args, "--steps", "2", "--seed", "3", "--json", str(out)]
     )
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["seed"] == 3
@@ -69,8 +70,8 @@ def test_a_seed_draws_another_model_and_the_table_says_which(exam: Path, tmp_pat
 
     def initial_weights(seed: int, name: str) -> bytes:
         corpus = Corpus(bank, entry, mask_share=0.5, text_weight=0.1)
-        trained = train_family(corpus, CPU, 1e-9, tmp_path / name, seed=seed)  # no step
-        assert trained.steps == 0
+        trained = train_family(corpus, CPU, tmp_path / name, steps=1, seconds=1e-9, seed=seed)
+        assert trained.steps == 0 and trained.cut  # the cap came before the first step
         return (tmp_path / name / "weights.pt").read_bytes()
 
     assert initial_weights(0, "a") == initial_weights(0, "b")
@@ -117,10 +118,14 @@ def test_usage_errors_come_before_any_training(exam: Path, tmp_path: Path) -> No
         cli, ["learn-exam", "--bank", str(BANK), "--exam", str(exam), "--families", "nope"]
     )
     assert bad_family.exit_code == 2 and "'nope' is not a family" in bad_family.output
-    too_long = runner.invoke(
-        cli, ["learn-exam", "--bank", str(BANK), "--exam", str(exam), "--seconds", "5000"]
+    no_steps = runner.invoke(
+        cli, ["learn-exam", "--bank", str(BANK), "--exam", str(exam), "--steps", "0"]
     )
-    assert too_long.exit_code == 2 and "at most 900 seconds" in too_long.output
+    assert no_steps.exit_code == 2 and "--steps" in no_steps.output
+    not_public = runner.invoke(
+        cli, ["learn-exam", "--randomize", "--bank", str(EIGHT), "--exam", str(exam)]
+    )
+    assert not_public.exit_code == 2 and "is not public" in not_public.output
     other = tmp_path / "other.jsonl"
     other.write_text(
         '{"answer":"x","family":"records","id":"records-0000-0","prompt":"p"}\n', encoding="utf-8"

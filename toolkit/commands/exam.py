@@ -24,13 +24,13 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from exam_builder.bank import BankError
+from exam_builder.bank import Bank, BankError, load_bank
 from exam_builder.build import BuildError, build_exam, prepare_exam, with_learnability
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
 from toolkit.commands.console import make_console
 from toolkit.commands.exam_tables import both_sides_table, generic_table, pct, quality_table
-from toolkit.commands.learn import check_scale, make_learner
+from toolkit.commands.learn import Budget, check_scale, make_learner
 from toolkit.learn.scale import SCALES
 from toolkit.text.corpus import CorpusError, default_corpus
 
@@ -83,6 +83,14 @@ def _summary(console: Console, manifest: Manifest) -> None:
     )
 
 
+def _bank_or_usage(path: Path) -> Bank:
+    """The bank at `path`, or a usage error naming what is wrong with it."""
+    try:
+        return load_bank(path)
+    except BankError as exc:
+        raise click.UsageError(str(exc)) from exc
+
+
 @click.command("build-exam")
 @click.option(
     "--bank",
@@ -130,10 +138,24 @@ def _summary(console: Console, manifest: Manifest) -> None:
     "that is not public, gates the exam (tier 1 >= 50 in every family, the exam >= 15).",
 )
 @click.option(
+    "--learn-steps",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Training steps per family for --learn (default: the scale's).",
+)
+@click.option(
     "--learn-seconds",
     type=click.FloatRange(min=1.0),
     default=None,
-    help="Training seconds per family for --learn (default: the scale's).",
+    help="A cap in training seconds per family for --learn (default: none; a family it cuts "
+    "short is not judged, and the exam is refused).",
+)
+@click.option(
+    "--learn-public",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="With --learn, also run the public-side learner trained on this public bank "
+    "(toolkit learn-exam --randomize) and print its table beside the reference learner's.",
 )
 def build_exam_command(
     bank_dir: Path,
@@ -143,7 +165,9 @@ def build_exam_command(
     train_data: Path | None,
     pools: tuple[Path, ...],
     learn_scale: str | None,
+    learn_steps: int | None,
     learn_seconds: float | None,
+    learn_public: Path | None,
 ) -> None:
     """Build an exam (exam.jsonl + manifest.json) from a bank and print its hash and quality.
 
@@ -168,10 +192,19 @@ def build_exam_command(
     console = make_console()
     learner = None
     if learn_scale is not None:
-        chosen = check_scale(learn_scale, learn_seconds, "--learn-seconds")
-        learner = make_learner(console, bank_dir, chosen, learn_seconds)
-    elif learn_seconds is not None:
-        raise click.UsageError("--learn-seconds goes with --learn cpu|gpu")
+        chosen = check_scale(learn_scale)
+        budget = Budget(learn_steps or chosen.steps, learn_seconds)
+        if learn_public is not None and not _bank_or_usage(learn_public).public:
+            raise click.BadParameter(
+                f"{learn_public} is not a public bank (`public = true`): the public-side "
+                "learner trains only on what an agent holds",
+                param_hint="--learn-public",
+            )
+        learner = make_learner(console, bank_dir, chosen, budget, learn_public)
+    elif learn_steps is not None or learn_seconds is not None or learn_public is not None:
+        raise click.UsageError(
+            "--learn-steps, --learn-seconds and --learn-public go with --learn cpu|gpu"
+        )
     with console.status("Loading the English text for the baseline..."):
         english = _english_text(train_data)
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from exam_builder.learnability import EXAM_FLOOR, GATED_SCALE, TIER1_FLOOR
+from exam_builder.learnability import EXAM_FLOOR, GATED_SCALE, TIER1_FLOOR, budget_words
 from exam_builder.manifest import Manifest
 from exam_builder.quality import GENERIC_LIMIT, FamilyQuality
 
@@ -128,7 +128,7 @@ def both_sides_table(manifest: Manifest) -> Table | None:
     report = manifest.quality
     table = Table(
         title=f"Both sides of the gate (percent exact; learner: {learned.scale} scale, "
-        f"{learned.seconds_per_family:g} s a family)",
+        f"{budget_words(learned)})",
         title_justify="left",
         caption_justify="left",
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import click
@@ -18,10 +19,10 @@ from rich.table import Table
 from exam_builder.bank import Bank, BankError, load_bank
 from exam_builder.build import PreparedExam
 from exam_builder.exam_file import EXAM_FILE, ExamFileError, Question, load_exam, sha256_file
-from exam_builder.learnability import LearnReport, LearnRow
+from exam_builder.learnability import LearnReport, LearnRow, budget_words, verdict
 from toolkit.commands.console import make_console
 from toolkit.learn.reference import learn_family, report_of
-from toolkit.learn.scale import MAX_CPU_SECONDS, SCALES, Scale, scale
+from toolkit.learn.scale import CPU_STEPS, SCALES, Scale, scale
 from toolkit.results.model import write_json_atomic
 
 
@@ -55,8 +56,8 @@ def _families(bank: Bank, exam: list[Question], wanted: str | None) -> list[str]
 def learn_table(report: LearnReport) -> Table:
     """The learnability table: a row per family and tier, then the totals."""
     table = Table(
-        title=f"Reference learner ({report.scale} scale: {report.model}, "
-        f"{report.seconds_per_family:g} s a family on {report.device}"
+        title=f"{LEARNERS[report.learner]} ({report.scale} scale: {report.model}, "
+        f"{budget_words(report)} on {report.device}"
         + (f", seed {report.seed}" if report.seed else "")
         + ")",
         title_justify="left",
@@ -70,7 +71,8 @@ def learn_table(report: LearnReport) -> Table:
     def add(r: LearnRow) -> None:
         loss = "—" if r.final_loss is None else f"{r.final_loss:.3f}"
         cells = (r.family, str(r.tier), str(r.total), str(r.passed), f"{r.percent:.1f}")
-        table.add_row(*cells, f"{r.steps:,}", f"{r.bytes_seen:,}", loss, f"{r.seconds:.0f}")
+        steps = f"{r.steps:,}" + (" (cut)" if r.cut else "")
+        table.add_row(*cells, steps, f"{r.bytes_seen:,}", loss, f"{r.seconds:.0f}")
 
     for row in report.rows:
         add(row)
@@ -79,12 +81,33 @@ def learn_table(report: LearnReport) -> Table:
         table.add_row("all", tier, str(t.total), str(t.passed), f"{t.percent:.1f}")
     t = report.total
     table.add_row("all", "all", str(t.total), str(t.passed), f"{t.percent:.1f}")
+    trained = (
+        "a public bank's generator with every register parameter drawn per document (never "
+        "the exam's bank)"
+        if report.learner == "public-side"
+        else "in-format text that the family's generator made from seeds the exam does not use"
+    )
     table.caption = (
-        "Each family's model is the starter's, trained only on in-format text that the family's "
-        "generator made from seeds the exam does not use, then graded by the real grader on "
-        "the family's questions (exact match)."
+        f"Each family's model is the starter's, trained only on {trained}, then graded by the "
+        "real grader on the family's questions (exact match). (cut): a cap in seconds stopped "
+        "it before its steps."
     )
     return table
+
+
+LEARNERS = {"own-bank": "Reference learner", "public-side": "Public-side learner"}
+"""The table's title per kind of learner (`LearnReport.learner`)."""
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What each family trains for: `steps`, stopped early by a cap of `seconds` (None:
+    none); `seed` draws the models; `randomize` makes it the public-side learner."""
+
+    steps: int
+    seconds: float | None = None
+    seed: int = 0
+    randomize: bool = False
 
 
 def run_learner(
@@ -94,8 +117,7 @@ def run_learner(
     exam_sha256: str,
     chosen: Scale,
     families: list[str],
-    seconds: float,
-    seed: int = 0,
+    budget: Budget,
 ) -> LearnReport:
     """Train and grade every family in `families`, with a progress bar each."""
     columns = (
@@ -107,47 +129,78 @@ def run_learner(
     rows: list[LearnRow] = []
     with Progress(*columns, console=console, transient=True) as bar:
         for name in families:
-            task = bar.add_task(name, total=seconds, status="training")
+            task = bar.add_task(name, total=budget.steps, status="training")
 
             def tick(elapsed: float, steps: int, loss: float, task: int = task) -> None:
                 status = f"step {steps:,}, loss {loss:.3f}"
-                bar.update(task, completed=min(elapsed, seconds), status=status)  # type: ignore[arg-type]
+                bar.update(task, completed=steps, status=status)  # type: ignore[arg-type]
 
             def grading(task: int = task) -> None:
                 bar.update(task, status="grading")  # type: ignore[arg-type]
 
             bar.update(task, status="training")
             mine = learn_family(
-                bank, name, exam, chosen, seconds, tick=tick, grading=grading, seed=seed
+                bank,
+                name,
+                exam,
+                chosen,
+                steps=budget.steps,
+                seconds=budget.seconds,
+                randomize=budget.randomize,
+                tick=tick,
+                grading=grading,
+                seed=budget.seed,
             )
             rows += mine
             done = sum(r.passed for r in mine)
             total = sum(r.total for r in mine)
-            console.print(f"{name}: {done}/{total} passed after {mine[0].steps:,} steps")
-    return report_of(rows, chosen, seconds, bank, exam_sha256, seed)
+            cut = " (cut short by the cap)" if mine[0].cut else ""
+            console.print(f"{name}: {done}/{total} passed after {mine[0].steps:,} steps{cut}")
+    return report_of(
+        rows,
+        chosen,
+        (budget.steps, budget.seconds),
+        bank,
+        exam_sha256,
+        budget.seed,
+        budget.randomize,
+    )
 
 
 def make_learner(
-    console: Console, bank_dir: Path, chosen: Scale, seconds: float | None
+    console: Console,
+    bank_dir: Path,
+    chosen: Scale,
+    budget: Budget,
+    public_bank: Path | None = None,
 ) -> Callable[[PreparedExam], LearnReport]:
-    """The reference learner as `toolkit build-exam --learn` runs it on the exam it built."""
+    """The learners as `toolkit build-exam --learn` runs them on the exam it built: the
+    reference (own-bank) learner, then, with `public_bank`, the public-side learner trained
+    on that bank (its table printed, the manifest keeping the own-bank one)."""
 
     def learn(prepared: PreparedExam) -> LearnReport:
         bank = load_bank(bank_dir)
         exam = [Question.model_validate_json(line) for line in prepared.exam_bytes.splitlines()]
         names = list(dict.fromkeys(q.family for q in exam))
-        per_family = chosen.seconds_per_family(len(names), seconds)
         console.print(
-            f"reference learner: {len(names)} families, {per_family:g} s each at the "
+            f"reference learner: {len(names)} families, {budget.steps:,} steps each at the "
             f"{chosen.name} scale"
         )
         sha = prepared.manifest.exam_sha256
-        return run_learner(console, bank, exam, sha, chosen, names, per_family)
+        report = run_learner(console, bank, exam, sha, chosen, names, budget)
+        if public_bank is not None:
+            public = load_bank(public_bank)
+            console.print(f"public-side learner: trained on bank {public.id}, randomized")
+            side = replace(budget, randomize=True)
+            other = run_learner(console, public, exam, sha, chosen, names, side)
+            console.print(learn_table(other))
+            console.print(verdict(other, public_bank=False))
+        return report
 
     return learn
 
 
-def check_scale(scale_name: str, seconds: float | None, hint: str) -> Scale:
+def check_scale(scale_name: str) -> Scale:
     """The scale asked for, refused before any work when this host cannot run it."""
     chosen = scale(scale_name)
     if chosen.device == "cuda":
@@ -158,11 +211,25 @@ def check_scale(scale_name: str, seconds: float | None, hint: str) -> Scale:
                 "the gpu scale needs a CUDA GPU and a CUDA build of torch (this host has "
                 "none); use the cpu scale"
             )
-    if chosen.name == "cpu" and seconds is not None and seconds > MAX_CPU_SECONDS:
-        raise click.BadParameter(
-            f"at most {MAX_CPU_SECONDS:g} seconds a family at the cpu scale", param_hint=hint
-        )
     return chosen
+
+
+def check_public(bank: Bank, exam: list[Question], hint: str) -> None:
+    """The public-side learner's bank: public, and making every family of the exam."""
+    if not bank.public:
+        raise click.BadParameter(
+            f"bank {bank.id} is not public: the public-side learner trains only on what an "
+            "agent holds (a bank with `public = true`, such as exam_builder/banks/public/demo)",
+            param_hint=hint,
+        )
+    made = {e.family.name for e in bank.families}
+    missing = [f for f in dict.fromkeys(q.family for q in exam) if f not in made]
+    if missing:
+        raise click.BadParameter(
+            f"the exam has families the public bank {bank.id} does not make: "
+            f"{', '.join(missing)} (a hidden bank's own plug-ins have no public generator)",
+            param_hint=hint,
+        )
 
 
 @click.command("learn-exam")
@@ -196,10 +263,26 @@ def check_scale(scale_name: str, seconds: float | None, hint: str) -> Scale:
     help="Only these families (comma-separated; default: every family of the exam).",
 )
 @click.option(
+    "--steps",
+    type=click.IntRange(min=1),
+    default=None,
+    help=f"Training steps per family (default: the scale's, {CPU_STEPS:,} at the cpu scale, "
+    "about ten minutes a family on an idle 2-core box). The budget: the same steps, seed and "
+    "bank give the same table on an idle or a loaded box.",
+)
+@click.option(
     "--seconds",
     type=click.FloatRange(min=1.0),
     default=None,
-    help="Training seconds per family (default: cpu 600 each; gpu 300 in all, split).",
+    help="A cap in training seconds per family (default: none). A family it stops before its "
+    "steps is marked (cut) in the table, whose verdict is then 'too few steps to judge'.",
+)
+@click.option(
+    "--randomize",
+    is_flag=True,
+    help="The public-side learner: train on --bank's generators (a public bank) with every "
+    "register parameter drawn per document, and grade on --exam, whose own bank it never "
+    "reads: what an agent that studied the public side could build.",
 )
 @click.option(
     "--seed",
@@ -221,54 +304,68 @@ def learn_exam_command(
     exam_path: Path,
     scale_name: str,
     families: str | None,
+    steps: int | None,
     seconds: float | None,
+    randomize: bool,
     seed: int,
     json_out: Path | None,
 ) -> None:
     """Train the reference learner on each family's own format and grade it on the exam.
 
-    For every family (or those of --families) it trains a fresh starter model on in-format
-    text made by the family's generator from seeds the exam does not use (the best an agent
-    that had reverse-engineered the formats could do), exports it as a starter bundle, and
-    grades that bundle with the real grader on the family's questions of the exam. It prints
-    a table (family, tier, questions, passed, percent, steps, bytes seen, final loss,
-    seconds) and writes the same with --json. This is the learnable side of the exam's gate:
-    an exam that no model learns ranks nobody, as surely as one that rules read.
+    For every family (or those of --families) it trains a fresh starter model for a budget
+    of steps on in-format text made by the family's generator from seeds the exam does not
+    use (the best an agent that had the hidden bank's formats could do), exports it as a
+    starter bundle, and grades that bundle with the real grader on the family's questions of
+    the exam. It prints a table (family, tier, questions, passed, percent, steps, bytes seen,
+    final loss, seconds) and a verdict against the gate's floors, and writes the same with
+    --json. This is the learnable side of the exam's gate: an exam that no model learns ranks
+    nobody, as surely as one that rules read.
+
+    With --randomize it is the public-side learner: --bank is a public bank, whose
+    generators it trains on with every register parameter drawn per document, and the
+    exam's own bank is never read: what an agent holding only the public side could build.
 
     \b
     Examples:
       toolkit learn-exam --bank exam_builder/banks/public/demo --exam /tmp/demo-exam \\
           --json /tmp/demo-learn.json
       toolkit learn-exam --bank ~/secure/hidden-bank --exam ~/secure/exams/hidden \\
-          --families records,lists --seconds 120
+          --families records,lists --steps 500
       toolkit learn-exam --bank exam_builder/banks/public/demo --exam /tmp/demo-exam \\
           --families symbolic --seed 1
+      toolkit learn-exam --randomize --bank exam_builder/banks/public/demo \\
+          --exam ~/secure/exams/hidden
     """
-    chosen = check_scale(scale_name, seconds, "--seconds")
+    chosen = check_scale(scale_name)
     exam_file = exam_path / EXAM_FILE if exam_path.is_dir() else exam_path
     try:
         bank = load_bank(bank_dir)
         exam = load_exam(exam_file)
     except (BankError, ExamFileError) as exc:
         raise click.UsageError(str(exc)) from exc
+    if randomize:
+        check_public(bank, exam, "--bank")
     names = _families(bank, exam, families)
     if json_out is not None and not os.access(json_out.parent, os.W_OK):
         raise click.UsageError(
             f"cannot write --json {json_out}: its folder does not exist or is not writable"
         )
-    per_family = chosen.seconds_per_family(len(names), seconds)
+    budget = Budget(steps or chosen.steps, seconds, seed, randomize)
     console = make_console()
+    who = "public-side learner" if randomize else "reference learner"
     console.print(
-        f"reference learner: {len(names)} famil{'y' if len(names) == 1 else 'ies'} of bank "
-        f"{bank.id}, {per_family:g} s each at the {chosen.name} scale"
+        f"{who}: {len(names)} famil{'y' if len(names) == 1 else 'ies'} of bank "
+        f"{bank.id}, {budget.steps:,} steps each at the {chosen.name} scale"
+        + (f" (cap {seconds:g} s)" if seconds is not None else "")
         + (f", seed {seed}" if seed else "")
     )
     try:
         sha = sha256_file(exam_file)
-        report = run_learner(console, bank, exam, sha, chosen, names, per_family, seed)
+        report = run_learner(console, bank, exam, sha, chosen, names, budget)
     except BankError as exc:
         raise click.ClickException(str(exc)) from exc
     console.print(learn_table(report))
+    console.print(verdict(report, public_bank=bank.public and not randomize))
     if json_out is not None:
         write_json_atomic(json_out, report.model_dump_json(indent=2) + "\n")
         console.print(f"table written to {json_out}")

@@ -1,9 +1,11 @@
 """One family trained, exported and graded; the learnability table of a whole exam.
 
-For each family asked, `learn_family` trains a fresh model on the family's training text
-(`corpus`, `trainer`), writes its bundle, and grades that bundle with the real grader
-(`toolkit.grading.grade_bundle`, in a local sandbox) on the family's questions of the exam,
-which are written to a scratch exam file of their own. The grading is hidden: the report keeps
+For each family asked, `learn_family` trains a fresh model for a budget of steps on the
+family's training text (`corpus`, `trainer`; for the public-side learner, a public bank's
+generator with every register parameter drawn per document, `randomized`), writes its bundle,
+and grades that bundle with the real grader (`toolkit.grading.grade_bundle`, in a local
+sandbox) on the family's questions of the exam, which are written to a scratch exam file of
+their own. The grading is hidden: the report keeps
 only which questions passed, never what the bundle wrote. The table has a row per (family,
 tier): questions, passed and percent, with the family's training figures beside them.
 """
@@ -16,9 +18,11 @@ from pathlib import Path
 
 from exam_builder.bank import Bank, BankError, BankFamily
 from exam_builder.exam_file import Question, serialize
+from exam_builder.families.register import MIN_PAIRS
 from exam_builder.generate import question_tier
 from exam_builder.learnability import LearnReport, LearnRow, percent, totals
 from toolkit.learn.corpus import Corpus, focused, smallest
+from toolkit.learn.randomized import RandomizedCorpus, has_register
 from toolkit.learn.scale import Scale
 from toolkit.learn.trainer import Tick, Trained, train_family
 
@@ -45,15 +49,19 @@ def grade_passed(bundle: Path, questions: list[Question], device: str, work: Pat
     return set(report.passed_ids) if report.ok else set()
 
 
-def corpus_of(bank: Bank, entry: BankFamily, scale: Scale) -> Corpus:
-    """`entry`'s training text as `scale` writes it."""
-    return Corpus(
-        bank,
-        entry,
-        mask_share=scale.mask_share,
-        text_weight=scale.text_weight,
-        reask=scale.reask,
-    )
+def corpus_of(
+    bank: Bank, entry: BankFamily, scale: Scale, *, randomize: bool = False, small: bool = False
+) -> Corpus:
+    """`entry`'s training text as `scale` writes it: the bank's own documents, or with
+    `randomize` its generator's with every register parameter drawn afresh per document
+    (`randomized`; `small`: at the fewest entries)."""
+    shares = (scale.mask_share, scale.text_weight, scale.reask)
+    if randomize:
+        pairs = MIN_PAIRS if small else None
+        return RandomizedCorpus(
+            bank, entry, pairs=pairs, mask_share=shares[0], text_weight=shares[1], reask=shares[2]
+        )
+    return Corpus(bank, entry, mask_share=shares[0], text_weight=shares[1], reask=shares[2])
 
 
 def learn_family(
@@ -61,15 +69,19 @@ def learn_family(
     family: str,
     exam: list[Question],
     scale: Scale,
-    seconds: float,
     *,
+    steps: int,
+    seconds: float | None = None,
+    randomize: bool = False,
     tick: Tick | None = None,
     grading: Callable[[], None] | None = None,
     work: Path | None = None,
     seed: int = 0,
 ) -> list[LearnRow]:
-    """Train on `family`'s text, grade on its questions of `exam`: a row per tier. `seed` draws
-    the model's initial weights and batch windows (the training text is the bank's own)."""
+    """Train on `family`'s text for `steps` (a cap of `seconds` may cut it short), grade on its
+    questions of `exam`: a row per tier. `seed` draws the model's initial weights and batch
+    windows. `randomize`: the public-side learner, trained on `bank`'s generator with every
+    register parameter drawn per document (`randomized`), never on the exam's own bank."""
     entry = next((e for e in bank.families if e.family.name == family), None)
     if entry is None:
         known = ", ".join(e.family.name for e in bank.families)
@@ -79,11 +91,21 @@ def learn_family(
         raise BankError(f"the exam has no question of family {family!r}")
     with tempfile.TemporaryDirectory(prefix=f"ari-learn-{family}-", dir=work) as tmp:
         trained_on = focused(entry, scale.train_tiers)
-        corpus = corpus_of(bank, trained_on, scale)
-        small_entry = smallest(trained_on) if scale.small_share > 0 else None
-        small = corpus_of(bank, small_entry, scale) if small_entry is not None else None
+        corpus = corpus_of(bank, trained_on, scale, randomize=randomize)
+        small: Corpus | None = None
+        if scale.small_share > 0 and randomize and has_register(trained_on):
+            small = corpus_of(bank, trained_on, scale, randomize=True, small=True)
+        elif scale.small_share > 0 and (small_entry := smallest(trained_on)) is not None:
+            small = corpus_of(bank, small_entry, scale)
         trained = train_family(
-            corpus, scale, seconds, Path(tmp) / "bundle", small=small, seed=seed, tick=tick
+            corpus,
+            scale,
+            Path(tmp) / "bundle",
+            steps=steps,
+            seconds=seconds,
+            small=small,
+            seed=seed,
+            tick=tick,
         )
         if grading is not None:
             grading()  # the slow part after training: say so before it starts
@@ -111,6 +133,8 @@ def rows_of(
                 bytes_seen=t.bytes_seen,
                 final_loss=round(t.final_loss, 4) if t.final_loss == t.final_loss else None,
                 seconds=round(t.seconds, 1),
+                budget_steps=t.budget,
+                cut=t.cut,
             )
         )
     return rows
@@ -119,12 +143,14 @@ def rows_of(
 def report_of(
     rows: list[LearnRow],
     scale: Scale,
-    seconds: float,
+    budget: tuple[int, float | None],
     bank: Bank,
     exam_sha256: str,
     seed: int = 0,
+    randomize: bool = False,
 ) -> LearnReport:
-    """The whole table, with totals per family, per tier and overall."""
+    """The whole table, with totals per family, per tier and overall (`budget`: the steps
+    and the cap in seconds each family had)."""
     by_family: dict[str, list[LearnRow]] = {}
     by_tier: dict[str, list[LearnRow]] = {}
     for row in rows:
@@ -135,7 +161,9 @@ def report_of(
         scale=scale.name,
         device=scale.device,
         model=f"{shape.n_layer} layers x {shape.d_model}, context {shape.block_size}",
-        seconds_per_family=seconds,
+        seconds_per_family=budget[1],
+        steps_per_family=budget[0],
+        learner="public-side" if randomize else "own-bank",
         seed=seed,
         bank_id=bank.id,
         exam_sha256=exam_sha256,

@@ -1,10 +1,15 @@
 """The scales of the reference learner: what model, how much text, how long.
 
 - `cpu`: the gate's scale. A model small enough that one family trains in minutes on two CPU
-  cores (`CPU_SECONDS` each, at most 15 minutes by design), so that an exam maintainer can run
-  it beside every build, and the tests can run it in seconds.
+  cores (`CPU_STEPS` each, about ten minutes on an idle 2-core box), so that an exam
+  maintainer can run it beside every build, and the tests can run it in seconds.
 - `gpu`: the track's scale. The starter's default preset (what an agent is handed) on one GPU,
-  `GPU_SECONDS` in all, split across the families unless `--seconds` says otherwise.
+  `GPU_STEPS` a family.
+
+A learner is an instrument: its budget is counted in steps, never in seconds, so that the same
+bank, seed and scale train the same models, and pass the same questions, on an idle box and on
+a loaded one. A cap in seconds may stop a family early; its row then says so (`cut`), and the
+table's verdict is "too few steps to judge".
 
 Both train the starter's own architecture (`toolkit/starter/model.py`), so a bundle they make is
 a starter bundle that the grader loads like any agent's.
@@ -18,12 +23,13 @@ from typing import Literal
 ScaleName = Literal["cpu", "gpu"]
 SCALES: tuple[ScaleName, ...] = ("cpu", "gpu")
 
-CPU_SECONDS = 600.0
-"""Training seconds per family at the cpu scale (the gate's default; at most 900)."""
-GPU_SECONDS = 300.0
-"""Training seconds in all at the gpu scale, split across the families."""
-MAX_CPU_SECONDS = 900.0
-"""The cpu scale's ceiling per family: what "minutes on two cores" allows."""
+CPU_STEPS = 2000
+"""Training steps per family at the cpu scale (the gate's default): an idle 2-core box made
+1,500 to 2,400 of them in the 600 s a family had before steps (site/docs/maintainers/exams.md,
+the learnability frontier), where every built-in family's tier 1 crossed."""
+GPU_STEPS = 2000
+"""Training steps per family at the gpu scale (not yet measured on a GPU: scripts/gpu-check.sh
+learn measures it)."""
 
 
 @dataclass(frozen=True)
@@ -51,13 +57,13 @@ class Scale:
     that families of long documents get as many steps as those of short ones."""
     warmup_frac: float = 0.05
     decay_share: float = 1.0
-    """The last share of the time, over which the learning rate falls linearly to zero; before
-    it (after the warm-up) the rate is held at `lr`. 1.0: a decay over the whole time."""
+    """The last share of the steps, over which the learning rate falls linearly to zero; before
+    it (after the warm-up) the rate is held at `lr`. 1.0: a decay over all the steps."""
     train_tiers: tuple[int, ...] | None = None
     """The tiers it trains on where a bank's mix asks for them (`corpus.focused`); None: the
     mix as the bank sets it."""
     small_share: float = 0.0
-    """Share of the time first spent on the smallest register (`corpus.smallest`: the family's
+    """Share of the steps first spent on the smallest register (`corpus.smallest`: the family's
     tier-1 register at its fewest entries), where a family has one."""
     mask_share: float = 0.5
     """Share of answer slots shown masked in training (the rest are targets)."""
@@ -65,18 +71,11 @@ class Scale:
     """Loss weight of the bytes that are not answers (answers weigh 1, masks 0)."""
     export_bits: int = 8
     copy_share: float = 0.0
-    """Share of the training time first spent copying the family's documents (`repeated`)."""
+    """Share of the training steps first spent copying the family's documents (`repeated`)."""
     reask: float = 0.0
     """Re-asks per question of a training document, each after its own (`corpus.render`)."""
-
-    def seconds_per_family(self, families: int, seconds: float | None) -> float:
-        """Training seconds for each family: `seconds` if given; else the scale's default
-        (cpu: `CPU_SECONDS` each; gpu: `GPU_SECONDS` split across the families)."""
-        if seconds is not None:
-            return seconds
-        if self.name == "cpu":
-            return CPU_SECONDS
-        return GPU_SECONDS / max(1, families)
+    steps: int = CPU_STEPS
+    """Training steps per family (the budget: the schedule follows the steps, not the clock)."""
 
 
 CPU = Scale(
@@ -116,6 +115,7 @@ GPU = Scale(
     small_share=0.3,
     decay_share=0.2,
     export_bits=6,
+    steps=GPU_STEPS,
 )
 
 

@@ -1,11 +1,11 @@
 """Train the starter's model on a family's training text, then export it as a starter bundle.
 
 The loop is the starter's (its model, optimizer and autocast from `train.py`; warm-up, the
-rate held, then a linear decay to zero over the last `Scale.decay_share` of the time; gradient
+rate held, then a linear decay to zero over the last `Scale.decay_share` of the steps; gradient
 clipping), with two differences an agent who had read the formats would make too: the loss is
 weighted per byte (`corpus`), so the answers count fully, the rest of a document a little and
 the masks not at all; and where the family has a tier-1 register, the first `Scale.small_share`
-of the time trains on its smallest register (`corpus.smallest`). One example is one document,
+of the steps trains on its smallest register (`corpus.smallest`). One example is one document,
 padded at the end; a document longer than the context is cut to a window that ends just after
 a random answer byte.
 """
@@ -56,10 +56,14 @@ class Trained:
     final_loss: float
     """The weighted loss (nats per answer-weighted byte), averaged over the last steps."""
     seconds: float
+    budget: int = 0
+    """The steps it was given."""
+    cut: bool = False
+    """A cap in seconds stopped it before its budget."""
 
 
 Tick = Callable[[float, int, float], None]
-"""Called after each step with (elapsed seconds, steps, recent loss): drives a progress bar."""
+"""Called after each step with (elapsed seconds, steps done, recent loss): a progress bar."""
 
 
 def _batch(examples: list[Example], block: int, rng: random.Random) -> tuple[Any, Any, Any]:
@@ -84,7 +88,7 @@ def _batch(examples: list[Example], block: int, rng: random.Random) -> tuple[Any
 
 
 def learning_rate(scale: Scale, progress: float) -> float:
-    """The rate at `progress` (0 to 1) of the time: a linear warm-up over `warmup_frac`, held,
+    """The rate at `progress` (0 to 1) of the steps: a linear warm-up over `warmup_frac`, held,
     then a linear decay to zero over the last `decay_share`."""
     warm = min(1.0, progress / scale.warmup_frac) if scale.warmup_frac else 1.0
     decay = min(1.0, (1.0 - progress) / scale.decay_share) if scale.decay_share else 1.0
@@ -94,16 +98,20 @@ def learning_rate(scale: Scale, progress: float) -> float:
 def train_family(
     corpus: Corpus,
     scale: Scale,
-    seconds: float,
     out_dir: Path,
     *,
+    steps: int,
+    seconds: float | None = None,
     small: Corpus | None = None,
     seed: int = 0,
     tick: Tick | None = None,
 ) -> Trained:
-    """Train a fresh starter model of `scale`'s shape on `corpus` for `seconds` of wall time,
-    the first `scale.small_share` of it on `small` where given (the smallest register), then
-    write its bundle to `out_dir` (the starter's own export)."""
+    """Train a fresh starter model of `scale`'s shape on `corpus` for `steps` steps (fewer
+    where a cap of `seconds` of wall time comes first: `Trained.cut`), the first
+    `scale.small_share` of the steps on `small` where given (the smallest register), then
+    write its bundle to `out_dir` (the starter's own export). The schedule (warm-up, the
+    smallest register, the decay) follows the steps, so the same `steps` and `seed` train the
+    same model however loaded the box is."""
     import torch
     import torch.nn.functional as F
 
@@ -127,10 +135,14 @@ def train_family(
     model = train.build_model(cfg, device)
     optimizer = train.build_optimizer(model, cfg, device)
     start = time.monotonic()
-    steps, seen = 0, 0
+    done, seen = 0, 0
     recent: list[float] = []
-    while (elapsed := time.monotonic() - start) < seconds:
-        progress = elapsed / seconds
+    cut = False
+    while done < steps:
+        if seconds is not None and time.monotonic() - start >= seconds:
+            cut = True
+            break
+        progress = done / steps
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(scale, progress)
         source = small if small is not None and progress < scale.small_share else corpus
@@ -150,14 +162,14 @@ def train_family(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
-        steps += 1
+        done += 1
         seen += int(x.numel())
         recent = [*recent[-49:], float(loss.item())]
         if tick is not None:
-            tick(time.monotonic() - start, steps, sum(recent) / len(recent))
+            tick(time.monotonic() - start, done, sum(recent) / len(recent))
     trained_s = time.monotonic() - start
     model.eval()
     export.write_bundle(model.to("cpu"), out_dir, bits=scale.export_bits)
     final = sum(recent) / len(recent) if recent else math.nan
     documents = corpus.documents + (small.documents if small is not None else 0)
-    return Trained(steps, seen, documents, final, trained_s)
+    return Trained(done, seen, documents, final, trained_s, steps, cut)
