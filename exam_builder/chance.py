@@ -59,7 +59,16 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
-STRATEGIES = ("shape", "once", "fields", "joined", "record", "arith", "arith-record", "signs")
+STRATEGIES: tuple[str, ...] = (
+    "shape",
+    "once",
+    "fields",
+    "joined",
+    "record",
+    "arith",
+    "arith-record",
+    "signs",
+)
 STRATEGIES += ("prior",)
 """The blind strategies, in the order the gate reports them."""
 

@@ -50,6 +50,8 @@ key or value alphabet holds."""
 
 MIN_PAIRS = 3
 """The fewest entries a register may have."""
+VALUE_TRIES = 100
+"""Draws of a named register's values tried before the last one is kept (`Register._values`)."""
 
 
 def _stems(text: str) -> list[str]:
@@ -214,14 +216,10 @@ class Register(BaseModel):
         order) and its own values, the registers in a random order; the questions ask the
         first heading's register, naming each key by its name (`names`) where it has one."""
         keys = rng.sample(self.free_keys(), self.pairs)
-        letters = self.free_letters()
         headings = [self.phrases.heading, *self.decoy_headings]
         registers: list[dict[str, str]] = []
         for _ in headings:
-            drawn = rng.sample(letters, self.pairs * self.width)
-            values = [
-                "".join(drawn[i * self.width : (i + 1) * self.width]) for i in range(self.pairs)
-            ]
+            values = self._values(rng)
             registers.append(dict(zip(rng.sample(keys, self.pairs), values, strict=True)))
         doc = Document()
         for i in rng.sample(range(len(headings)), len(headings)):
@@ -232,6 +230,24 @@ class Register(BaseModel):
             doc.ask(registers[0][key], tier=1)
             doc.say("\n")
         return doc
+
+    def _values(self, rng: random.Random) -> list[str]:
+        """One register's values, its letters each used once, and none the start of a word
+        the document writes (a name, a heading's or the question's word): a guess that picks
+        such a word is never right by its first letters."""
+        words = [*self.names, *(w.lower() for w in re.findall(r"[A-Za-z]+", self._wording()))]
+        values: list[str] = []
+        for _ in range(VALUE_TRIES):
+            drawn = rng.sample(self.free_letters(), self.pairs * self.width)
+            values = [
+                "".join(drawn[i * self.width : (i + 1) * self.width]) for i in range(self.pairs)
+            ]
+            if not any(w.startswith(v) for v in values for w in words):
+                break
+        return values
+
+    def _wording(self) -> str:
+        return " ".join([self.phrases.heading, self.phrases.question, *self.decoy_headings])
 
     def answer(self, prompt: str) -> str | None:
         """The answer to a register question (None: the prompt does not end in one)."""

@@ -168,7 +168,8 @@ def _bank(make_bank: MakeBank, lookup: str) -> Path:
         f"""
         id = "readers"
         seed = "a hidden-style bank of the reader tests, 5f1d9c0b7a3e"
-        syllables = ["pe", "sku", "wan", "dri", "oth", "umb", "fay", "cle", "nir", "gos", "abo", "tep"]
+        syllables = ["pe", "sku", "wan", "dri", "oth", "umb", "fay", "cle", "nir", "gos",
+                     "abo", "tep"]
 
         [[families]]
         family = "records"
@@ -207,7 +208,8 @@ def test_a_bank_with_a_named_register_among_decoys_passes_the_model_free_gate(
         width = 2
         separator = "^"
         keys = "BDFGHJKLMN"
-        names = ["vost", "mire", "tallow", "quen", "rusk", "haddo", "pelt", "ombra", "sile", "crake"]
+        names = ["vost", "mire", "tallow", "quen", "rusk", "haddo", "pelt", "ombra", "sile",
+                 "crake"]
         decoys = 4
         decoy_headings = ["Dell", "Ward", "Yard", "Moot"]
         [families.params.lookup.phrases]

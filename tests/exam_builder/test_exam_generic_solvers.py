@@ -559,6 +559,21 @@ def test_the_gate_refuses_a_new_wording_of_a_known_structure(
     assert f"{solver} answers {family} (" in problem, quality.generic
 
 
+ENTRY_READERS = ("key_glued", "key_trailing", "key_spaced", "register")
+"""The entry readers: each reads its register layout whatever the parameters
+(test_entry_readers.py); the demo's tier 1 is the public layout, which two of them read."""
+
+
+@pytest.mark.parametrize("solver", ["key_glued", "register"])
+def test_the_entry_readers_answer_the_demo_s_tier_one(
+    solver: str, demo_documents: list[GeneratedDocument]
+) -> None:
+    tier_one = [q for d in demo_documents for q in d.questions if q.tier == 1]
+    hits = sum(graded(run(GENERIC[solver], visible_tail(q.prompt)), q.answer) for q in tier_one)
+    assert hits == len(tier_one) > 40
+
+
 def test_every_solver_has_a_target() -> None:
     attacked = {solver for solver, _ in CRACKED.values()}
-    assert set(DEMO_TARGETS) | set(PLUGIN_TARGETS) | attacked == set(GENERIC)
+    targets = set(DEMO_TARGETS) | set(PLUGIN_TARGETS) | set(ENTRY_READERS)
+    assert targets | attacked == set(GENERIC)

@@ -1,8 +1,9 @@
 """Tier 1 of every built-in family: a register look-up (exam_builder/families/register.py).
 
 Attacks first: a blind guesser, the generic structure readers and the public engine must score
-nothing on a hidden-style bank's tier 1, whatever the family, and the copy a rule makes of what
-follows the key must be wrong by the register's separator."""
+nothing on a hidden-style bank's tier 1, whatever the family. The public layout (a key glued to
+its value) is read by the entry readers (test_entry_readers.py) whatever its wording, so a
+hidden-style bank asks its registers by its own names for the keys, among decoy registers."""
 
 from __future__ import annotations
 
@@ -25,21 +26,30 @@ from exam_builder.generate import generate_questions
 from exam_builder.lexicon import Lexicon
 from exam_builder.solvers import GENERIC, run
 
+ENTRY_READERS = {"key_glued", "register"}
+"""The entry readers that read the public layout (a key glued to its value)."""
+
 HIDDEN_SYLLABLES = (
     '["pe", "sku", "wan", "dri", "oth", "umb", "fay", "cle", "nir", "gos", "abo", "tep"]'
 )
 
 # A hidden bank's own wording and separator per family: nothing here is a default.
 HIDDEN_WORDING = {
-    "passages": ("Quire", "quire {key}", "/"),
-    "records": ("Bins", "bin {key}", "-"),
-    "vocabulary": ("Husk", "husk {key}", ":"),
-    "schedules": ("Dock", "dock {key}", "+"),
-    "lists": ("Pegs", "peg {key}", "~"),
-    "symbolic": ("Runes", "rune {key}", "_"),
-    "numeric": ("Vent", "vent {key}", "|"),
-    "extraction": ("Tabs", "tab {key}", "="),
+    "passages": ("Hod", "fix {key}", "/"),
+    "records": ("Cup", "ask {key}", "-"),
+    "vocabulary": ("Jag", "wet {key}", ":"),
+    "schedules": ("Bay", "mid {key}", "+"),
+    "lists": ("Peg", "row {key}", "~"),
+    "symbolic": ("Rune", "ok {key}", "_"),
+    "numeric": ("Vat", "hue {key}", "|"),
+    "extraction": ("Tab", "get {key}", "="),
 }
+# Its own names for the keys, and the headings of its decoy registers.
+HIDDEN_NAMES = (
+    '["vost", "mire", "tallow", "quen", "rusk", "haddo", "pelt", "ombra", "sile", "crake"]'
+)
+HIDDEN_DECOYS = '["Dell", "Ward", "Yard", "Moot"]'
+KEYS = "DFGKLMNQSW"
 
 
 def _family_block(family: str, mix: str, wording: tuple[str, str, str] | None) -> str:
@@ -56,6 +66,12 @@ def _family_block(family: str, mix: str, wording: tuple[str, str, str] | None) -
         block += f"""
         [families.params.lookup]
         separator = "{separator}"
+        pairs = 10
+        width = 2
+        keys = "{KEYS}"
+        names = {HIDDEN_NAMES}
+        decoys = 4
+        decoy_headings = {HIDDEN_DECOYS}
         [families.params.lookup.phrases]
         heading = "{heading}"
         question = "{question}"
@@ -79,15 +95,16 @@ def _tier1_bank(make_bank: MakeBank, *, hidden_wording: bool, public: bool = Fal
 def test_a_hidden_style_tier_one_bank_passes_the_model_free_gate(
     make_bank: MakeBank, tmp_path: Path
 ) -> None:
-    """Every family's tier 1, in a hidden bank's own wording and separator: the reference
-    solver reads all of it, and the gate (chance, generic solvers, public engine) accepts."""
+    """Every family's tier 1, in a hidden bank's own wording, separator and names among
+    decoys: the reference solver reads all of it, and the gate (chance, generic solvers,
+    public engine) accepts."""
     out = tmp_path / "exam"
     manifest = build_exam(_tier1_bank(make_bank, hidden_wording=True), out, english_text=None)
     quality = manifest.quality
     for name, fq in quality.families.items():
         assert fq.reference == 100.0, name
         assert fq.public_engine == 0.0, name
-        assert fq.chance is not None and fq.chance <= 1.0, (name, fq.chance)
+        assert fq.chance is not None and fq.chance <= 2.0, (name, fq.chance)
         assert max(fq.generic.values()) == 0.0, (name, fq.generic)
         assert fq.tiers is not None and list(fq.tiers) == [1], name
     assert {q.tier for q in load_exam(out)} == {1}
@@ -110,7 +127,8 @@ def test_the_public_wording_is_read_by_the_public_engine_and_refused(
 def test_what_follows_the_key_is_never_the_answer(family: str) -> None:
     """The copy attack: the answer's letters are never a span of the prompt (so a copy from
     the register, a pick among spans and the induction solver are all wrong), and every
-    generic solver misses."""
+    generic solver but the entry readers misses (they drop the separator: the public layout
+    is no secret, test_entry_readers.py)."""
     fam = BUILTIN[family]
     params = fam.params(tiers={1: 1.0}, questions=6)
     for seed in range(25):
@@ -122,7 +140,8 @@ def test_what_follows_the_key_is_never_the_answer(family: str) -> None:
             assert fam.solve(prompt, params) == answer
             for solver in GENERIC.values():
                 guess = run(solver, prompt)
-                assert guess is None or not guess.startswith(answer), (solver.name, prompt)
+                read = guess is not None and guess.startswith(answer)
+                assert read == (solver.name in ENTRY_READERS), (solver.name, prompt)
 
 
 def test_a_register_is_one_line_of_same_shape_entries_with_letters_used_once() -> None:
