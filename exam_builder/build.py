@@ -27,6 +27,7 @@ from exam_builder.quality import quality_problems, quality_report
 
 __all__ = [
     "BuildError",
+    "Learned",
     "PreparedExam",
     "build_exam",
     "generate_questions",
@@ -139,15 +140,29 @@ def prepare_exam(
     return PreparedExam(exam_bytes, manifest, quality_problems(report))
 
 
-Learner = Callable[[PreparedExam], LearnReport]
-"""Trains and grades the reference learner on a prepared exam (the toolkit supplies it)."""
+@dataclass(frozen=True)
+class Learned:
+    """The learners' tables of one exam: the reference (own-bank) learner's, which the gate
+    holds to its floors, and the public-side learner's where it ran (measured, not gated)."""
+
+    own: LearnReport
+    public_side: LearnReport | None = None
+
+
+Learner = Callable[[PreparedExam], LearnReport | Learned]
+"""Trains and grades the learners on a prepared exam (the toolkit supplies it)."""
 
 
 def with_learnability(prepared: PreparedExam, learn: Learner) -> PreparedExam:
-    """`prepared` with the reference learner's table in its manifest and the learnable side's
-    problems added to its own (`exam_builder.learnability`)."""
-    report = learn(prepared)
-    manifest = prepared.manifest.model_copy(update={"learnability": report})
+    """`prepared` with the learners' tables in its manifest and the learnable side's problems
+    (the reference learner's, `exam_builder.learnability`) added to its own."""
+    learned = learn(prepared)
+    if isinstance(learned, LearnReport):
+        learned = Learned(learned)
+    report = learned.own
+    manifest = prepared.manifest.model_copy(
+        update={"learnability": report, "public_learnability": learned.public_side}
+    )
     public = prepared.manifest.quality.public_bank
     return PreparedExam(
         prepared.exam_bytes,

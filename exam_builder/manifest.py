@@ -44,13 +44,19 @@ class Manifest(BaseModel):
         description="The reference learner's table (`toolkit build-exam --learn`); absent when "
         "it was not run.",
     )
+    public_learnability: LearnReport | None = Field(
+        default=None,
+        description="The public-side learner's table (`toolkit build-exam --learn-public`): "
+        "measured beside the reference learner's, not gated; absent when it was not run.",
+    )
 
     def to_json(self) -> str:
         """Deterministic JSON: field order, then families in exam order (not sorted). A
         manifest built without the learner has no `learnability` key at all."""
         data = self.model_dump(mode="json")
-        if data.get("learnability") is None:
-            data.pop("learnability", None)
+        for key in ("learnability", "public_learnability"):
+            if data.get(key) is None:
+                data.pop(key, None)
         return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 

@@ -16,11 +16,13 @@
 #   scripts/gpu-check.sh calibrate OUT  the untouched starter after BUDGETS seconds (default 180)
 #                                       of training: val bpb, public set and demo exam scores
 #                                       (bench_calibration.py; about 4 min for 180)
-#   scripts/gpu-check.sh learn OUT      the reference learner (toolkit learn-exam) at SCALE (default
-#                                       gpu: the starter's default preset) on the demo exam,
-#                                       LEARN_S (default 300) seconds in all, split across the
-#                                       eight families (about 7 min); the untouched starter's own
-#                                       300-s point is `calibrate` with BUDGETS=300
+#   scripts/gpu-check.sh learn OUT      both learners (toolkit learn-exam, then with --randomize)
+#                                       at SCALE (default gpu: the starter's default preset) on
+#                                       the demo exam, LEARN_STEPS steps a family (default: the
+#                                       scale's), each family capped so that both together take
+#                                       at most LEARN_S (default 300) seconds of training (about
+#                                       8 min); the untouched starter's own 300-s point is
+#                                       `calibrate` with BUDGETS=300
 #
 # Environment: PY (default python3: the interpreter with CUDA torch), CORPUS (a training text;
 # default: the toolkit's built-in corpus), WHEELS (a folder of wheels to install first, for a
@@ -45,7 +47,7 @@ esac
 PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda} PRESET=${PRESET:-default} TRAIN_S=${TRAIN_S:-60} BUDGET=${BUDGET:-300}
 FROM=${FROM:-v1-h100-1h} REPEAT=${REPEAT:-3} BUDGETS=${BUDGETS:-180}
-SCALE=${SCALE:-gpu} LEARN_S=${LEARN_S:-300}
+SCALE=${SCALE:-gpu} LEARN_S=${LEARN_S:-300} LEARN_STEPS=${LEARN_STEPS:-}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 WORK=${WORK:-/tmp/ari-gpu-check}
@@ -190,10 +192,18 @@ PY
         --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 elif [ "$MODE" = learn ]; then
     families=$(grep -c '^family = ' exam_builder/banks/public/demo/bank.toml)
-    per=$(((LEARN_S + families - 1) / families))
-    step learn $((per * families + families * 30 + 60)) toolkit learn-exam \
-        --bank exam_builder/banks/public/demo --exam "$EXAM" --scale "$SCALE" --seconds "$per" \
-        --json "$OUT/learn.json"
+    # Both learners share LEARN_S: each family's cap is a share of it (a family the cap stops
+    # before its steps is marked `cut`, and its table's verdict says so).
+    per=$(((LEARN_S + 2 * families - 1) / (2 * families)))
+    steps=()
+    [ -n "$LEARN_STEPS" ] && steps=(--steps "$LEARN_STEPS")
+    for side in own public; do
+        json=$OUT/learn.json extra=()
+        [ "$side" = public ] && json=$OUT/learn-public.json extra=(--randomize)
+        step "learn-$side" $((per * families + families * 30 + 60)) toolkit learn-exam \
+            "${extra[@]}" --bank exam_builder/banks/public/demo --exam "$EXAM" \
+            --scale "$SCALE" --seconds "$per" "${steps[@]}" --json "$json"
+    done
 else  # calibrate
     limit=150  # each budget's training, its start-up and two gradings
     IFS=, read -ra budgets <<<"$BUDGETS"

@@ -108,11 +108,13 @@ def test_the_mfu_and_calibration_modes_run_every_step(work: Path, tmp_path: Path
 def test_the_learn_mode_runs_the_reference_learner_on_every_family(
     work: Path, tmp_path: Path
 ) -> None:
-    output, out = rehearse("learn", work, tmp_path)
-    assert verdicts(output) == {"learn": "PASS"}, output[-3000:]
-    table = json.loads((out / "learn.json").read_text())
-    assert table["scale"] == "cpu" and table["seconds_per_family"] == 2
-    assert len(table["families"]) == 8 and table["total"]["total"] == 100
+    output, out = rehearse("learn", work, tmp_path, LEARN_STEPS="3")
+    assert verdicts(output) == {"learn-own": "PASS", "learn-public": "PASS"}, output[-3000:]
+    for name, learner in (("learn.json", "own-bank"), ("learn-public.json", "public-side")):
+        table = json.loads((out / name).read_text())
+        assert table["scale"] == "cpu" and table["seconds_per_family"] == 1, name
+        assert table["steps_per_family"] == 3 and table["learner"] == learner, name
+        assert len(table["families"]) == 8 and table["total"]["total"] == 100, name
 
 
 def test_a_failed_step_is_said_and_the_next_one_still_runs(work: Path, tmp_path: Path) -> None:

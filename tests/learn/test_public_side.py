@@ -68,3 +68,46 @@ def test_the_public_side_learner_grades_an_exam_whose_bank_it_never_reads(
     assert report["learner"] == "public-side" and report["bank_id"] == "demo"
     assert "Public-side learner" in result.output and "verdict:" in result.output
     assert {r["family"] for r in report["rows"]} == {"records"}
+
+
+BANK = """id = "hidden-style-one"
+seed = "a hidden-style bank of the public-side tests, 3c9e0f5a1b7d"
+syllables = ["pe", "sku", "wan", "dri", "oth", "umb", "fay", "cle", "nir", "gos", "abo", "tep"]
+
+[[families]]
+family = "records"
+count = 8
+[families.params]
+questions = 4
+tiers = {1 = 1}
+[families.params.lookup]
+pairs = 10
+width = 2
+separator = "^"
+keys = "BDFGHJKLMN"
+names = ["vost", "mire", "tallow", "quen", "rusk", "haddo", "pelt", "ombra", "sile", "crake"]
+decoys = 4
+decoy_headings = ["Dell", "Ward", "Yard", "Moot"]
+[families.params.lookup.phrases]
+heading = "Cup"
+question = "ask {key}"
+"""
+
+
+def test_build_exam_prints_both_learners_beside_the_model_free_side(tmp_path: Path) -> None:
+    bank = tmp_path / "bank"
+    bank.mkdir()
+    (bank / "bank.toml").write_text(BANK, encoding="utf-8")
+    args = ["build-exam", "--bank", str(bank), "--check", "--learn", "cpu", "--learn-steps", "2"]
+    result = CliRunner().invoke(cli, [*args, "--learn-public", str(DEMO)], terminal_width=200)
+    # Two steps pass nothing: the reference learner's floors refuse the exam, after the tables.
+    assert result.exit_code == 1, result.output
+    assert "public-side learner: trained on bank demo" in result.output
+    assert "reference learner" in result.output and "public-side learner" in result.output
+    assert "exam refused" in result.output and "reference learner (cpu scale)" in result.output
+    not_public = CliRunner().invoke(cli, [*args, "--learn-public", str(EIGHT)])
+    assert not_public.exit_code == 2 and "not a public bank" in not_public.output
+    alone = CliRunner().invoke(
+        cli, ["build-exam", "--bank", str(bank), "--check", "--learn-steps", "5"]
+    )
+    assert alone.exit_code == 2 and "go with --learn" in alone.output

@@ -132,24 +132,39 @@ def both_sides_table(manifest: Manifest) -> Table | None:
         title_justify="left",
         caption_justify="left",
     )
-    for name in ("family", "tier", "questions", "model-free best", "reference learner"):
+    side = manifest.public_learnability
+    columns = ["family", "tier", "questions", "model-free best", "reference learner"]
+    columns += [] if side is None else ["public-side learner"]
+    for name in columns:
         table.add_column(name, justify="left" if name == "family" else "right", no_wrap=True)
-    rows = {(r.family, r.tier): r for r in learned.rows}
+    tables = [learned] + ([] if side is None else [side])
+    rows = [{(r.family, r.tier): r for r in t.rows} for t in tables]
     for name, fq in report.families.items():
         for tier, tq in (fq.tiers or {}).items():
-            row = rows.get((name, tier))
-            learner = "—" if row is None else f"{row.percent:.1f} ({row.passed}/{row.total})"
+            cells = []
+            for found in rows:
+                row = found.get((name, tier))
+                cells.append(
+                    "—" if row is None else f"{row.percent:.1f} ({row.passed}/{row.total})"
+                )
             free = pct(model_free_best(tq, report.public_bank))
-            table.add_row(name, str(tier), str(tq.questions), free, learner)
+            table.add_row(name, str(tier), str(tq.questions), free, *cells)
     table.add_section()
     free = pct(model_free_best(report.total, report.public_bank))
-    total = learned.total
-    table.add_row("all", "all", str(report.total.questions), free, f"{total.percent:.1f}")
+    totals = [f"{t.total.percent:.1f}" for t in tables]
+    table.add_row("all", "all", str(report.total.questions), free, *totals)
     table.caption = (
         f"model-free best: the highest of chance, generic, pool, baseline, copy"
         f"{'' if report.public_bank else ' and public engine'} (must stay near 0); reference "
         f"learner: the starter's model trained on the family's own format (at the "
         f"{GATED_SCALE} scale, for a bank that is not public: tier 1 at least "
-        f"{TIER1_FLOOR:g} in every family, the exam at least {EXAM_FLOOR:g})."
+        f"{TIER1_FLOOR:g} in every family, the exam at least {EXAM_FLOOR:g})"
+        + (
+            ""
+            if side is None
+            else "; public-side learner: trained only on a public bank's generators, every "
+            "register parameter drawn per document (measured, not gated)"
+        )
+        + "."
     )
     return table

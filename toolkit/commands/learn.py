@@ -17,7 +17,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from exam_builder.bank import Bank, BankError, load_bank
-from exam_builder.build import PreparedExam
+from exam_builder.build import Learned, PreparedExam
 from exam_builder.exam_file import EXAM_FILE, ExamFileError, Question, load_exam, sha256_file
 from exam_builder.learnability import LearnReport, LearnRow, budget_words, verdict
 from toolkit.commands.console import make_console
@@ -173,12 +173,12 @@ def make_learner(
     chosen: Scale,
     budget: Budget,
     public_bank: Path | None = None,
-) -> Callable[[PreparedExam], LearnReport]:
+) -> Callable[[PreparedExam], Learned]:
     """The learners as `toolkit build-exam --learn` runs them on the exam it built: the
     reference (own-bank) learner, then, with `public_bank`, the public-side learner trained
-    on that bank (its table printed, the manifest keeping the own-bank one)."""
+    on that bank; the manifest keeps both tables."""
 
-    def learn(prepared: PreparedExam) -> LearnReport:
+    def learn(prepared: PreparedExam) -> Learned:
         bank = load_bank(bank_dir)
         exam = [Question.model_validate_json(line) for line in prepared.exam_bytes.splitlines()]
         names = list(dict.fromkeys(q.family for q in exam))
@@ -188,14 +188,12 @@ def make_learner(
         )
         sha = prepared.manifest.exam_sha256
         report = run_learner(console, bank, exam, sha, chosen, names, budget)
-        if public_bank is not None:
-            public = load_bank(public_bank)
-            console.print(f"public-side learner: trained on bank {public.id}, randomized")
-            side = replace(budget, randomize=True)
-            other = run_learner(console, public, exam, sha, chosen, names, side)
-            console.print(learn_table(other))
-            console.print(verdict(other, public_bank=False))
-        return report
+        if public_bank is None:
+            return Learned(report)
+        public = load_bank(public_bank)
+        console.print(f"public-side learner: trained on bank {public.id}, randomized")
+        side = replace(budget, randomize=True)
+        return Learned(report, run_learner(console, public, exam, sha, chosen, names, side))
 
     return learn
 
