@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import string
+from contextvars import ContextVar
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -47,11 +48,24 @@ def check_template(template: str, *slots: str) -> str:
     return template
 
 
+ANY_WORDING: ContextVar[bool] = ContextVar("any_wording", default=False)
+"""Set, `template_regex` matches any wording in place of a template's text: a family's own
+solver then reads its layout with the wording left free, as an attacker who knows the family
+but not the bank would (`exam_builder.solvers.wording`)."""
+
+
 def template_regex(template: str, **slots: str) -> str:
-    """A regex matching the filled template: text literal, each slot a named group."""
+    """A regex matching the filled template: text literal, each slot a named group (with
+    `ANY_WORDING` set, each piece of text is any run of characters on one line, as short as
+    matches; spaces at its ends kept)."""
     out = []
     for literal, name, _, _ in _FORMATTER.parse(template):
-        out.append(re.escape(literal))
+        if ANY_WORDING.get() and literal.strip():
+            lead = " " if literal[:1] == " " else ""
+            tail = " " if literal[-1:] == " " else ""
+            out.append(f"{lead}[^\n]*?{tail}")
+        else:
+            out.append(re.escape(literal))
         if name is not None:
             out.append(f"(?P<{name}>{slots[name]})")
     return "".join(out)

@@ -17,6 +17,7 @@ from exam_builder.solvers.entries import KEY_GLUED, KEY_SPACED, KEY_TRAILING, RE
 from exam_builder.solvers.lookup import AFTER_KEY, DEFINITION, LAST_VALUE, RELATION
 from exam_builder.solvers.records import LABELLED_FIELD, LIST_NEXT, TABLE_FIELD
 from exam_builder.solvers.sequences import CLOCK, NUMBER_RULE, PROGRESSION, STRING_RULE
+from exam_builder.solvers.wording import WORDING
 
 GENERIC: dict[str, Solver] = {
     s.name: s
@@ -38,6 +39,7 @@ GENERIC: dict[str, Solver] = {
         STRING_RULE,
         INDUCTION,
         NGRAM,
+        *WORDING,
     )
 }
 """Every generic solver, by name, in the order the gate's table lists them."""

@@ -221,3 +221,24 @@ def test_a_bank_with_a_named_register_among_decoys_passes_the_model_free_gate(
     assert fq.reference == 100.0 and fq.public_engine == 0.0
     assert max(fq.generic.values()) == 0.0, fq.generic
     assert fq.chance is not None and fq.chance <= 2.0, fq.chance
+
+
+@pytest.mark.parametrize("family", list(BUILTIN))
+def test_a_family_s_own_solver_reads_its_register_in_any_wording(family: str) -> None:
+    """`wording_<family>` (exam_builder/solvers/wording.py): the family's solver with every
+    phrase of its templates matched as any text reads the register whatever its question's
+    words (its heading and separator are the family's defaults: no template holds them; the
+    entry readers leave those free), and reads nothing of a named register among decoys."""
+    fam = BUILTIN[family]
+    solver = GENERIC[f"wording_{family}"]
+    default = fam.params().lookup
+    asked = RegisterPhrases(heading=default.phrases.heading, question="ask {key}")
+    reworded = Register.model_validate(default.model_dump() | {"phrases": asked})
+    params = fam.params(tiers={1: 1.0}, questions=6, lookup=reworded)
+    hidden = fam.params(tiers={1: 1.0}, questions=4, lookup=named())
+    for seed in range(6):
+        for p, expect in ((params, True), (hidden, False)):
+            rng = random.Random(seed)
+            doc = fam.generate(rng, p, Lexicon(rng, ["pe", "sku", "wan", "dri", "oth", "umb"]))
+            for prompt, answer in doc.prompts():
+                assert graded(run(solver, prompt), answer) == expect, (family, expect, prompt)

@@ -1,7 +1,8 @@
 """A hidden-style bank with all eight kinds of question the methodology names
 (tests/exam_builder/banks/eight): the model-free gate accepts it with the tests' private pool,
 every family asks tier 1 in its own wording, and the variants a hidden bank must leave out
-(a glossary, a string rule, a progression, a list read backwards) are refused when put back.
+(a glossary, a string rule, a progression, the lists family's own tier read with its wording
+inferred) are refused when put back.
 
 Its learnable side (the reference learner at the cpu scale) is measured, not tested here: it
 takes ten minutes a family (site/docs/maintainers/exams.md, the learnability frontier)."""
@@ -22,7 +23,7 @@ from exam_builder.quality import GENERIC_LIMIT
 HERE = Path(__file__).parent
 EIGHT = HERE / "banks" / "eight"
 POOL = HERE / "pool"
-TIER_ONE_ONLY = ("vocabulary", "symbolic", "numeric")  # their own tiers are read by rules
+TIER_ONE_ONLY = ("vocabulary", "symbolic", "numeric", "lists")  # own tiers read by rules
 
 
 def test_the_eight_kinds_bank_passes_the_model_free_gate(tmp_path: Path, english: bytes) -> None:
@@ -78,12 +79,12 @@ def _reworked(tmp_path: Path, old: str, new: str) -> Path:
             "answers numeric",
         ),
         (
-            'kinds = ["stretch", "around"]',
-            'kinds = ["stretch", "around", "backwards"]',
-            "list_next answers lists",
+            "tiers = {1 = 1}\nmin_length = 9",
+            "tiers = {1 = 0.4, 3 = 0.6}\nmin_length = 9",
+            "wording_lists answers lists",
         ),
     ],
-    ids=["vocabulary-glossary", "symbolic-string-rule", "numeric-sequence", "lists-backwards"],
+    ids=["vocabulary-glossary", "symbolic-string-rule", "numeric-sequence", "lists-own-tier"],
 )
 def test_what_the_bank_leaves_out_is_refused_when_put_back(
     tmp_path: Path, old: str, new: str, cracked: str
