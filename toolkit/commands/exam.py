@@ -224,7 +224,7 @@ def verify_exam_command(exam: Path, expected: str) -> None:
 
     \b
     Example:
-      toolkit verify-exam /tmp/demo-exam/exam.jsonl --sha256 52ad2949
+      toolkit verify-exam /tmp/demo-exam/exam.jsonl --sha256 c23cb953
     """
     path = exam / EXAM_FILE if exam.is_dir() else exam
     want = expected.strip().lower()
