@@ -74,7 +74,8 @@ def _table(track: Track, rows: list[Row], results_dir: Path) -> Table:
             escape(_flags(row)),
         )
     if not rows:
-        table.caption = f"no results yet in {escape(str(results_dir))} (a run elsewhere: --results DIR)"
+        where = escape(str(results_dir))
+        table.caption = f"no results yet in {where} (runs written elsewhere: --results DIR)"
     return table
 
 
