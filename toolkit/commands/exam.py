@@ -24,7 +24,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from exam_builder.bank import BankError
+from exam_builder.bank import BankError, load_bank, weak_seed
 from exam_builder.build import BuildError, build_exam, prepare_exam, with_learnability
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
@@ -166,6 +166,7 @@ def build_exam_command(
     if out_dir is None and not check:
         raise click.UsageError("pass --out DIR to write the exam, or --check to write nothing")
     console = make_console()
+    _warn_weak_seed(bank_dir)
     learner = None
     if learn_scale is not None:
         chosen = check_scale(learn_scale, learn_seconds, "--learn-seconds")
@@ -204,6 +205,16 @@ def build_exam_command(
         raise click.ClickException(str(exc)) from exc
     console.print(f"exam sha256 {manifest.exam_sha256}", soft_wrap=True)
     console.print(f"short hash  {manifest.exam_sha256[:SHORT_HASH]}")
+
+
+def _warn_weak_seed(bank_dir: Path) -> None:
+    """One line on stderr, before any work, when a hidden bank's seed is guessable."""
+    try:
+        reason = weak_seed(load_bank(bank_dir))
+    except BankError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if reason is not None:
+        click.echo(f"warning: {reason}", err=True)
 
 
 @click.command("verify-exam")

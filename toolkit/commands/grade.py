@@ -29,6 +29,7 @@ from toolkit.commands.options import (
     results_dir_option,
 )
 from toolkit.grading import SIZE_LIMIT_BYTES, grade_bundle
+from toolkit.grading.inputs import grade_inputs_problem
 from toolkit.grading.summary import print_report
 from toolkit.results.model import write_json_atomic
 from toolkit.sandbox import BACKENDS
@@ -209,6 +210,9 @@ def grade_command(
             f"{bundle}: {what}: a bundle is a folder (or its .tar.gz) with inference.py, which "
             "defines load(bundle_dir, device), and its weight files"
         )
+    problem = grade_inputs_problem(bundle, exam)
+    if problem is not None:
+        raise Refused(problem)
     console = make_console()
     if backend == "docker":
         use_docker_images(images_file)  # no engine or a wrong image: one line, before work

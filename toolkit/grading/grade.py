@@ -366,6 +366,7 @@ def grade_bundle(
     out.timings.total = time.monotonic() - started
     report = _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device, hidden)
     report.notes = notes
+    report.score_measured = "generate" in phases
     if ablated is not None:
         if hidden and ablated.score is not None:  # published coarsely; the flag from that
             exact, coarse = ablated.score, publish.coarse_ablation(ablated.score)

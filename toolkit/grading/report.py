@@ -78,6 +78,11 @@ class GradeReport(BaseModel):
         description="One line: what went wrong, if anything (a hidden grading: a category only).",
     )
     score: Score = Field(description="Exact-match pass rate: the official score.")
+    score_measured: bool = Field(
+        default=True,
+        description="False when phase 1 did not run (`--phase bpb`): `score` and `families` "
+        "then hold zeros that measured nothing.",
+    )
     families: dict[str, FamilyScore] = Field(description="Pass counts per exam family.")
     bits_per_byte: float | None = Field(
         default=None,
