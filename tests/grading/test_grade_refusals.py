@@ -47,3 +47,13 @@ def test_phase_bpb_alone_says_the_score_was_not_measured(
     assert "Score: not measured" in done.output and "0.0%" not in done.output, done.output
     assert "Per family" not in done.output
     assert json.loads(out.read_text())["score_measured"] is False
+
+
+def test_the_ablation_says_it_is_done(make_bundle: MakeBundle, make_exam: MakeExam) -> None:
+    """Its load fails on noise for a model's weights: the step still ends with a line."""
+    exam = make_exam(code_questions(2))
+    args = ["grade", str(make_bundle(ORACLE)), "--exam", str(exam), "--phase", "generate"]
+    done = CliRunner().invoke(cli, [*args, "--ablation"])
+    assert done.exit_code == 0, done.output
+    assert "ablation: load the bundle..." in done.output, done.output
+    assert "ablation: done, ablated phase 1 completed" in done.output, done.output

@@ -423,7 +423,9 @@ def _ablate(job: _Job, out: Outcome, packed: PackedBundle | None) -> Ablation:
         passed=len(out.passed),
         total=len(job.questions),
     )
-    return weights_ablation.run(packed.path if out.ok and packed else None, job.work, real, phase1)
+    done = weights_ablation.run(packed.path if out.ok and packed else None, job.work, real, phase1)
+    job.progress(f"ablation: done, {done.note}", 1, 1)  # its load may have failed: said here
+    return done
 
 
 def host_memory_bytes() -> int:
