@@ -14,7 +14,6 @@ from toolkit.host.doctor import Check, Doctor, failed, opencode_check
 from toolkit.sandbox import BACKENDS
 from toolkit.tracks.model import Track
 
-
 PIPED_WIDTH = 100
 """Columns of doctor's table when not on a terminal (a terminal's own width otherwise)."""
 
