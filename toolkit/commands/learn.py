@@ -7,6 +7,7 @@ any training, draws a progress bar per family, prints the table and writes it as
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from toolkit.commands.console import make_console
 from toolkit.learn.reference import learn_family, report_of
 from toolkit.learn.scale import MAX_CPU_SECONDS, SCALES, Scale, scale
 from toolkit.results.model import write_json_atomic
+from toolkit.run.interrupt import raise_interrupted
 
 
 def _families(bank: Bank, exam: list[Question], wanted: str | None) -> list[str]:
@@ -257,6 +259,8 @@ def learn_exam_command(
             f"cannot write --json {json_out}: its folder does not exist or is not writable"
         )
     per_family = chosen.seconds_per_family(len(names), seconds)
+    # SIGTERM stops it as Ctrl-C does: its temporary folders (ari-learn-*) are removed.
+    signal.signal(signal.SIGTERM, raise_interrupted)
     console = make_console()
     console.print(
         f"reference learner: {len(names)} famil{'y' if len(names) == 1 else 'ies'} of bank "
