@@ -99,6 +99,9 @@ CHECKS: dict[str, Check] = {
     "toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json": Check(
         standin="a bundle is a trained model: grading is tested in tests/grading"
     ),
+    "toolkit grade bundles/b1 --exam /tmp/demo-exam --questions": Check(
+        standin="a bundle is a trained model: tests/grading/test_grade_questions.py"
+    ),
     "toolkit keys show": Check(expect=("key",)),
     "toolkit keys list --results results": Check(expect=("pinned",)),
     'toolkit keys trust --results results --holder "ARI Bench operator, gpu-host-1"': Check(

@@ -30,6 +30,7 @@ from toolkit.commands.options import (
 )
 from toolkit.grading import SIZE_LIMIT_BYTES, grade_bundle
 from toolkit.grading.inputs import grade_inputs_problem
+from toolkit.grading.questions import grade_questions, public_marking_problem, questions_table
 from toolkit.grading.summary import print_report
 from toolkit.results.model import write_json_atomic
 from toolkit.sandbox import BACKENDS
@@ -132,6 +133,14 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     "hidden and only failure categories are shown.",
 )
 @click.option(
+    "--questions",
+    "per_question",
+    is_flag=True,
+    help="Also show each question: family, tier, the prompt's end, the answer, what the bundle "
+    "wrote, pass (and in --json). Only for an exam its manifest marks public (the public "
+    "validation set, a demo exam); a hidden exam is refused, whatever else is given.",
+)
+@click.option(
     "--keep",
     "keep_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -169,6 +178,7 @@ def grade_command(
     images_file: Path | None,
     ablation: bool | None,
     public: bool,
+    per_question: bool,
     graded_ok: bool,
     fail_on_error: bool,
 ) -> None:
@@ -200,8 +210,13 @@ def grade_command(
     its grading's time only as under a minute, one to ten minutes, or longer.
 
     \b
+    With --questions (an exam its manifest marks public only) it also prints each question:
+    its family and tier, the end of its prompt, the answer and what the bundle wrote.
+
+    \b
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
+      toolkit grade bundles/b1 --exam /tmp/demo-exam --questions
     """
     refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
     if bundle.is_dir() and not (bundle / "inference.py").is_file():  # a wrong path, likely
@@ -211,6 +226,8 @@ def grade_command(
             "defines load(bundle_dir, device), and its weight files"
         )
     problem = grade_inputs_problem(bundle, exam)
+    if problem is None and per_question:  # the exam's own marking decides, nothing else
+        problem = public_marking_problem(exam)
     if problem is not None:
         raise Refused(problem)
     console = make_console()
@@ -228,6 +245,8 @@ def grade_command(
     console.print(f"grading settings: {why}")
     console.print(f"device {device} (backend {backend})")
     known = None if public else public_exam(registry_file, exam_file)
+    if per_question:
+        known = known or "its manifest marks it public"
     if public or known:
         console.print(f"public exam ({'--public' if public else known}): the bundle's errors shown")
     else:
@@ -236,8 +255,9 @@ def grade_command(
     if ablation is None:
         ablation = not (public or known)
     ablation = ablation and "generate" in (phases or ("generate",))
+    grade = grade_questions if per_question else grade_bundle
     try:
-        report = grade_bundle(
+        report = grade(
             bundle,
             exam,
             params=params,
@@ -260,6 +280,8 @@ def grade_command(
     for note in report.notes:
         console.print(f"[yellow]note: {note}[/yellow]")
     print_report(report, console)
+    if report.questions is not None:
+        console.print(questions_table(report.questions))
     if json_out is not None:
         try:
             write_json_atomic(json_out, report.model_dump_json(indent=2) + "\n")
