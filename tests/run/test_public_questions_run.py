@@ -1,6 +1,7 @@
 """A run's public submissions, question by question, in `toolkit view` (issue 51 item 6): the
 public scoring keeps each question's row beside the candidate's archive (hashed into the
-signed result like every artifact), and the live page shows them escaped."""
+signed result like every artifact), and the live page shows them escaped. The same run's
+published log names no path of the operator's machine (item 4)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,12 @@ def test_a_runs_public_submission_is_kept_question_by_question(make_spec: SpecFa
     wrote = "<i>\\x1b[2J" + " " * 200  # what the bundle wrote, escaped; each cut to its answer
     assert all(not r["passed"] and wrote.startswith(r["written"]) for r in rows), rows
     assert check_files(path, load_run(path))[0] == []  # bound by the signed result
+    # The run log is published: its paths are within the state and results folders only.
+    log = (folder / "agent.log").read_text()
+    [first] = [line for line in log.splitlines() if "] workspace " in line]
+    assert f"workspace $ARI_HOME/runs/{result.run_id}/" in first, first
+    assert f"results demo-cpu-3/{result.run_id} in the results folder" in first, first
+    assert str(spec.results_dir) not in log and str(Path.home()) not in log
     section = questions_section(folder)
     assert "c001: 0/" in section and "&lt;i&gt;\\x1b[2J" in section and "<i>" not in section
 
