@@ -24,10 +24,9 @@ def grade_inputs_problem(bundle: Path, exam: Path) -> str | None:
     """Why `bundle` or `exam` is not what `toolkit grade` needs, in one line (None: both look
     right). The exam is read whole here, so a bad one is refused before the bundle is packed."""
     swapped = f"the arguments look swapped: {USAGE}"
-    if bundle.is_file() and not tarfile.is_tarfile(bundle):
-        if _is_exam(bundle):
-            return f"{bundle} is an exam, not a bundle: {swapped}"
-        return f"{bundle}: not a bundle (a folder with inference.py, or its .tar.gz)"
+    # Any other file stays the grader's to judge (a broken archive is a graded failure).
+    if bundle.is_file() and not tarfile.is_tarfile(bundle) and _is_exam(bundle):
+        return f"{bundle} is an exam, not a bundle: {swapped}"
     exam_file = exam / EXAM_FILE if exam.is_dir() else exam
     if exam.is_dir() and (exam / "inference.py").is_file():
         return f"--exam {exam} is a bundle (it holds inference.py), not an exam: {swapped}"
