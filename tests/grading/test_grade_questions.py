@@ -15,6 +15,7 @@ from grading_helpers import ORACLE, MakeBundle, MakeExam, code_questions
 from exam_builder.build import build_exam
 from exam_builder.exam_file import MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, load_manifest
+from tests.stats.results_factory import track_dict, write_registry
 from toolkit.cli import cli
 from toolkit.grading import grade_bundle
 from toolkit.grading.questions import QuestionsRefused, grade_questions, printable
@@ -128,3 +129,15 @@ def test_a_hidden_grading_keeps_no_output(make_bundle: MakeBundle, make_exam: Ma
 def test_printable_escapes_every_control_character() -> None:
     assert printable("a\x1b[2Jb\nc\u202ed\\", 40) == "a\\x1b[2Jb\\nc\\u202ed\\\\"
     assert printable("x" * 50, 10, tail=True) == "…" + "x" * 10
+
+
+def test_an_official_tracks_exam_is_refused_even_marked_public(
+    make_bundle: MakeBundle, make_exam: MakeExam, base_manifest: Manifest, tmp_path: Path
+) -> None:
+    exam = _marked(make_exam(code_questions(2)), base_manifest, public=True)
+    registry = tmp_path / "registry"
+    write_registry(registry, [track_dict("v9-official", exam_sha256=sha256_file(exam))])
+    args = ["grade", str(make_bundle(ORACLE)), "--exam", str(exam), "--questions"]
+    done = CliRunner().invoke(cli, [*args, "--registry", str(registry)])
+    assert done.exit_code == 2, done.output
+    assert "hidden exam of track 'v9-official'" in done.output, done.output

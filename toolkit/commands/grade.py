@@ -52,6 +52,21 @@ def public_exam(registry: Path, exam_file: Path) -> str | None:
     return None
 
 
+def official_exam(results_dir: Path, registry: Path | None, exam: Path) -> str | None:
+    """Why an exam may not be shown question by question although its manifest says public:
+    it is the exam of an official (hidden) track of the registry."""
+    exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
+    try:
+        tracks = load_tracks(find_registry(results_dir, registry)).values()
+    except RegistryError:
+        return None
+    sha = sha256_file(exam_file)
+    hidden = next((t for t in tracks if not t.demo and t.matches_exam(sha)), None)
+    if hidden is None:
+        return None
+    return f"{exam_file} is the hidden exam of track '{hidden.id}': question by question is refused"
+
+
 def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple[Track | None, str]:
     """The track whose grading settings apply, and one line saying which and why.
 
@@ -227,7 +242,7 @@ def grade_command(
         )
     problem = grade_inputs_problem(bundle, exam)
     if problem is None and per_question:  # the exam's own marking decides, nothing else
-        problem = public_marking_problem(exam)
+        problem = public_marking_problem(exam) or official_exam(results_dir, registry, exam)
     if problem is not None:
         raise Refused(problem)
     console = make_console()
