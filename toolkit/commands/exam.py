@@ -9,6 +9,7 @@ one-line errors into clean exits.
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,7 @@ from toolkit.commands.console import make_console
 from toolkit.commands.exam_tables import both_sides_table, generic_table, pct, quality_table
 from toolkit.commands.learn import check_scale, make_learner
 from toolkit.learn.scale import SCALES
+from toolkit.run.interrupt import raise_interrupted
 from toolkit.text.corpus import CorpusError, default_corpus
 
 SHORT_HASH = 8
@@ -169,6 +171,8 @@ def build_exam_command(
     _warn_weak_seed(bank_dir)
     learner = None
     if learn_scale is not None:
+        # SIGTERM stops the learner as Ctrl-C does: its ari-learn-* folders are removed.
+        signal.signal(signal.SIGTERM, raise_interrupted)
         chosen = check_scale(learn_scale, learn_seconds, "--learn-seconds")
         learner = make_learner(console, bank_dir, chosen, learn_seconds)
     elif learn_seconds is not None:
