@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # State of demo runs (prepared data, built exams, results) stays out of git.
 DEMO_DIR ?= .ari/demo
+# A warnings filter (python -W syntax) for the install: only setuptools' editable-install note.
+QUIET_EDITABLE := ignore:Editable installation:UserWarning
 
 .PHONY: help venv demo test check lint format site clean bench opencode
 
@@ -16,7 +18,8 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch is pinned (2.13.0); installing its CUDA build: site/docs/operators/gpu.md.
-	$(BIN)/python -m pip install --quiet -e '.[dev,ray]'
+	# setuptools' boxed "Editable installation" note is for packagers, not newcomers: hidden.
+	PYTHONWARNINGS="$(QUIET_EDITABLE)" $(BIN)/python -m pip install --quiet -e '.[dev,ray]'
 	@touch $(STAMP)
 
 venv: $(STAMP)  ## create .venv and install the project

@@ -52,6 +52,9 @@ BANK_FILE = "bank.toml"
 PLUGIN_DIR = "plugins"
 POOL_DIR = "solvers"
 _SKIP_DIRS = {"__pycache__", ".git"}
+SEED_MIN_CHARS = 32
+"""Fewest characters a seed of a bank that is not public should have (the maintainers' page
+asks for 64 random hex digits): a short seed can be guessed, and every question with it."""
 
 
 class BankError(ValueError):
@@ -192,6 +195,19 @@ def _load_plugin(path: Path, bank_dir: Path) -> AnyFamily:
     if family.name in BUILTIN:
         raise BankError(f"{path}: FAMILY.name: {family.name!r} is a built-in family")
     return family
+
+
+def weak_seed(bank: Bank) -> str | None:
+    """Why the seed of a bank that is not public looks guessable, in one line (None: it does
+    not, or the bank is public). A warning, not a refusal: tests and drafts use short seeds."""
+    seed = bank.seed
+    if bank.public or (len(seed) >= SEED_MIN_CHARS and len(set(seed)) >= 10):
+        return None
+    return (
+        f"{bank.path / BANK_FILE}: seed has {len(seed)} characters ({len(set(seed))} distinct): "
+        "a hidden bank is as secret as its seed; use a long random one, e.g. "
+        '`python -c "import secrets; print(secrets.token_hex(32))"`'
+    )
 
 
 def load_bank(bank_dir: Path) -> Bank:

@@ -87,8 +87,14 @@ def load_exam(path: Path) -> list[Question]:
     for n, line in enumerate(lines, 1):
         try:
             q = Question.model_validate(json.loads(line))
-        except (json.JSONDecodeError, ValidationError) as exc:
+        except json.JSONDecodeError as exc:
             raise ExamFileError(f"{path}:{n}: not a valid question: {exc}") from exc
+        except ValidationError as exc:  # one line: the first field at fault, and how many
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "the line"
+            more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+            msg = f"{path}:{n}: not a valid question: {where}: {first['msg']}{more}"
+            raise ExamFileError(msg) from exc
         if q.id in seen:
             raise ExamFileError(f"{path}:{n}: duplicate question id '{q.id}'")
         seen.add(q.id)

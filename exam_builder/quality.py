@@ -132,6 +132,13 @@ class QualityReport(_Model):
     total: FamilyQuality = Field(description="Over the whole exam.")
 
     _pool_detail: dict[str, dict[str, float]] = PrivateAttr(default_factory=dict)
+    _engine_detail: dict[str, dict[int, dict[str, int]]] = PrivateAttr(default_factory=dict)
+
+    @property
+    def engine_detail(self) -> dict[str, dict[int, dict[str, int]]]:
+        """Family -> tier -> public-engine solver (a built-in family's, defaults) -> questions
+        it answers; empty in a report read from a manifest."""
+        return self._engine_detail
 
     @property
     def pool_detail(self) -> dict[str, dict[str, float]]:
@@ -153,6 +160,7 @@ class _Tally:
     baseline: int = 0
     copy: int = 0
     public_engine: int = 0
+    engine: dict[str, int] = field(default_factory=dict)  # public-engine solver -> hits
     generic_any: int = 0
     generic: dict[str, int] = field(default_factory=lambda: dict.fromkeys(GENERIC, 0))
     chance: dict[str, float] = field(default_factory=lambda: dict.fromkeys(STRATEGIES, 0.0))
@@ -168,6 +176,8 @@ class _Tally:
         self.baseline += other.baseline
         self.copy += other.copy
         self.public_engine += other.public_engine
+        for name, hits in other.engine.items():
+            self.engine[name] = self.engine.get(name, 0) + hits
         self.generic_any += other.generic_any
         for name, hits in other.generic.items():
             self.generic[name] += hits
@@ -217,12 +227,13 @@ def _engine_defaults() -> list[tuple[AnyFamily, Params]]:
     return [(family, family.params()) for family in BUILTIN.values()]
 
 
-def public_engine_answers(prompt: str) -> set[str]:
-    """What the built-in solvers, each with its default parameters, answer to `prompt`."""
-    answers: set[str] = set()
+def public_engine_answers(prompt: str) -> dict[str, str]:
+    """What the built-in solvers, each with its default parameters, answer to `prompt`, by
+    the solver's family name."""
+    answers: dict[str, str] = {}
     for family, params in _engine_defaults():
         try:
-            answers.add(family.solve(prompt, params))
+            answers[family.name] = family.solve(prompt, params)
         except Exception:  # a solver that cannot read the prompt: no answer from it
             continue
     return answers
@@ -293,6 +304,10 @@ def quality_report(
         for family, t in tallies.items()
         if t.questions
     }
+    report._engine_detail = {
+        family: {tier: dict(t.engine) for tier, t in tiers.items() if t.engine}
+        for family, tiers in by_tier.items()
+    }
     return report
 
 
@@ -319,7 +334,9 @@ def _score(
     if ngram is not None:
         one.baseline = int(ngram.generate(context, len(answer)) == answer)
     one.copy = int(copy_continue(context, len(answer)) == answer)
-    one.public_engine = int(any(graded(a, q.answer) for a in public_engine_answers(prompt)))
+    engine = [n for n, a in public_engine_answers(prompt).items() if graded(a, q.answer)]
+    one.public_engine = int(bool(engine))
+    one.engine = dict.fromkeys(engine, 1)
     parsed = Prompt(prompt)
     hits = [name for name, solver in GENERIC.items() if graded(run(solver, parsed), q.answer)]
     for name in hits:
@@ -379,6 +396,24 @@ def pool_problems(report: QualityReport) -> list[str]:
     ]
 
 
+def engine_leaks(report: QualityReport, family: str, fq: FamilyQuality) -> str:
+    """Which tiers of a family the public engine answers, by which solver, and the bank.toml
+    table whose default wording lets it (empty for a report read from a manifest)."""
+    parts = []
+    for tier, by_solver in sorted(report.engine_detail.get(family, {}).items()):
+        tq = (fq.tiers or {}).get(tier)
+        if tq is None or not tq.questions or not by_solver:
+            continue
+        solver, hits = max(by_solver.items(), key=lambda kv: kv[1])
+        table = "[families.params.lookup.phrases]" if tier == 1 else "[families.params.phrases]"
+        share = round(100.0 * hits / tq.questions, 1)
+        parts.append(
+            f"tier {tier}: the public {solver} solver answers {hits}/{tq.questions} ({share}%), "
+            f"default wording of {table}"
+        )
+    return ": " + ", ".join(parts) if parts else ""
+
+
 def quality_problems(report: QualityReport) -> list[str]:
     """Why an exam with this report must not be published (empty when it may)."""
     problems = []
@@ -412,18 +447,20 @@ def quality_problems(report: QualityReport) -> list[str]:
             "exam_builder.chance and the maintainers' exam page)"
         )
     leaks = [
-        f"{name} ({fq.public_engine}%)"
+        f"{name} ({fq.public_engine}%{engine_leaks(report, name, fq)})"
         for name, fq in report.families.items()
         if fq.public_engine is not None and fq.public_engine > PUBLIC_ENGINE_LIMIT
     ]
     if leaks and not report.public_bank:
         problems.append(
             f"the public engine's own solvers, with their default parameters, answer families "
-            f"{', '.join(leaks)} (limit {PUBLIC_ENGINE_LIMIT}% each): anyone with this "
-            "repository answers them without a model; give each of them its own wording in "
-            "bank.toml (every phrase of [families.params.phrases], headings, questions, "
-            "openings) and other parameters (vocabularies, sizes), then rebuild "
-            "(or mark the bank `public = true` if it is meant to be public)"
+            f"{'; '.join(leaks)} (limit {PUBLIC_ENGINE_LIMIT}% each): anyone with this "
+            "repository answers them without a model; give each leaking tier its own wording "
+            "in the bank.toml table named (tier 1, the register: its heading and question in "
+            "[families.params.lookup.phrases], its separator and alphabets in "
+            "[families.params.lookup]; the family's own tiers: [families.params.phrases], "
+            "headings, questions, openings) and other parameters (vocabularies, sizes), then "
+            "rebuild (or mark the bank `public = true` if it is meant to be public)"
         )
     cracked = [
         f"{solver} answers {name} ({pct}%)"

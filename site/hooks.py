@@ -28,6 +28,7 @@ from mkdocs.structure.pages import Page
 from toolkit.grading import publish
 from toolkit.results.model import ResultsError
 from toolkit.results.published import UnsafePathError, copy_published
+from toolkit.results.signing import trusted_list_of
 from toolkit.stats import load_results
 from toolkit.stats.site_plan import Copy, SitePlan, plan_site
 from toolkit.tracks.model import RegistryError
@@ -133,6 +134,7 @@ def environment() -> jinja2.Environment:
         duration=_duration,
         md=_md,
         thousands=lambda n: f"{n:,}",
+        trusted_list=trusted_list_of,  # which pinned list holds a run's signing key
         # front matter values: JSON strings are valid YAML and survive quotes and colons
         # The theme prints page titles unescaped, so they are HTML-escaped here.
         yaml=lambda s: markupsafe.Markup(json.dumps(str(markupsafe.escape(s)))),

@@ -31,7 +31,7 @@ def test_list_and_show() -> None:
     shown = CliRunner().invoke(cli, ["tracks", "show", "demo-cpu-3", *results])
     assert json.loads(shown.output)["id"] == "demo-cpu-3"
     bad = CliRunner().invoke(cli, ["tracks", "show", "nope", *results])
-    assert bad.exit_code == 1 and "unknown track 'nope'" in bad.output
+    assert bad.exit_code == 2 and "unknown track 'nope'" in bad.output
 
 
 def test_new_track_for_a_new_exam(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ def cli() -> None:
       toolkit build-exam --bank exam_builder/banks/public/demo --out /tmp/demo-exam
       toolkit run --agent scripted --track demo-cpu-3 --seed 0 --results /tmp/ari-results
       toolkit grade path/to/bundle --exam /tmp/demo-exam/exam.jsonl
-      toolkit leaderboard --track demo-cpu-3
+      toolkit leaderboard --track demo-cpu-3 --results /tmp/ari-results
     """
 
 

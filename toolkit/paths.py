@@ -17,3 +17,12 @@ def state_dir() -> Path:
     path = Path(root).expanduser().resolve() if root else Path.home() / ".cache" / "ari-bench"
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def state_relative(path: Path) -> str:
+    """`path` as a published log writes it: under the state folder, `$ARI_HOME/...` (where the
+    operator keeps it is the operator's business, never the visitor's); elsewhere its name."""
+    try:
+        return "$ARI_HOME/" + path.resolve().relative_to(state_dir()).as_posix()
+    except ValueError:
+        return f"<outside $ARI_HOME>/{path.name}"

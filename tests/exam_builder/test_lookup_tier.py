@@ -120,7 +120,7 @@ def test_the_public_wording_is_read_by_the_public_engine_and_refused(
     with pytest.raises(BuildError) as info:
         build_exam(bank, tmp_path / "exam", english_text=None)
     assert not (tmp_path / "exam").exists()
-    assert "public engine" in str(info.value) and "records (100.0%)" in str(info.value)
+    assert "public engine" in str(info.value) and "records (100.0%" in str(info.value)
 
 
 @pytest.mark.parametrize("family", list(BUILTIN))

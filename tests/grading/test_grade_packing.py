@@ -195,3 +195,16 @@ def test_a_folder_with_too_many_files_is_refused_while_listing(
     bundle = make_bundle(ORACLE, files={f"w/{i:03d}.bin": b"" for i in range(60)})
     with pytest.raises(BundleError, match="more than 50 files and folders"):
         pack_bundle(bundle, tmp_path / "out.tar.gz")
+
+
+def test_pycache_folders_are_never_packed(make_bundle: MakeBundle, tmp_path: Path) -> None:
+    """A promoted bundle ships its sources, not the byte code its imports left (issue 51)."""
+    bundle = make_bundle(ORACLE, files={"lib/util.py": b"X = 1\n"})
+    clean = pack_bundle(bundle, tmp_path / "clean.tar.gz")
+    for folder in (bundle / "__pycache__", bundle / "lib" / "__pycache__"):
+        folder.mkdir()
+        (folder / "inference.cpython-311.pyc").write_bytes(b"\x00byte code")
+    packed = pack_bundle(bundle, tmp_path / "packed.tar.gz")
+    with tarfile.open(packed.path) as tar:
+        assert not [n for n in tar.getnames() if "__pycache__" in n or n.endswith(".pyc")]
+    assert packed.sha256 == clean.sha256 and packed.files == clean.files

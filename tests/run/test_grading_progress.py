@@ -74,3 +74,14 @@ def test_a_grading_whose_stderr_is_not_a_terminal_says_its_steps_in_lines(
     err = capsys.readouterr().err
     assert "phase 1: load the bundle...\n" in err and "phase 1: load the bundle: done in" in err
     assert "phase 1: generate..." in err and "\x1b[" not in err
+
+
+def test_a_step_first_reported_complete_is_one_line_without_dots() -> None:
+    said: list[str] = []
+    report = progress_lines(said.append, prefix="final grading: ", clock=lambda: 0.0)
+    report("ablation: load the bundle", 0, 1)  # its load fails: no "done in" follows
+    report("ablation: done, the bundle failed on the ablated files", 1, 1)
+    assert said == [
+        "final grading: ablation: load the bundle...",
+        "final grading: ablation: done, the bundle failed on the ablated files",
+    ]

@@ -276,7 +276,8 @@ def test_a_listed_unsigned_file_passes_as_unverified_until_edited(tmp_path: Path
     pins = tmp_path / "pins.json"
     pins.write_text(listing)
     code, output = _validate(results, "--keys", str(pins))
-    assert code == 0 and "unverified: unsigned: written before results were signed" in output
+    assert code == 0 and "ok (unverified: unsigned): " in output
+    assert "written before results were signed" in output
     _rewrite(path, seed=5)
     code, output = _validate(results, "--keys", str(pins))
     assert code == 1 and "changed since it was listed as written before signing" in output
@@ -285,4 +286,7 @@ def test_a_listed_unsigned_file_passes_as_unverified_until_edited(tmp_path: Path
 def test_the_committed_results_validate_and_are_unverified() -> None:
     code, output = _validate(REPO / "results")
     assert code == 0, output
-    assert "unverified: unsigned: written before results were signed" in output
+    assert "ok (unverified: unsigned): " in output
+    assert "written before results were signed" in output
+    strict = CliRunner().invoke(cli, ["runs", "validate", "--strict", str(REPO / "results")])
+    assert strict.exit_code == 1 and "--strict fails them" in strict.output, strict.output

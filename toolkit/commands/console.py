@@ -36,9 +36,13 @@ class SteadyConsole(Console):
             os.close(devnull)
 
 
-def make_console(*, stderr: bool = False, steady: bool = False) -> Console:
+def make_console(
+    *, stderr: bool = False, steady: bool = False, plain_width: int = PLAIN_WIDTH
+) -> Console:
     """A console on stdout (or stderr): the terminal's own when it is one, plain text if not.
-    `steady`: a closed pipe silences it instead of ending the command (see the module doc)."""
+    `steady`: a closed pipe silences it instead of ending the command (see the module doc).
+    `plain_width`: the width of tables when not a terminal (a wide table folds its cells to
+    it; lines of text are never wrapped)."""
     kind = SteadyConsole if steady else Console
     console = kind(stderr=stderr)
     if console.is_terminal:
@@ -46,7 +50,7 @@ def make_console(*, stderr: bool = False, steady: bool = False) -> Console:
     return kind(
         stderr=stderr,
         color_system=None,
-        width=PLAIN_WIDTH,
+        width=plain_width,
         soft_wrap=True,  # never insert line breaks of our own
         highlight=False,
         emoji=False,

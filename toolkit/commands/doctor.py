@@ -9,10 +9,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from toolkit.commands.console import make_console
-from toolkit.commands.options import find_registry, registry_option, results_dir_option
+from toolkit.commands.options import known_track, registry_option, results_dir_option
 from toolkit.host.doctor import Check, Doctor, failed, opencode_check
 from toolkit.sandbox import BACKENDS
-from toolkit.tracks.model import RegistryError, Track, get_track
+from toolkit.tracks.model import Track
+
+PIPED_WIDTH = 100
+"""Columns of doctor's table when not on a terminal (a terminal's own width otherwise)."""
 
 
 def preflight(track: Track, backend: str) -> None:
@@ -89,15 +92,12 @@ def doctor_command(
       toolkit doctor --track v1-h100-1h --provider openai --model gpt-5
       toolkit doctor --provider mine --providers my-providers.toml --model m1
     """
-    try:
-        track = get_track(find_registry(results_dir, registry, track_id), track_id)
-    except RegistryError as exc:
-        raise click.UsageError(str(exc)) from exc
+    track = known_track(results_dir, registry, track_id)
     checks = Doctor(track, backend).fast()
     if provider is not None:
         checks.append(opencode_check(required=True))
         checks.append(_provider_check(provider, model, providers_path))
-    console = make_console()
+    console = make_console(plain_width=PIPED_WIDTH)  # piped: cells fold, to a mail or a log
     console.print(_table(checks, f"toolkit doctor · track {track.id} · backend {backend}"))
     bad = failed(checks)
     if bad:

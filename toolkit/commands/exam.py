@@ -9,6 +9,7 @@ one-line errors into clean exits.
 from __future__ import annotations
 
 import re
+import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +25,7 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from exam_builder.bank import Bank, BankError, load_bank
+from exam_builder.bank import Bank, BankError, load_bank, weak_seed
 from exam_builder.build import BuildError, build_exam, prepare_exam, with_learnability
 from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
@@ -32,6 +33,7 @@ from toolkit.commands.console import make_console
 from toolkit.commands.exam_tables import both_sides_table, generic_table, pct, quality_table
 from toolkit.commands.learn import Budget, check_scale, make_learner
 from toolkit.learn.scale import SCALES
+from toolkit.run.interrupt import raise_interrupted
 from toolkit.text.corpus import CorpusError, default_corpus
 
 SHORT_HASH = 8
@@ -190,8 +192,11 @@ def build_exam_command(
     if out_dir is None and not check:
         raise click.UsageError("pass --out DIR to write the exam, or --check to write nothing")
     console = make_console()
+    _warn_weak_seed(bank_dir)
     learner = None
     if learn_scale is not None:
+        # SIGTERM stops the learner as Ctrl-C does: its ari-learn-* folders are removed.
+        signal.signal(signal.SIGTERM, raise_interrupted)
         chosen = check_scale(learn_scale)
         budget = Budget(learn_steps or chosen.steps, learn_seconds)
         if learn_public is not None and not _bank_or_usage(learn_public).public:
@@ -239,6 +244,16 @@ def build_exam_command(
     console.print(f"short hash  {manifest.exam_sha256[:SHORT_HASH]}")
 
 
+def _warn_weak_seed(bank_dir: Path) -> None:
+    """One line on stderr, before any work, when a hidden bank's seed is guessable."""
+    try:
+        reason = weak_seed(load_bank(bank_dir))
+    except BankError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if reason is not None:
+        click.echo(f"warning: {reason}", err=True)
+
+
 @click.command("verify-exam")
 @click.argument("exam", type=click.Path(exists=True, path_type=Path))
 @click.option(
@@ -257,7 +272,7 @@ def verify_exam_command(exam: Path, expected: str) -> None:
 
     \b
     Example:
-      toolkit verify-exam /tmp/demo-exam/exam.jsonl --sha256 52ad2949
+      toolkit verify-exam /tmp/demo-exam/exam.jsonl --sha256 c23cb953
     """
     path = exam / EXAM_FILE if exam.is_dir() else exam
     want = expected.strip().lower()

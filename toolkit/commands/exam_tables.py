@@ -17,7 +17,7 @@ def pct(value: float | None) -> str:
 
 
 def quality_table(manifest: Manifest) -> Table:
-    """The per-family quality report as a rich table."""
+    """The per-family quality report as a rich table, each family's tiers below it."""
     report = manifest.quality
     table = Table(
         title="Quality report (percent exact)", title_justify="left", caption_justify="left"
@@ -28,7 +28,7 @@ def quality_table(manifest: Manifest) -> Table:
         family = name == "family"  # never wrapped: the narrow terminal squeezes the numbers
         table.add_column(name, justify="left" if family else "right", no_wrap=family)
 
-    def add(name: str, fq: FamilyQuality) -> None:
+    def add(name: str, fq: FamilyQuality, style: str | None = None) -> None:
         table.add_row(
             name,
             str(fq.questions),
@@ -40,10 +40,13 @@ def quality_table(manifest: Manifest) -> Table:
             pct(fq.chance),
             pct(fq.pool),
             f"{fq.max_prompt_bytes} B",
+            style=style,
         )
 
     for name, fq in report.families.items():
         add(name, fq)
+        for tier, tq in sorted((fq.tiers or {}).items()):  # the manifest's tier rows, too
+            add(f"  tier {tier}", tq, "dim")
     table.add_section()
     add("all", report.total)
     table.caption = (

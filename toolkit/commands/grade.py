@@ -29,6 +29,8 @@ from toolkit.commands.options import (
     results_dir_option,
 )
 from toolkit.grading import SIZE_LIMIT_BYTES, grade_bundle
+from toolkit.grading.inputs import grade_inputs_problem
+from toolkit.grading.questions import grade_questions, public_marking_problem, questions_table
 from toolkit.grading.summary import print_report
 from toolkit.results.model import write_json_atomic
 from toolkit.sandbox import BACKENDS
@@ -48,6 +50,21 @@ def public_exam(registry: Path, exam_file: Path) -> str | None:
         if track.public_set_sha256 and sha.startswith(track.public_set_sha256):
             return f"the public validation set of track '{track.id}'"
     return None
+
+
+def official_exam(results_dir: Path, registry: Path | None, exam: Path) -> str | None:
+    """Why an exam may not be shown question by question although its manifest says public:
+    it is the exam of an official (hidden) track of the registry."""
+    exam_file = exam / "exam.jsonl" if exam.is_dir() else exam
+    try:
+        tracks = load_tracks(find_registry(results_dir, registry)).values()
+    except RegistryError:
+        return None
+    sha = sha256_file(exam_file)
+    hidden = next((t for t in tracks if not t.demo and t.matches_exam(sha)), None)
+    if hidden is None:
+        return None
+    return f"{exam_file} is the hidden exam of track '{hidden.id}': question by question is refused"
 
 
 def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple[Track | None, str]:
@@ -131,6 +148,14 @@ def choose_track(registry: Path, track_id: str | None, exam_file: Path) -> tuple
     "hidden and only failure categories are shown.",
 )
 @click.option(
+    "--questions",
+    "per_question",
+    is_flag=True,
+    help="Also show each question: family, tier, the prompt's end, the answer, what the bundle "
+    "wrote, pass (and in --json). Only for an exam its manifest marks public (the public "
+    "validation set, a demo exam); a hidden exam is refused, whatever else is given.",
+)
+@click.option(
     "--keep",
     "keep_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -168,6 +193,7 @@ def grade_command(
     images_file: Path | None,
     ablation: bool | None,
     public: bool,
+    per_question: bool,
     graded_ok: bool,
     fail_on_error: bool,
 ) -> None:
@@ -199,8 +225,13 @@ def grade_command(
     its grading's time only as under a minute, one to ten minutes, or longer.
 
     \b
+    With --questions (an exam its manifest marks public only) it also prints each question:
+    its family and tier, the end of its prompt, the answer and what the bundle wrote.
+
+    \b
     Example:
       toolkit grade bundles/b1 --exam /tmp/exam/exam.jsonl --json report.json
+      toolkit grade bundles/b1 --exam /tmp/demo-exam --questions
     """
     refuse_device(device, backend)  # a GPU this host cannot use: refused before any work
     if bundle.is_dir() and not (bundle / "inference.py").is_file():  # a wrong path, likely
@@ -209,6 +240,11 @@ def grade_command(
             f"{bundle}: {what}: a bundle is a folder (or its .tar.gz) with inference.py, which "
             "defines load(bundle_dir, device), and its weight files"
         )
+    problem = grade_inputs_problem(bundle, exam)
+    if problem is None and per_question:  # the exam's own marking decides, nothing else
+        problem = public_marking_problem(exam) or official_exam(results_dir, registry, exam)
+    if problem is not None:
+        raise Refused(problem)
     console = make_console()
     if backend == "docker":
         use_docker_images(images_file)  # no engine or a wrong image: one line, before work
@@ -224,6 +260,8 @@ def grade_command(
     console.print(f"grading settings: {why}")
     console.print(f"device {device} (backend {backend})")
     known = None if public else public_exam(registry_file, exam_file)
+    if per_question:
+        known = known or "its manifest marks it public"
     if public or known:
         console.print(f"public exam ({'--public' if public else known}): the bundle's errors shown")
     else:
@@ -232,8 +270,9 @@ def grade_command(
     if ablation is None:
         ablation = not (public or known)
     ablation = ablation and "generate" in (phases or ("generate",))
+    grade = grade_questions if per_question else grade_bundle
     try:
-        report = grade_bundle(
+        report = grade(
             bundle,
             exam,
             params=params,
@@ -256,6 +295,8 @@ def grade_command(
     for note in report.notes:
         console.print(f"[yellow]note: {note}[/yellow]")
     print_report(report, console)
+    if report.questions is not None:
+        console.print(questions_table(report.questions))
     if json_out is not None:
         try:
             write_json_atomic(json_out, report.model_dump_json(indent=2) + "\n")

@@ -46,7 +46,7 @@ def _flags(row: Row) -> str:
     return ", ".join(flags)
 
 
-def _table(track: Track, rows: list[Row]) -> Table:
+def _table(track: Track, rows: list[Row], results_dir: Path) -> Table:
     title = escape(f"{track.title} [{track.id}] exam {track.exam_sha256[:8]}")
     table = Table(title=title, title_justify="left", header_style="bold")
     for name, justify in [
@@ -74,7 +74,8 @@ def _table(track: Track, rows: list[Row]) -> Table:
             escape(_flags(row)),
         )
     if not rows:
-        table.caption = "no results yet"
+        where = escape(str(results_dir))
+        table.caption = f"no results yet in {where} (runs written elsewhere: --results DIR)"
     return table
 
 
@@ -140,7 +141,7 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
         if not tracks:
             console.print(f"No tracks registered in {results_dir} yet: no results to show.")
         for track, rows in boards:
-            console.print(_table(track, rows))
+            console.print(_table(track, rows, results_dir))
     for problem in results.refused:  # after the board: each bad file costs its own row only
         click.echo(f"refused: {problem}", err=True)
     if results.refused:

@@ -7,6 +7,7 @@ any training, draws a progress bar per family, prints the table and writes it as
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +25,7 @@ from toolkit.commands.console import make_console
 from toolkit.learn.reference import learn_family, report_of
 from toolkit.learn.scale import CPU_STEPS, SCALES, Scale, scale
 from toolkit.results.model import write_json_atomic
+from toolkit.run.interrupt import raise_interrupted
 
 
 def _families(bank: Bank, exam: list[Question], wanted: str | None) -> list[str]:
@@ -349,6 +351,8 @@ def learn_exam_command(
             f"cannot write --json {json_out}: its folder does not exist or is not writable"
         )
     budget = Budget(steps or chosen.steps, seconds, seed, randomize)
+    # SIGTERM stops it as Ctrl-C does: its temporary folders (ari-learn-*) are removed.
+    signal.signal(signal.SIGTERM, raise_interrupted)
     console = make_console()
     who = "public-side learner" if randomize else "reference learner"
     console.print(

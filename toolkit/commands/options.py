@@ -6,13 +6,16 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.campaign.claims import Claims, holder
 from toolkit.campaign.plan import RunKey
+
+if TYPE_CHECKING:
+    from toolkit.tracks.model import Track
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,6 +66,17 @@ def find_registry(results_dir: Path, registry: Path | None, track_id: str | None
             except RegistryError:
                 break  # a broken registry is reported by whoever reads it next
     return next(iter(held), results_dir)
+
+
+def known_track(results_dir: Path, registry: Path | None, track_id: str) -> Track:
+    """The registered track `track_id`, or one line and exit status 2 (`Refused`) naming the
+    registry read and the tracks it knows: the same for every command that takes a track."""
+    from toolkit.tracks.model import RegistryError, get_track
+
+    try:
+        return get_track(find_registry(results_dir, registry, track_id), track_id)
+    except RegistryError as exc:
+        raise Refused(str(exc)) from None
 
 
 def _host_cpus(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

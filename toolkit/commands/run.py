@@ -50,7 +50,13 @@ from toolkit.run.interrupt import Interrupted, raise_interrupted
 from toolkit.run.orchestrate import execute_run
 from toolkit.run.recovery import recover_runs
 from toolkit.run.roles import default_gpu, detect_device
-from toolkit.run.spec import RunSpec, env_secrets, new_run_id, scaled_budget
+from toolkit.run.spec import (
+    RunSpec,
+    budget_override_note,
+    env_secrets,
+    new_run_id,
+    scaled_budget,
+)
 from toolkit.run.workspace import WorkspaceError
 from toolkit.sandbox import BACKENDS
 from toolkit.text.data import DataError, check_source
@@ -221,9 +227,10 @@ def run_command(
     provider_problem = the_agent.preflight()
     if provider_problem is not None:
         raise click.ClickException(provider_problem)
-    note = None if max_cost_usd else cost_cap_note(entry, the_track.max_cost_usd)
-    if note:  # said once the run is sure to start (a refusal above stays one line)
-        console.print(f"note: {note}", markup=False, highlight=False)
+    cost_note = None if max_cost_usd else cost_cap_note(entry, the_track.max_cost_usd)
+    for note in (cost_note, budget_override_note(the_track, budget)):
+        if note:  # said once the run is sure to start (a refusal above stays one line)
+            console.print(f"note: {note}", markup=False, highlight=False)
     if train_data is not None:  # a text we cannot read: refused before anything is written
         try:
             check_source(train_data)

@@ -112,7 +112,13 @@ def _result_files(paths: tuple[Path, ...]) -> list[Path]:
 @runs_group.command("validate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @keys_option()
-def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit non-zero when a file passes only as unverified (unsigned, written before "
+    "signing): every file must be signed by a pinned key.",
+)
+def validate_command(paths: tuple[Path, ...], keys_file: Path | None, strict: bool) -> None:
     """Check result files against the run model, their histories and their signatures.
 
     PATHS are result files or results folders (every <track>/<run_id>.json inside). Errors name
@@ -120,13 +126,14 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
     not verify under a pinned key (the toolkit's pinned_keys.json, $ARI_TRUSTED_KEYS, --keys,
     this machine's key; never the folder's own signing_keys.json) is bad: unsigned, signed by
     a key nobody pinned, or changed since it was signed. A file that the
-    pinned list names as written before signing, unchanged, passes as unverified.
+    pinned list names as written before signing, unchanged, passes as unverified: its verdict
+    says `ok (unverified: unsigned)`, and --strict fails it.
 
     \b
     Example:
       toolkit runs validate results/
     """
-    bad = 0
+    bad = unverified = 0
     reported: set[str] = set()  # each problem once, however many checks find it
     bad_files: set[str] = set()
     files = _result_files(paths)
@@ -161,9 +168,13 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
             bad_files.add(str(file))
             bad += 1
             continue
-        flag = f"; unverified: {verdict.reason}" if not verdict.verified else ""
+        word, flag = "ok", ""
+        if not verdict.verified:  # passes, but nothing vouches for it: said in the verdict
+            kind, _, why = (verdict.reason or "unsigned").partition(": ")
+            word, flag = f"ok (unverified: {kind})", f"; {why}" if why else ""
+            unverified += 1
         flag += "".join(f"; {note}" for note in notes)
-        click.echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
+        click.echo(f"{word}: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
     # A results folder with its registry is also checked the way the site reads it (tracks,
     # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.
     for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
@@ -181,6 +192,9 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
     if not files:
         click.echo("no result files found", err=True)
     if bad or not files:
+        raise SystemExit(1)
+    if strict and unverified:
+        click.echo(f"{unverified} unverified file(s): --strict fails them", err=True)
         raise SystemExit(1)
 
 

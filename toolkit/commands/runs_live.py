@@ -152,7 +152,7 @@ def show_command(run_id: str) -> None:
 
     \b
     Example:
-      toolkit runs show 20261125T140102-scripted-baseline-s0
+      toolkit runs show 20261125T140102-scripted-baseline-s0-4712
     """
     s = _find(run_id)
     e = s.entry
@@ -210,7 +210,7 @@ def tail_command(run_id: str, follow: bool, tail_bytes: int) -> None:
 
     \b
     Example:
-      toolkit runs tail -f 20261125T140102-scripted-baseline-s0
+      toolkit runs tail -f 20261125T140102-scripted-baseline-s0-4712
     """
     s = _find(run_id)
     artifacts = Path(s.entry.artifacts)
@@ -237,7 +237,7 @@ def kill_command(run_id: str) -> None:
 
     \b
     Example:
-      toolkit runs kill 20261125T140102-scripted-baseline-s0
+      toolkit runs kill 20261125T140102-scripted-baseline-s0-4712
     """
     s = _find(run_id)
     console = make_console()

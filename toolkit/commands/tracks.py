@@ -14,7 +14,12 @@ from rich.table import Table
 from exam_builder.exam_file import MANIFEST_FILE, ExamFileError, load_exam, sha256_file
 from exam_builder.manifest import ManifestError, load_manifest
 from toolkit.commands.console import make_console
-from toolkit.commands.options import find_registry, registry_option, results_dir_option
+from toolkit.commands.options import (
+    find_registry,
+    known_track,
+    registry_option,
+    results_dir_option,
+)
 from toolkit.results.model import write_json_atomic
 from toolkit.tracks.model import (
     TRACKS_FILE,
@@ -90,12 +95,7 @@ def show_command(track_id: str, results_dir: Path, registry: Path | None) -> Non
     Example:
       toolkit tracks show v1-h100-1h | jq .grading
     """
-    tracks = _load(_registry(results_dir, registry))
-    if track_id not in tracks:
-        raise click.ClickException(
-            f"unknown track '{track_id}' (known: {', '.join(sorted(tracks)) or 'none'})"
-        )
-    click.echo(tracks[track_id].model_dump_json(indent=2))
+    click.echo(known_track(results_dir, registry, track_id).model_dump_json(indent=2))
 
 
 @tracks_group.command("new")

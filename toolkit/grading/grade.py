@@ -76,6 +76,8 @@ class _Job:
     """A hidden grading: the bundle's words stay out of the report."""
     exact_lengths: bool = False
     """Phase 1 asks each answer's own length (the old protocol; comparison tests only)."""
+    written: dict[str, bytes] | None = None
+    """Filled with each question's output by phase 1 of a public grading (`questions.py`)."""
     prestart: bool = True
     """Each phase's worker starts as the grading begins, before packing (False: each when its
     phase begins; the benchmark's baseline)."""
@@ -269,6 +271,7 @@ def grade_bundle(
     hidden: bool = True,
     _exact_lengths: bool = False,
     _prestart: bool = True,
+    _written: dict[str, bytes] | None = None,
 ) -> GradeReport:
     """Grade `bundle` (folder or .tar.gz) on `exam`; a bad bundle is a report, not an error.
 
@@ -317,6 +320,7 @@ def grade_bundle(
                 hidden=hidden,
                 _exact_lengths=_exact_lengths,
                 _prestart=_prestart,
+                _written=_written,
             )
     report_progress: Progress = progress or (lambda _name, _done, _total: None)
     params, notes = fit_to_host(params)
@@ -343,6 +347,7 @@ def grade_bundle(
             hidden=hidden,
             exact_lengths=_exact_lengths,
             prestart=_prestart,
+            written=_written,
         )
         try:
             out, packed = _grade(bundle, job, started)
@@ -366,6 +371,7 @@ def grade_bundle(
     out.timings.total = time.monotonic() - started
     report = _report(out, questions, packed, size_limit_bytes, exam_sha, backend, device, hidden)
     report.notes = notes
+    report.score_measured = "generate" in phases
     if ablated is not None:
         if hidden and ablated.score is not None:  # published coarsely; the flag from that
             exact, coarse = ablated.score, publish.coarse_ablation(ablated.score)
@@ -422,7 +428,9 @@ def _ablate(job: _Job, out: Outcome, packed: PackedBundle | None) -> Ablation:
         passed=len(out.passed),
         total=len(job.questions),
     )
-    return weights_ablation.run(packed.path if out.ok and packed else None, job.work, real, phase1)
+    done = weights_ablation.run(packed.path if out.ok and packed else None, job.work, real, phase1)
+    job.progress(f"ablation: done, {done.note}", 1, 1)  # its load may have failed: said here
+    return done
 
 
 def host_memory_bytes() -> int:
@@ -456,7 +464,7 @@ def fit_to_host(params: GradingParams) -> tuple[GradingParams, list[str]]:
 
 def _grade(bundle: Path, job: _Job, started: float) -> tuple[Outcome, PackedBundle | None]:
     """The phases of `grade_bundle`, in `work`; bundle failures end up in the outcome."""
-    out = Outcome()
+    out = Outcome(written=None if job.hidden else job.written)  # never a hidden grading's
     spares: dict[str, _Spare] = {}  # each phase's worker, started before packing
     if job.prestart:
         for name, phase in (("phase1", "generate"), ("phase2", "bpb")):

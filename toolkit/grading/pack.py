@@ -157,6 +157,11 @@ class _Listing:
     unpacked: int = 0
 
 
+CACHE_DIR = "__pycache__"
+"""Folders left out of every packed bundle: what Python writes when it imports the bundle's
+sources (a loader never reads its byte code without the source beside it)."""
+
+
 def _list(folder: int, parts: tuple[str, ...], found: _Listing) -> None:
     """Add every entry below the open `folder` to `found`; refuse links and special files."""
     where = found.where
@@ -169,6 +174,8 @@ def _list(folder: int, parts: tuple[str, ...], found: _Listing) -> None:
                 raise BundleError(f"{where}: more than {MAX_MEMBERS:,} files and folders")
             items.append((e.name, e.stat(follow_symlinks=False)))
     for name, st in sorted(items):
+        if name == CACHE_DIR and stat.S_ISDIR(st.st_mode):
+            continue  # Python's own byte-code cache: remade from the sources, never packed
         rel = (*parts, _checked_entry_name(name, where))
         shown = "/".join(rel)
         if stat.S_ISLNK(st.st_mode):

@@ -78,6 +78,8 @@ class Outcome:
     isolation: list[str] = field(default_factory=list)
     not_isolated: list[str] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings)
+    written: dict[str, bytes] | None = None
+    """Each question's output, kept only where a public grading asked (`questions.py`)."""
 
     def problem(self, question: str, category: str, detail: str) -> None:
         self.problem_count += 1
@@ -321,6 +323,8 @@ def run_phase1(
         for k, i in enumerate(batch):
             q = questions[i]
             got, category, detail = reply.decoded(k)
+            if out.written is not None and got is not None:
+                out.written[q.id] = got
             if got is None:
                 out.problem(q.id, category, detail)
             elif len(got) != asked[i] or reply.sizes[k] != asked[i]:

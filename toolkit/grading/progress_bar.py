@@ -19,7 +19,8 @@ def progress_lines(
     clock: Callable[[], float] = time.monotonic,
 ) -> Callable[[str, int, int], None]:
     """A progress callback (step, done, total) that says each step when it starts and when it
-    is done, with how long it took, and in between at most one line every `every_s` seconds."""
+    is done, with how long it took, and in between at most one line every `every_s` seconds;
+    a step first reported complete (an outcome, `ablation: done, ...`) is one line."""
     step: list[str] = []
     since = last = 0.0
 
@@ -29,7 +30,8 @@ def progress_lines(
         if not step or step[0] != name:
             step[:] = [name]
             since = last = now
-            say(f"{prefix}{name}...")
+            # A step first reported complete is an outcome, said as it is (no "...").
+            say(f"{prefix}{name}" if total and done >= total else f"{prefix}{name}...")
         elif done >= total:
             say(f"{prefix}{name}: done in {now - since:.0f} s")
             last = now

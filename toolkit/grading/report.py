@@ -33,6 +33,25 @@ class AblationCounts(BaseModel):
     )
 
 
+class QuestionResult(BaseModel):
+    """One question of a public grading, as `toolkit grade --questions` shows it. The texts
+    are printable: control characters are written as escapes (`questions.printable`), and
+    `written` is the bundle's, so a reader shows it as plain text, never as markup."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(description="The question's id.")
+    family: str = Field(description="Its exam family.")
+    tier: int | None = Field(default=None, description="Its tier, where the exam marks one.")
+    prompt_tail: str = Field(description="The last characters of its prompt.")
+    expected: str = Field(description="The answer.")
+    written: str | None = Field(
+        description="What the bundle wrote, the answer's length of it (None: no usable output)."
+    )
+    passed: bool = Field(description="Whether it passed (exact match).")
+    problem: str | None = Field(default=None, description="Why its output was refused, if so.")
+
+
 class Ablation(BaseModel):
     """The weights ablation of one grading, as the grade report carries it."""
 
@@ -78,6 +97,11 @@ class GradeReport(BaseModel):
         description="One line: what went wrong, if anything (a hidden grading: a category only).",
     )
     score: Score = Field(description="Exact-match pass rate: the official score.")
+    score_measured: bool = Field(
+        default=True,
+        description="False when phase 1 did not run (`--phase bpb`): `score` and `families` "
+        "then hold zeros that measured nothing.",
+    )
     families: dict[str, FamilyScore] = Field(description="Pass counts per exam family.")
     bits_per_byte: float | None = Field(
         default=None,
@@ -121,4 +145,10 @@ class GradeReport(BaseModel):
     )
     ablation: Ablation | None = Field(
         default=None, description="The ablated pass in full: note, files replaced, seconds."
+    )
+    questions: list[QuestionResult] | None = Field(
+        default=None,
+        description="Each question: family, tier, prompt tail, answer, output, pass; only for "
+        "an exam its manifest marks public, when asked (`toolkit grade --questions`); None "
+        "otherwise, and always on a hidden exam.",
     )

@@ -30,8 +30,14 @@ def print_report(report: GradeReport, console: Console) -> None:
     colour = "green" if report.ok and not report.reason else "yellow" if report.ok else "red"
     if not report.ok:  # what went wrong first: the table below is all zeros
         console.print(f"[bold red]the bundle failed: {report.reason}[/bold red]")
-    console.print(f"[bold]Score: {s.percent:.1f}%[/bold] ({s.passed}/{s.total} exact)")
-    console.print(report_table(report))
+    if report.score_measured:
+        console.print(f"[bold]Score: {s.percent:.1f}%[/bold] ({s.passed}/{s.total} exact)")
+        console.print(report_table(report))
+    else:
+        console.print(
+            f"[bold]Score: not measured[/bold] (phase 1 did not run: --phase bpb; "
+            f"{s.total} questions)"
+        )
     bpb = (
         f"{report.bits_per_byte:.4f}"
         if report.bits_per_byte is not None

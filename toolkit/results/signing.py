@@ -444,6 +444,21 @@ def pinned_keyring(extra: tuple[Path, ...] = ()) -> Keyring:
     return Keyring(keys=list(keys.values()), unsigned=list(unsigned.values()))
 
 
+def trusted_list_of(key: str, extra: tuple[Path, ...] = ()) -> str:
+    """Which trusted list holds a key, in words (for the run page: the folder's own
+    `signing_keys.json` is never one)."""
+    for path in pinned_files(extra):
+        with contextlib.suppress(SigningError):
+            if any(k.id == key for k in load_keyring(path).keys):
+                if path == PINNED_FILE:
+                    return "the toolkit's pinned keys (toolkit/results/pinned_keys.json)"
+                return f"the pinned key list {path.name} (${TRUSTED_KEYS_ENV} or --keys)"
+    own = _own_key()
+    if own is not None and own.id == key:
+        return "this machine's own key (the harness that built this site signed it)"
+    return "no pinned list (not trusted)"
+
+
 def pinned_keys(extra: tuple[Path, ...] = ()) -> list[TrustedKey]:
     """Every pinned key (`pinned_keyring`)."""
     return pinned_keyring(extra).keys

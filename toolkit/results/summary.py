@@ -16,10 +16,12 @@ from toolkit.results.signing import SigningError, check, keyring_path, load_keyr
 def print_result(result: RunResult, path: Path, console: Console) -> None:
     colour = {"valid": "green", "failed": "yellow", "invalid": "red"}[result.status]
     s = result.score
+    # An invalid run never scores, not even 0% (as `runs list` and the board say it): a dash.
+    score = "—" if result.status == "invalid" else f"{s.percent:.1f}% ({s.passed}/{s.total})"
+    bpb = None if result.status == "invalid" else result.bits_per_byte
     console.print(
-        f"[bold {colour}]{result.status}[/bold {colour}] · score {s.percent:.1f}% "
-        f"({s.passed}/{s.total}) · bpb "
-        f"{'—' if result.bits_per_byte is None else f'{result.bits_per_byte:.2f}'}"
+        f"[bold {colour}]{result.status}[/bold {colour}] · score {score} · bpb "
+        f"{'—' if bpb is None else f'{bpb:.2f}'}"
     )
     if result.status_reason:
         console.print(f"reason: {result.status_reason}")

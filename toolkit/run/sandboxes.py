@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolkit.host import floor
+from toolkit.paths import state_relative
 from toolkit.run import recovery, reference, roles
 from toolkit.run.inputs import PUBLIC_BANKS
 from toolkit.run.start import Premises, RunInputs
@@ -87,7 +88,9 @@ def make_sandboxes(inputs: RunInputs, premises: Premises) -> RunSandboxes:
         isolation = _isolation(inputs, runner, controller)
         _check_floor(inputs, {"controller": controller.isolation, "runner": runner.isolation})
         undo.pop_all()
-    log(f"workspace {workspace.root}; results {inputs.artifacts}")
+    # Published with the run: no path of the operator's machine, only where within its folders.
+    results = inputs.artifacts.relative_to(inputs.spec.results_dir).as_posix()
+    log(f"workspace {state_relative(workspace.root)}; results {results} in the results folder")
     log(f"controller isolation: {', '.join(controller.isolation)}")
     log(f"controller NOT isolated: {', '.join(controller.not_isolated)}")
     log(f"runner isolation: {', '.join(runner.isolation)}")

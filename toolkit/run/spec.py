@@ -98,3 +98,15 @@ def scaled_budget(track: Track, budget_s: float | None) -> tuple[float | None, .
         return (None, None, None)
     scale = budget_s / track.budget_s
     return (budget_s, min(budget_s, track.per_call_limit_s * scale), track.reserved_s * scale)
+
+
+def budget_override_note(track: Track, budget_s: float | None) -> str | None:
+    """What a budget override means for the board, said when the run starts (None: the
+    track's own budget): a run off the track's rules is listed apart, never averaged."""
+    if budget_s is None or budget_s == track.budget_s:
+        return None
+    return (
+        f"--budget {budget_s:g} s is not track '{track.id}''s {track.budget_s:g} s: this run "
+        "is off the track's rules and will never be counted in a row's mean (the board lists "
+        "it apart); leave --budget out for a run that counts"
+    )

@@ -13,6 +13,7 @@ and is reported (`on_full`): the run judges whose doing that was when it ends.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,9 +24,10 @@ from toolkit.clock import Clock
 from toolkit.grading import BundleError, grade_bundle, pack_bundle
 from toolkit.grading.grade import CANCELLED
 from toolkit.grading.phases import Progress
+from toolkit.grading.questions import grade_questions, public_marking_problem
 from toolkit.grading.report import GradeReport
 from toolkit.results.chain import disk_full
-from toolkit.results.model import Candidate
+from toolkit.results.model import Candidate, write_json_atomic
 from toolkit.run.history import SubmissionHistory
 from toolkit.runner.audit import clean_text, to_bytes
 from toolkit.runner.channel import Call
@@ -60,12 +62,15 @@ class Grader:
         ablation: bool = False,
         hidden: bool = True,
         progress: Progress | None = None,
+        per_question: bool = False,
     ) -> GradeReport:
         """Grade a stored archive (the grader unpacks it where the agent cannot reach);
         `cancelled`, `ablation`, `hidden`, `progress`: see `grade_bundle` (public scoring
         alone passes hidden=False; only the final grading reports progress, to the operator's
-        terminal)."""
-        return grade_bundle(
+        terminal). `per_question`: each question's row too, where the exam's own manifest
+        marks it public (`questions.py`); elsewhere the plain grading."""
+        public = per_question and not hidden and public_marking_problem(exam) is None
+        return (grade_questions if public else grade_bundle)(
             archive,
             exam,
             params=self.params,
@@ -84,6 +89,8 @@ class Grader:
 
 SOURCE_CHARS = 4096  # a submitted path as recorded (a longer one cannot be opened anyway)
 WAIT_POLL_S = 0.1  # how often a submit waiting for its turn checks that its call still runs
+QUESTIONS_SUFFIX = ".questions.json"
+"""Beside a candidate's archive: its public scoring, question by question."""
 CLOSE_WAIT_S = 10.0
 """How long the end of a run waits for killed public scorings to be gone."""
 
@@ -287,7 +294,12 @@ class Submissions:
             try:
                 # Public: the agent reads its own bundle's errors on the public set.
                 report = self.grader.grade(
-                    archive, self.public_set, ("generate",), cancelled=cancelled, hidden=False
+                    archive,
+                    self.public_set,
+                    ("generate",),
+                    cancelled=cancelled,
+                    hidden=False,
+                    per_question=True,
                 )
             finally:
                 self._one_at_a_time.release()
@@ -301,6 +313,7 @@ class Submissions:
             with self._scored:
                 self._scoring -= 1
                 self._scored.notify_all()
+        self._keep_questions(candidate_id, report)
         if not report.ok:
             # The reason may quote the bundle's own error text: whatever it holds must be
             # storable (a lone surrogate in it must not break the history or this call).
@@ -308,6 +321,17 @@ class Submissions:
             return None, error, f"public scoring failed: {error}"
         s = report.score
         return s.percent, None, f"public score {s.percent:.1f}% ({s.passed}/{s.total})"
+
+    def _keep_questions(self, candidate_id: str, report: GradeReport) -> None:
+        """The public scoring question by question, beside the candidate's archive, for the
+        operator's view (`toolkit view`); feedback only: a failure to write it is logged."""
+        if report.questions is None:
+            return
+        rows = [row.model_dump() for row in report.questions]
+        try:
+            write_json_atomic(self.store / f"{candidate_id}{QUESTIONS_SUFFIX}", json.dumps(rows))
+        except OSError as exc:
+            self.log(f"the questions of {candidate_id} were not kept: {exc!r}")
 
     def promote(self, call: Call) -> int:
         if len(call.argv) != 2:

@@ -102,6 +102,15 @@ class Row(BaseModel):
     rank_worst: int | None = Field(description="Worst place the row could hold.")
     bits_per_byte: float | None = Field(description="Mean bits-per-byte over counted runs.")
     best_public: float | None = Field(description="Best public-validation percent, counted runs.")
+    cost_usd: float | None = Field(
+        default=None,
+        description="Mean cost in USD per counted run; None unless every counted run reported one.",
+    )
+    tokens: float | None = Field(
+        default=None,
+        description="Mean tokens (every part) per counted run; None unless every counted run "
+        "reported some.",
+    )
     awaiting_rerun: list[str] = Field(description="Invalid runs (ids) awaiting a rerun.")
     runs: list[RunEntry] = Field(description="Every run of the row, by seed, then start time.")
     model_free_suspects: list[str] = Field(
@@ -305,6 +314,21 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _run_tokens(run: RunResult) -> int | None:
+    """Every token part a run reported, summed (None: it reported none)."""
+    u = run.usage
+    parts = [u.input_tokens, u.output_tokens, u.reasoning_tokens]
+    parts += [u.cache_read_tokens, u.cache_write_tokens]
+    known = [p for p in parts if p is not None]
+    return sum(known) if known else None
+
+
+def _mean_of_all(values: list[float | None]) -> float | None:
+    """The mean when every value is known (a mean over some runs would understate a row)."""
+    known = [v for v in values if v is not None]
+    return _mean(known) if values and len(known) == len(values) else None
+
+
 def _row(
     rules: TrackRules,
     key: tuple[str, str | None, str, int],
@@ -341,6 +365,8 @@ def _row(
         rank_worst=None,
         bits_per_byte=_mean(bpbs),
         best_public=max(publics) if publics else None,
+        cost_usd=_mean_of_all([r.usage.cost_usd for r in scored]),
+        tokens=_mean_of_all([_run_tokens(r) for r in scored]),
         awaiting_rerun=[e.run_id for e in entries if e.role == "awaiting-rerun"],
         runs=entries,
         model_free_suspects=[e.run_id for e in entries if by_id[e.run_id].model_free_suspect],

@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 from toolkit.stats.board import Row
+from toolkit.stats.cost import front_keys
 from toolkit.tracks.model import Track
 
 # (column, what it holds): the CSV header and the JSON keys, in this order.
@@ -38,11 +39,15 @@ COLUMNS: list[tuple[str, str]] = [
     ("best_public", "best public-validation percent over the runs"),
     ("gap", "best public minus mean hidden percent"),
     ("model_free_suspects", "runs whose score survived the weights ablation: under review"),
+    ("cost_usd", "mean cost in USD per counted run (empty unless every counted run reported one)"),
+    ("tokens", "mean tokens per counted run, every part (empty unless every counted run has some)"),
+    ("pareto", "on the track's score-against-cost front (cost, or tokens where cost is unknown)"),
 ]
 
 
-def row_record(row: Row) -> dict[str, Any]:
-    """A row as flat, JSON-ready values, in `COLUMNS` order."""
+def row_record(row: Row, on_front: bool = False) -> dict[str, Any]:
+    """A row as flat, JSON-ready values, in `COLUMNS` order; `on_front`: the row is on its
+    track's score-against-cost front (`cost.front_keys`)."""
     return {
         "track": row.track,
         "rank": row.rank_label,
@@ -67,6 +72,9 @@ def row_record(row: Row) -> dict[str, Any]:
         "best_public": row.best_public,
         "gap": row.gap,
         "model_free_suspects": len(row.model_free_suspects),
+        "cost_usd": row.cost_usd,
+        "tokens": row.tokens,
+        "pareto": on_front,
     }
 
 
@@ -75,17 +83,19 @@ def to_csv(rows: list[Row]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=[c for c, _ in COLUMNS], lineterminator="\n")
     writer.writeheader()
+    front = front_keys(rows)
     for row in rows:
-        record = row_record(row)
+        record = row_record(row, (row.track, row.slug) in front)
         writer.writerow({k: ("" if v is None else v) for k, v in record.items()})
     return out.getvalue()
 
 
 def to_json(rows: list[Row], tracks: list[Track]) -> str:
     """JSON: the tracks' frozen parameters, a column glossary and the rows (null = undefined)."""
+    front = front_keys(rows)
     doc = {
         "tracks": [t.model_dump(mode="json") for t in tracks],
         "columns": dict(COLUMNS),
-        "rows": [row_record(r) for r in rows],
+        "rows": [row_record(r, (r.track, r.slug) in front) for r in rows],
     }
     return json.dumps(doc, indent=2) + "\n"

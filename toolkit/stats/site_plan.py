@@ -26,6 +26,7 @@ from toolkit.results.published import read_published
 from toolkit.runner.audit import decode_arg
 from toolkit.stats.board import Row, RunEntry, leaderboard
 from toolkit.stats.chart import MeansChart, TimelineChart, means_chart, timeline_chart
+from toolkit.stats.cost import CostChart, cost_chart
 from toolkit.stats.export import COLUMNS, to_csv, to_json
 from toolkit.stats.loading import LoadedRun, ResultsSet
 from toolkit.tracks.model import ProtocolFix, Track
@@ -96,6 +97,7 @@ class TrackBoard:
     rows: list[Row]
     chart: MeansChart
     top_chart: MeansChart  # the leading rows only, for the home page
+    cost: CostChart | None  # score against cost per run (None: no row reported either)
     url: str
     csv_url: str
     json_url: str
@@ -514,6 +516,7 @@ def plan_site(results: ResultsSet) -> SitePlan:
             rows=rows,
             chart=means_chart(rows),
             top_chart=means_chart(ranked[:TOP_ROWS]),
+            cost=cost_chart(rows),
             url=f"leaderboards/{track.id}.html",
             csv_url=f"downloads/{track.id}.csv",
             json_url=f"downloads/{track.id}.json",

@@ -36,12 +36,12 @@ def carry_track(results_dir: Path, registry_dir: Path, track: Track) -> bool:
     wrote = False
     tracks = load_tracks(results_dir)
     mine = tracks.get(track.id)
-    if mine is not None and mine != track:
+    if mine is not None and mine != track and _track_rules(mine) != _track_rules(track):
         raise RegistryError(
             f"{results_dir / TRACKS_FILE}: track '{track.id}' differs from the one in "
             f"{registry_dir / TRACKS_FILE}; a results folder holds one version of a track"
         )
-    if mine is None:
+    if mine != track:  # new, or the same rules in new words (a title told apart): take it
         tracks[track.id] = track
         _write(results_dir / TRACKS_FILE, [t.model_dump(mode="json") for t in tracks.values()])
         wrote = True
@@ -64,6 +64,11 @@ def carry_track(results_dir: Path, registry_dir: Path, track: Track) -> bool:
         _write(results_dir / FIXES_FILE, [f.model_dump(mode="json") for f in [*here, *new]])
         wrote = True
     return wrote
+
+
+def _track_rules(track: Track) -> Track:
+    """A track without its words (title, description): what it freezes."""
+    return track.model_copy(update={"title": "", "description": ""})
 
 
 def _rules(fix: ProtocolFix) -> ProtocolFix:

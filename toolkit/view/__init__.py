@@ -41,6 +41,7 @@ from toolkit.agents.relay.accounting import LOG_FILE as PROVIDER_LOG
 from toolkit.run import journal, recovery
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE, TRANSCRIPT_FILE
 from toolkit.run.live import read_live
+from toolkit.view.questions import questions_section
 from toolkit.view.timeline import read_jsonl, timeline_svg
 
 REFRESH_S = 3
@@ -337,6 +338,7 @@ def live_run(run_id: str) -> bytes | None:
         "public score). Triangle: promotion. Red: now; pink: the reserved window "
         f"({reserved:.0f} s, submit and promote only).</p>"
         f"<h2>Runner calls</h2>{_calls_table(artifacts, in_flight, clock)}"
+        f"{questions_section(artifacts)}"
         f"{_console(artifacts, live)}"
         f"<h2>Harness log (end)</h2><pre>{html.escape(_tail(artifacts / AGENT_LOG))}</pre>"
     )
