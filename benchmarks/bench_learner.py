@@ -9,7 +9,7 @@ This is the table the maintainers' exam page quotes: a family is worth its place
 learner's score is far above the model-free one.
 
 Run:
-    .venv/bin/python benchmarks/bench_learner.py [--bank DIR] [--seconds 300] \\
+    .venv/bin/python benchmarks/bench_learner.py [--bank DIR] [--steps 2000] [--seconds CAP] \\
         [--variant cpu] [--variant cpu+d_model=64+batch_size=32] [--families a,b] [--json OUT]
 
 A variant is `cpu` (toolkit.learn.scale.CPU) with `+field=value` changes of its shape
@@ -60,7 +60,8 @@ def variant(spec: str) -> Scale:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bank", type=Path, default=VARIANTS)
-    parser.add_argument("--seconds", type=float, default=300.0)
+    parser.add_argument("--steps", type=int, default=CPU.steps, help="steps a family")
+    parser.add_argument("--seconds", type=float, default=None, help="a cap a family")
     parser.add_argument("--variant", action="append", default=[])
     parser.add_argument("--families", default=None)
     parser.add_argument("--json", type=Path, default=None)
@@ -72,7 +73,7 @@ def main() -> None:
     quality = prepared.manifest.quality
     names = args.families.split(",") if args.families else list(quality.families)
     rows = []
-    print(f"bank {bank.id}: {len(names)} families, {args.seconds:g} s a family and variant")
+    print(f"bank {bank.id}: {len(names)} families, {args.steps:,} steps a family and variant")
     print(
         f"{'family':<14} {'variant':<36} {'model-free':>10} {'learner':>8} {'steps':>7} {'loss':>6}"
     )
@@ -80,7 +81,9 @@ def main() -> None:
         free = model_free_best(quality.families[name], public_bank=False)
         for spec in variants:
             started = time.monotonic()
-            learned = learn_family(bank, name, exam, variant(spec), args.seconds)
+            learned = learn_family(
+                bank, name, exam, variant(spec), steps=args.steps, seconds=args.seconds
+            )
             passed = sum(r.passed for r in learned)
             total = sum(r.total for r in learned)
             pct = 100.0 * passed / total
