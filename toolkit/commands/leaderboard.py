@@ -6,12 +6,12 @@ import contextlib
 from pathlib import Path
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
-from toolkit.commands.console import make_console
+from toolkit.commands.console import make_console, terminal_text
 from toolkit.commands.options import results_dir_option
 from toolkit.results.model import ResultsError
+from toolkit.results.published import one_line
 from toolkit.stats import Row, leaderboard, load_results, to_csv, to_json
 from toolkit.tracks.model import RegistryError, Track
 
@@ -47,7 +47,7 @@ def _flags(row: Row) -> str:
 
 
 def _table(track: Track, rows: list[Row]) -> Table:
-    title = escape(f"{track.title} [{track.id}] exam {track.exam_sha256[:8]}")
+    title = terminal_text(f"{track.title} [{track.id}] exam {track.exam_sha256[:8]}")
     table = Table(title=title, title_justify="left", header_style="bold")
     for name, justify in [
         ("rank", "right"),
@@ -64,14 +64,14 @@ def _table(track: Track, rows: list[Row]) -> Table:
     for row in rows:
         table.add_row(
             row.rank_label or "—",
-            escape(row.model),
-            escape(row.effort or ""),
+            terminal_text(row.model),
+            terminal_text(row.effort or ""),
             _score(row),
             f"{row.n}/{row.seeds_required}",
             _num(row.bits_per_byte, "{:.2f}"),
             _num(row.best_public),
             _num(row.gap, "{:+.1f}"),
-            escape(_flags(row)),
+            terminal_text(_flags(row)),
         )
     if not rows:
         table.caption = "no results yet"
@@ -138,11 +138,13 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     else:
         console = make_console()
         if not tracks:
-            console.print(f"No tracks registered in {results_dir} yet: no results to show.")
+            console.print(
+                terminal_text(f"No tracks registered in {results_dir} yet: no results to show.")
+            )
         for track, rows in boards:
             console.print(_table(track, rows))
     for problem in results.refused:  # after the board: each bad file costs its own row only
-        click.echo(f"refused: {problem}", err=True)
+        click.echo(f"refused: {one_line(problem)}", err=True)
     if results.refused:
         click.echo(f"{len(results.refused)} result file(s) refused, left off the board", err=True)
         raise SystemExit(1)
