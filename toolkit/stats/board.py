@@ -54,6 +54,9 @@ from toolkit.tracks.model import ProtocolFix, Track
 
 # Below this float gap between two interval ends, the exact comparison decides.
 _FLOAT_MARGIN = 1e-9
+# The longest row slug: it names the row's page file (a model name is someone else's text,
+# and a file name of more than 255 bytes cannot be written).
+SLUG_MAX = 64
 DEFAULT_AGENT = "opencode"  # the scaffold of every model row; others are named in the label
 
 RunRole = Literal["counted", "repeat", "off-rules", "awaiting-rerun", "rerun-done", "unverified"]
@@ -244,6 +247,9 @@ def _slug(model: str, effort: str | None, agent: str, revision: int | None) -> s
     if revision is not None:
         text += f"-legacy-r{revision}"
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "row"
+    if len(slug) > SLUG_MAX:  # a page's file name: cut, and told apart by a hash of the whole
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        slug = f"{slug[: SLUG_MAX - 9].rstrip('-')}-{digest}"
     return slug
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC
@@ -33,6 +34,10 @@ from toolkit.tracks.model import ProtocolFix, Track
 ARTIFACT_PAGE_BYTES = 96 * 1024  # one page of a transcript view: big enough, fast to load
 TOP_ROWS = 5  # rows shown on the home page per track
 AUDIT_ARTIFACT = "audit"  # the runner's audit log (JSON lines), shown as a table
+# A raw artifact keeps its name only when a web server would serve it as text or data (or,
+# with no suffix, as bytes to download): any other name (`x.html`, `x.svg`, `x.js`) gets
+# `.txt` added, so that no artifact is served as a page or a script of the site.
+RAW_SUFFIXES = ("", ".txt", ".log", ".json", ".jsonl", ".csv", ".gz")
 
 # The site's sections, in navigation order: the mkdocs nav and the log pages' header both.
 REFUSED_PAGE = "refused.md"
@@ -371,7 +376,9 @@ class LogSection:
 
     @property
     def anchor(self) -> str:
-        return f"{self.name}-{self.part}"
+        """Its id on the log page: the artifact's name (someone else's text) in letters,
+        digits, `_` and `-` only."""
+        return f"{re.sub(r'[^A-Za-z0-9_-]+', '-', self.name)}-{self.part}"
 
     @property
     def calls(self) -> list[AuditCall] | None:
@@ -433,7 +440,7 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
     raws: dict[str, tuple[str, int]] = {}
     for name in sorted(run.artifacts):
         rel = loaded.artifact_path(name).relative_to(root_dir).as_posix()
-        raw = f"runs/{rel}"
+        raw = f"runs/{raw_name(rel)}"
         plan.copies.append(Copy(src_uri=raw, root=results.results_dir, rel=rel))
         data = read_published(results.results_dir, rel)
         texts.append((name, data.decode("utf-8", errors="replace")))
@@ -474,6 +481,12 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
         )
         for name, _ in texts
     ]
+
+
+def raw_name(rel: str) -> str:
+    """Where the raw copy of the artifact `rel` goes in the site (see `RAW_SUFFIXES`)."""
+    suffix = PurePosixPath(rel).suffix.lower()
+    return rel if suffix in RAW_SUFFIXES else f"{rel}.txt"
 
 
 def _fix_for(fixes: list[ProtocolFix], row: Row) -> ProtocolFix | None:
