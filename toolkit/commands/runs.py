@@ -30,7 +30,7 @@ from toolkit.results.signing import (
     Verdict,
     check,
     keyring_path,
-    load_keyring,
+    load_folder_keyring,
     trusted_keyring,
 )
 from toolkit.run.artifacts import AUDIT_FILE, check_files
@@ -49,12 +49,20 @@ class _Keyrings:
     def __init__(self, keys_file: Path | None) -> None:
         self.extra = (keys_file,) if keys_file else ()
         self.loaded: dict[Path, tuple[Keyring, Keyring]] = {}
+        self.problems: list[str] = []
+        """Folders' own key lists that could not be read (each said once; a hint only)."""
 
     def of(self, result_file: Path) -> tuple[Keyring, Keyring]:
-        """(trusted, the folder's own list) for `result_file`."""
-        path = keyring_path(result_file.parent.parent)
+        """(trusted, the folder's own list) for `result_file`; a folder list that cannot be
+        read is a problem of its own, and no hint."""
+        folder_dir = result_file.parent.parent
+        path = keyring_path(folder_dir)
         if path not in self.loaded:
-            folder = load_keyring(path)
+            try:
+                folder = load_folder_keyring(folder_dir)
+            except SigningError as exc:
+                self.problems.append(one_line(str(exc)))
+                folder = Keyring()
             self.loaded[path] = (trusted_keyring(self.extra), folder)
         return self.loaded[path]
 
@@ -171,6 +179,10 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None) -> None:
         flag = f"; unverified: {verdict.reason}" if not verdict.verified else ""
         flag += "".join(f"; {note}" for note in notes)
         _echo(f"ok: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
+    for problem in keyrings.problems:  # a folder's own key list that could not be read
+        _echo(f"error: {problem}", err=True)
+        reported.add(problem)
+        bad += 1
     # A results folder with its registry is also checked the way the site reads it (tracks,
     # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.
     for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):

@@ -48,6 +48,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolkit.paths import state_dir
+from toolkit.results import bounded_json
+from toolkit.results.published import NotPublishedError, UnsafePathError, one_line, read_published
 
 KEYS_DIR = "keys"
 KEY_FILE = "result-signing.ed25519"
@@ -272,7 +274,7 @@ def check(raw: bytes, keyring: Keyring, hint: Keyring | None = None) -> Verdict:
     the pinned keys, and the folder's list of files from before signing); `hint`, the folder's
     own key list, only names a key it lists that nobody pinned."""
     try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        data = bounded_json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (UnicodeDecodeError, ValueError) as exc:
         return Verdict(False, f"not signable JSON: {exc}")
     if not isinstance(data, dict):
@@ -348,6 +350,35 @@ def load_keyring(path: Path) -> Keyring:
         raise SigningError(f"{path}: cannot read: {exc}") from None
     try:
         return Keyring.model_validate_json(text)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise SigningError(f"{path}: field '{field}': {err['msg']}") from None
+
+
+KEYRING_LIMIT = 1024 * 1024
+"""The largest `signing_keys.json` read (a list of keys: a few kilobytes)."""
+
+
+def load_folder_keyring(results_dir: Path) -> Keyring:
+    """A results folder's own `signing_keys.json` (absent: no keys), read as every published
+    file is (`toolkit.results.published`: no link followed, no FIFO or device waited on or
+    read, at most `KEYRING_LIMIT` bytes, nesting bounded). Raises `SigningError` naming the
+    file and what is wrong."""
+    path = keyring_path(results_dir)
+    try:
+        raw = read_published(results_dir, KEYRING_FILE, limit=KEYRING_LIMIT)
+        bounded_json.check_depth(raw)
+    except NotPublishedError:
+        return Keyring()
+    except UnsafePathError as exc:
+        raise SigningError(one_line(str(exc))) from None
+    except json.JSONDecodeError as exc:
+        raise SigningError(f"{path}: invalid JSON: {exc.msg}") from None
+    except OSError as exc:
+        raise SigningError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        return Keyring.model_validate_json(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(top level)"

@@ -12,6 +12,7 @@ with `root`, the way back from the page to the site root.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -22,8 +23,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from toolkit import __version__
+from toolkit.results import bounded_json
 from toolkit.results.model import RunResult, Usage, json_schema
-from toolkit.results.published import read_published
+from toolkit.results.published import read_head
 from toolkit.runner.audit import decode_arg
 from toolkit.stats.board import Row, RunEntry, leaderboard
 from toolkit.stats.chart import MeansChart, TimelineChart, means_chart, timeline_chart
@@ -32,6 +34,12 @@ from toolkit.stats.loading import LoadedRun, ResultsSet
 from toolkit.tracks.model import ProtocolFix, Track
 
 ARTIFACT_PAGE_BYTES = 96 * 1024  # one page of a transcript view: big enough, fast to load
+# What the log pages show of a run's artifacts, however large they are: the first bytes of
+# each, up to a budget per run (a 500 MB transcript would otherwise make thousands of pages
+# and gigabytes of memory). The page says what is left out; the raw copy holds it all.
+SHOWN_BYTES = 2 * 1024 * 1024  # of one artifact: about 22 pages
+RUN_SHOWN_BYTES = 8 * 1024 * 1024  # of all of one run's artifacts together
+RAW_LIMIT = 64 * 1024 * 1024  # an artifact larger than this is not copied into the site
 TOP_ROWS = 5  # rows shown on the home page per track
 AUDIT_ARTIFACT = "audit"  # the runner's audit log (JSON lines), shown as a table
 # A raw artifact keeps its name only when a web server would serve it as text or data (or,
@@ -119,9 +127,13 @@ class TrackBoard:
 
     @property
     def set_apart(self) -> int:
-        """Runs listed on row pages but not counted: repeats of a seed, runs off the rules,
-        unverified runs."""
-        return sum(len(r.repeats) + len(r.off_rules) + len(r.unverified) for r in self.rows)
+        """Runs listed on row pages but not counted: repeats of a seed, runs off the rules."""
+        return sum(len(r.repeats) + len(r.off_rules) for r in self.rows)
+
+    @property
+    def unverified(self) -> int:
+        """Runs whose files are not as a pinned key signed them: listed, never counted."""
+        return sum(len(r.unverified) for r in self.rows)
 
     @property
     def awaiting(self) -> int:
@@ -129,7 +141,8 @@ class TrackBoard:
 
     @property
     def runs(self) -> int:
-        return sum(len(r.run_ids) for r in self.rows)
+        """The board's runs whose files hold (an unverified file counts in no total)."""
+        return sum(len(r.run_ids) for r in self.rows) - self.unverified
 
     @property
     def official_rows(self) -> int:
@@ -149,10 +162,11 @@ class ArtifactView:
     """A run artifact: its raw copy and its paged views."""
 
     name: str
-    raw_url: str
+    raw_url: str | None  # None: too large to copy into the site (`RAW_LIMIT`)
     view_url: str  # the log page (and anchor) where it starts
     parts: int  # how many parts it was cut into
     size: int
+    shown: int  # bytes of it on the log pages (`SHOWN_BYTES`)
 
 
 @dataclass
@@ -332,7 +346,7 @@ def audit_calls(text: str) -> list[AuditCall]:
         if not line.strip():
             continue
         try:
-            entry = json.loads(line)
+            entry = bounded_json.loads(line)
         except json.JSONDecodeError:
             entry = None
         if not isinstance(entry, dict):
@@ -437,14 +451,24 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
         return []
     root_dir = Path(os.path.abspath(results.results_dir))
     texts: list[tuple[str, str]] = []
-    raws: dict[str, tuple[str, int]] = {}
+    raws: dict[str, tuple[str | None, int, int]] = {}
+    budget = RUN_SHOWN_BYTES
     for name in sorted(run.artifacts):
         rel = loaded.artifact_path(name).relative_to(root_dir).as_posix()
-        raw = f"runs/{raw_name(rel)}"
-        plan.copies.append(Copy(src_uri=raw, root=results.results_dir, rel=rel))
-        data = read_published(results.results_dir, rel)
-        texts.append((name, data.decode("utf-8", errors="replace")))
-        raws[name] = (raw, len(data))
+        data, size = read_head(results.results_dir, rel, min(SHOWN_BYTES, budget))
+        if len(data) < size and b"\n" in data:  # cut at a line's end, and say so
+            data = data[: data.rfind(b"\n") + 1]
+        budget -= len(data)
+        raw: str | None = None
+        if size <= RAW_LIMIT:
+            raw = f"runs/{raw_name(rel)}"
+            plan.copies.append(Copy(src_uri=raw, root=results.results_dir, rel=rel))
+        text = data.decode("utf-8", errors="replace")
+        if len(data) < size:
+            where = "the raw file has them all" if raw else "too large to publish here"
+            text += f"[... {size - len(data):,} more bytes of {size:,} not shown ({where})]\n"
+        texts.append((name, text))
+        raws[name] = (raw, size, len(data))
     pages = log_pages(texts)
     urls = [f"logs/{run.track}/{run.run_id}/{i + 1}.html" for i in range(len(pages))]
     first: dict[str, str] = {}
@@ -465,7 +489,7 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
                     "prev": root + urls[i - 1] if i > 0 else None,
                     "next": root + urls[i + 1] if i + 1 < len(pages) else None,
                     "pager": pager(urls, i + 1, root),
-                    "raws": {name: root + url for name, (url, _) in raws.items()},
+                    "raws": {name: root + url for name, (url, _, _) in raws.items() if url},
                     "row_url": root + back,
                     "sections_nav": [(title, root + html_url(src)) for title, src in SECTIONS],
                 },
@@ -478,6 +502,7 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
             view_url=first[name],
             parts=max(s.parts for p in pages for s in p if s.name == name),
             size=raws[name][1],
+            shown=raws[name][2],
         )
         for name, _ in texts
     ]
@@ -485,8 +510,13 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
 
 def raw_name(rel: str) -> str:
     """Where the raw copy of the artifact `rel` goes in the site (see `RAW_SUFFIXES`)."""
-    suffix = PurePosixPath(rel).suffix.lower()
-    return rel if suffix in RAW_SUFFIXES else f"{rel}.txt"
+    path = PurePosixPath(rel)
+    if path.suffix.lower() in RAW_SUFFIXES:
+        return rel
+    if len((path.name + ".txt").encode()) > 255:  # a file name the system would refuse
+        digest = hashlib.sha256(rel.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return str(path.with_name(f"{digest}.txt"))
+    return f"{rel}.txt"
 
 
 def _fix_for(fixes: list[ProtocolFix], row: Row) -> ProtocolFix | None:
@@ -494,8 +524,9 @@ def _fix_for(fixes: list[ProtocolFix], row: Row) -> ProtocolFix | None:
 
 
 def last_updated(results: ResultsSet) -> str | None:
-    """The date (UTC) of the newest published run: when the board last changed."""
-    times = [r.result.finished_at or r.result.started_at for r in results.runs]
+    """The date (UTC) of the newest published run whose file holds (`LoadedRun.trusted`: an
+    unsigned file dated 2999 sets nothing): when the board last changed."""
+    times = [r.result.finished_at or r.result.started_at for r in results.trusted_runs]
     if not times:
         return None
     newest = max(t if t.tzinfo else t.replace(tzinfo=UTC) for t in times)
@@ -511,7 +542,7 @@ def refused_lines(results: ResultsSet) -> list[str]:
 
 def agents_used(results: ResultsSet) -> list[str]:
     """The agent scaffolds that produced the published runs (the limitations page says so)."""
-    return sorted({r.result.agent for r in results.runs})
+    return sorted({r.result.agent for r in results.trusted_runs})
 
 
 def plan_site(results: ResultsSet) -> SitePlan:
@@ -544,7 +575,7 @@ def plan_site(results: ResultsSet) -> SitePlan:
         "current": current_track(results.tracks),
         "fixes": results.fixes,
         "columns": COLUMNS,
-        "total_runs": len(results.runs),
+        "total_runs": len(results.trusted_runs),
         "toolkit_version": __version__,
         "top_rows": TOP_ROWS,
         "last_updated": last_updated(results),
@@ -576,7 +607,8 @@ def plan_site(results: ResultsSet) -> SitePlan:
                         best_public=loaded.result.best_public_score,
                     )
                 )
-            usage = usage_totals([rv.run for rv in runs])
+            # An unverified run's usage is its file's word only: in no total.
+            usage = usage_totals([rv.run for rv in runs if rv.entry.role != "unverified"])
             page(
                 src,
                 "row.md",

@@ -9,10 +9,11 @@ where data enters a page (`site/hooks.py` installs `markdown_text` as jinja's `f
 
 - HTML's specials (`& < > " '`) are escaped as jinja escapes them, so no tag or attribute
   can be made of it;
-- markdown's specials wherever they stand (`\\ ` * _ { } [ ] | ~`: escapes, code, emphasis,
-  attribute lists, links and images, table cells) and a heading's closing hashes become numeric
-  character references (`&#91;` for `[`): markdown leaves a character reference as it is,
-  and the browser shows the character, so the text reads the same;
+- markdown's specials wherever they stand (`\\ ` * { } [ ] | ~`, and `_` but inside a word:
+  escapes, code, emphasis, attribute lists, links and images, table cells) and a heading's
+  closing hashes become numeric character references (`&#91;` for `[`): markdown leaves a
+  character reference as it is, and the browser shows the character, so the text reads the
+  same;
 - every line break and every character that is not printable is encoded too, so a value is
   one line of markdown, and what only starts a block at the start of a line (leading spaces,
   a list's `- ` or `1. `, a rule or underline's `---` or `===`, an admonition's `!!!`, a heading's
@@ -30,7 +31,10 @@ import re
 
 import markupsafe
 
-_MARKDOWN = {ord(c): f"&#{ord(c)};" for c in "\\`*_{}[]|~"}
+_MARKDOWN = {ord(c): f"&#{ord(c)};" for c in "\\`*{}[]|~"}
+# `_` makes emphasis only beside something other than a letter or digit (`_x_`, `__x__`);
+# inside a word (`promoted_code`) markdown leaves it, and so do we.
+_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 _HTML = {
     ord("&"): "&amp;",
     ord("<"): "&lt;",
@@ -62,6 +66,7 @@ def markdown_text(value: object) -> object:
     if isinstance(value, markupsafe.Markup | int | float) or value is None:
         return value
     text = _ODD.sub(_odd, str(value).translate(_TABLE))
+    text = _UNDERSCORE.sub("&#95;", text)
     text = _LINE_START.sub(_line_start, text, count=1)
     text = _CLOSING.sub(lambda m: "&#35;" * len(m.group()), text)
     return markupsafe.Markup(text)
