@@ -88,3 +88,11 @@ def test_the_terminal_gets_no_escape_and_no_markup(tmp_path: Path, force_termina
 def test_terminal_text() -> None:
     assert terminal_text("a\x1b]0;t\x07b\tc\x00d\x9b2Je") == "ab cde"
     assert terminal_text("[b]x") == "\\[b]x"
+
+
+def test_tracks_list_shows_a_title_never_obeys_it(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    write_registry(results, [track_dict(title="[red]T[/red]\x1b]52;c;eA==\x07\x1b[2J")])
+    done = CliRunner().invoke(cli, ["tracks", "list", "--results", str(results)])
+    assert done.exit_code == 0, done.output
+    assert "[red]T[/red]" in done.output and "\x1b" not in done.output
