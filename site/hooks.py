@@ -150,7 +150,10 @@ def environment(markdown: bool = True) -> jinja2.Environment:
 
 
 def _add(files: Files, made: File) -> None:
-    if files.get_file_from_path(made.src_uri) is not None:
+    there = files.get_file_from_path(made.src_uri)
+    if there is not None and there.generated_by:  # two names from results/ that meet
+        raise PluginError(f"bad results: two generated pages would both be {made.src_uri}")
+    if there is not None:
         raise PluginError(f"site/docs/{made.src_uri} clashes with a generated page; remove it")
     files.append(made)
 

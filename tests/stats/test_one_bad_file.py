@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from bad_files import ATTACKS, good_folder, index_track, long_model
 from click.testing import CliRunner
-from results_factory import run_dict, write_run
+from results_factory import run_dict, track_dict, write_registry, write_run
 
 from toolkit.cli import cli
 from toolkit.results.model import ResultsError
 from toolkit.stats import leaderboard, load_results
-from toolkit.tracks.model import RegistryError
+from toolkit.tracks.model import RESERVED_TRACK_IDS, RegistryError
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
@@ -69,3 +69,7 @@ def test_a_track_named_like_a_page_of_the_site_is_refused(tmp_path: Path) -> Non
     index_track(results)
     with pytest.raises(RegistryError, match=r"tracks.json: field '1.id': .*'index' names a page"):
         load_results(results)
+    for track_id in RESERVED_TRACK_IDS:
+        write_registry(results, [track_dict(), track_dict(track_id)])
+        with pytest.raises(RegistryError, match="field '1.id'"):
+            load_results(results)

@@ -96,9 +96,9 @@ class TrainDataRecipe(_Model):
 
 
 # A track id names files of the site beside the site's own (`leaderboards/<id>.html` beside
-# the overview `leaderboards/index.html`, `downloads/<id>.csv` beside `leaderboard.csv`):
-# these would overwrite them.
-RESERVED_TRACK_IDS = ("index", "leaderboard")
+# the overview `leaderboards/index.html`, `downloads/<id>.csv` and `.json` beside
+# `leaderboard.csv` and `run-result.schema.json`): these would overwrite them.
+RESERVED_TRACK_IDS = ("index", "leaderboard", "run-result.schema")
 
 
 class Track(_Model):
@@ -107,8 +107,9 @@ class Track(_Model):
     id: str = Field(
         pattern=r"^[a-z0-9][a-z0-9._-]*$",
         max_length=64,
-        description="Track id, used in paths (at most 64 characters; not 'index' or "
-        "'leaderboard', the names of the site's own pages beside the tracks').",
+        description="Track id, used in paths (at most 64 characters; not 'index', "
+        "'leaderboard' or 'run-result.schema', the names of the site's own pages and files "
+        "beside the tracks').",
     )
     title: str = Field(description="Human title, e.g. 'Official: 1 hour on one H100'.")
     description: str = Field(default="", description="One paragraph about the track.")
