@@ -71,5 +71,5 @@ def test_a_track_named_like_a_page_of_the_site_is_refused(tmp_path: Path) -> Non
         load_results(results)
     for track_id in RESERVED_TRACK_IDS:
         write_registry(results, [track_dict(), track_dict(track_id)])
-        with pytest.raises(RegistryError, match="field '1.id'"):
+        with pytest.raises(RegistryError, match=r"field '1\.id'"):
             load_results(results)
