@@ -12,6 +12,7 @@ text it is. Every page carries a policy that allows no inline script but the the
 from __future__ import annotations
 
 import http.server
+import json
 import re
 import threading
 import urllib.request
@@ -86,6 +87,14 @@ def test_every_page_carries_a_policy_naming_only_its_own_scripts(hostile_site: P
         ), name
         for source in inline_scripts(page.decode()):
             assert source in scripts.group(1), f"{name}: an inline script the policy names not"
+
+
+def test_the_search_index_holds_the_attacks_as_text(hostile_site: Path) -> None:
+    """The theme's search shows the index's text as HTML: no attack may be a tag there."""
+    index = json.loads((hostile_site / "search" / "search_index.json").read_text())
+    texts = [doc["title"] + doc["text"] for doc in index["docs"]]
+    assert any("__pwn(" in t for t in texts)
+    assert not [t for t in texts if re.search(r"<[^>]*(__pwn|javascript:)", t)]
 
 
 def test_no_raw_artifact_is_served_as_a_page(hostile_site: Path) -> None:

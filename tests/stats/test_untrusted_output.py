@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from results_factory import run_dict, track_dict, write_registry, write_run
 
 from toolkit.cli import cli
-from toolkit.commands.console import terminal_text
+from toolkit.commands.console import terminal_lines, terminal_text
 from toolkit.stats import leaderboard, load_results, to_csv
 from toolkit.stats.export import csv_cell
 
@@ -96,3 +96,8 @@ def test_tracks_list_shows_a_title_never_obeys_it(tmp_path: Path) -> None:
     done = CliRunner().invoke(cli, ["tracks", "list", "--results", str(results)])
     assert done.exit_code == 0, done.output
     assert "[red]T[/red]" in done.output and "\x1b" not in done.output
+
+
+def test_csv_on_a_terminal_keeps_its_lines_and_drops_escapes() -> None:
+    text = 'model\n"\x1b]52;c;eA==\x07m\x1b[2J"\n"\'=1+1"\n'
+    assert terminal_lines(text) == 'model\n"m"\n"\'=1+1"\n'

@@ -59,6 +59,12 @@ def terminal_text(text: object) -> str:
     return escape(plain)
 
 
+def terminal_lines(text: str) -> str:
+    """Lines of someone else's text (a CSV of the board) for a terminal: as `terminal_text`,
+    but the line breaks kept and no markup escaped (nothing here goes through rich)."""
+    return "\n".join(_CONTROLS.sub(_blank, _ESCAPES.sub("", line)) for line in text.split("\n"))
+
+
 def _blank(match: re.Match[str]) -> str:
     """A tab or line break becomes a space (words stay apart); other controls go."""
     return " " if match.group() in "\t\n\r" else ""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
 import click
 from rich.table import Table
 
-from toolkit.commands.console import make_console, terminal_text
+from toolkit.commands.console import make_console, terminal_lines, terminal_text
 from toolkit.commands.options import results_dir_option
 from toolkit.results.model import ResultsError
 from toolkit.results.published import one_line
@@ -132,7 +133,10 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     boards = [(t, leaderboard(results, t)) for t in tracks]
     all_rows = [r for _, rows in boards for r in rows]
     if fmt == "csv":
-        click.echo(to_csv(all_rows), nl=False)
+        text = to_csv(all_rows)
+        if sys.stdout.isatty():  # a file gets the cells as they are; a terminal, no escapes
+            text = terminal_lines(text)
+        click.echo(text, nl=False)
     elif fmt == "json":
         click.echo(to_json(all_rows, tracks), nl=False)
     else:
