@@ -18,6 +18,7 @@ from results_factory import run_dict, track_dict, write_registry, write_run
 
 from toolkit.cli import cli
 from toolkit.results.model import ResultsError
+from toolkit.results.signing import KEYRING_FILE, SigningError, load_keyring
 from toolkit.stats import leaderboard, load_results
 from toolkit.tracks.model import RESERVED_TRACK_IDS, RegistryError
 
@@ -73,3 +74,19 @@ def test_a_track_named_like_a_page_of_the_site_is_refused(tmp_path: Path) -> Non
         write_registry(results, [track_dict(), track_dict(track_id)])
         with pytest.raises(RegistryError, match=r"field '1\.id'"):
             load_results(results)
+
+
+@pytest.mark.parametrize("attack", [a for a in ATTACKS if a.startswith("signing_keys.json")])
+def test_every_key_list_reader_refuses_it(tmp_path: Path, attack: str) -> None:
+    """A key list named by a maintainer may be a link, but never a FIFO, a device or huge:
+    `load_keyring` (pinned lists, and the harness adding its key to a folder) refuses them
+    too, at once."""
+    results = good_folder(tmp_path)
+    ATTACKS[attack](results)
+    start = time.monotonic()
+    if "link out" in attack:  # a link to a good list is the maintainer's to make
+        assert load_keyring(results / KEYRING_FILE).keys
+    else:
+        with pytest.raises(SigningError):
+            load_keyring(results / KEYRING_FILE)
+    assert time.monotonic() - start < 10

@@ -341,15 +341,34 @@ def keyring_path(results_dir: Path) -> Path:
 
 
 def load_keyring(path: Path) -> Keyring:
-    """A key list file (an absent file: no keys). Raises `SigningError` naming file and field."""
+    """A key list file (an absent file: no keys). Raises `SigningError` naming file and field.
+
+    Whoever named the file may follow a link to it (a pinned list is the maintainer's own),
+    but it must be a plain file of at most `KEYRING_LIMIT` bytes: a FIFO or a device there
+    (`/dev/zero`) is refused, never waited on or read without end."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return Keyring()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SigningError(f"{path}: cannot read: {exc}") from None
+    except OSError as exc:
+        raise SigningError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SigningError(f"{path}: not a plain file, refused")
+        raw = f.read(KEYRING_LIMIT + 1)
+    if len(raw) > KEYRING_LIMIT:
+        raise SigningError(f"{path}: more than {KEYRING_LIMIT:,} bytes, refused")
+    return _parse_keyring(path, raw)
+
+
+def _parse_keyring(path: Path, raw: bytes) -> Keyring:
+    """A key list's bytes, checked (nesting bounded, then the model)."""
     try:
-        return Keyring.model_validate_json(text)
+        bounded_json.check_depth(raw)
+        return Keyring.model_validate_json(raw)
+    except json.JSONDecodeError as exc:
+        raise SigningError(f"{path}: invalid JSON: {exc.msg}") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(top level)"
@@ -368,21 +387,13 @@ def load_folder_keyring(results_dir: Path) -> Keyring:
     path = keyring_path(results_dir)
     try:
         raw = read_published(results_dir, KEYRING_FILE, limit=KEYRING_LIMIT)
-        bounded_json.check_depth(raw)
     except NotPublishedError:
         return Keyring()
     except UnsafePathError as exc:
         raise SigningError(one_line(str(exc))) from None
-    except json.JSONDecodeError as exc:
-        raise SigningError(f"{path}: invalid JSON: {exc.msg}") from None
     except OSError as exc:
         raise SigningError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return Keyring.model_validate_json(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise SigningError(f"{path}: field '{field}': {err['msg']}") from None
+    return _parse_keyring(path, raw)
 
 
 def _text(keyring: Keyring) -> str:
