@@ -138,7 +138,7 @@ def make_hostile(results: Path) -> None:
     artifacts = {"transcript": PAYLOAD * 3, "audit": AUDIT_TEXT + _audit_line(), "page": PAYLOAD}
     runs = [
         (_rich_run("sig0", model="m", effort="high"), True),
-        (_rich_run("sig1", model="m", effort="high", seed=1, status="failed"), True),
+        (_rich_run("sig1", model="m", effort="high", seed=1, status="failed", passed=0), True),
         (_rich_run("inv0", model="m", effort="high", seed=2, status="invalid"), True),
         (_rich_run("uns0", model="u"), False),
         (run_dict("old0", model="o", revision=1), True),
