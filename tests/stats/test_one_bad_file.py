@@ -90,3 +90,20 @@ def test_every_key_list_reader_refuses_it(tmp_path: Path, attack: str) -> None:
         with pytest.raises(SigningError):
             load_keyring(results / KEYRING_FILE)
     assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("name", ["tracks.json", "protocol_fixes.json"])
+def test_a_deep_registry_is_one_line_naming_it(tmp_path: Path, name: str) -> None:
+    results = good_folder(tmp_path)
+    (results / name).write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(RegistryError, match=rf"{name}: invalid JSON at line 1: nested deeper"):
+        load_results(results)
+    board = CliRunner().invoke(cli, ["leaderboard", "--results", str(results)])
+    assert board.exit_code == 1 and name in board.output and "Traceback" not in board.output
+
+
+def test_a_control_character_in_a_hashed_path_refuses_the_run(tmp_path: Path) -> None:
+    results = good_folder(tmp_path)
+    write_run(results, run_dict("bad0", model="beta", files={"bad0/a\nb": "0" * 64}))
+    loaded = load_results(results, keep_going=True)
+    assert len(loaded.refused) == 1 and "field 'files'" in loaded.refused[0]
