@@ -20,6 +20,13 @@ an error here: the run is loaded and flagged `unverified` (with the reason), and
 never count it. `results_problems` (what `toolkit runs validate` reports) does list it, except a
 file a pinned list names as written before signing, unchanged.
 
+A file whose signature holds must also hold its run folder as signed: every file there is
+hashed (`toolkit.results.run_files`, the check `runs validate` makes) and a run whose files
+differ is unverified too, naming the file. Every file is read with a size cap (an artifact over
+`ARTIFACT_LIMIT` refuses its run by its size, unread) and JSON with its nesting bounded, so one
+bad file costs its own line; the folder's own `signing_keys.json` is read the same way, and a
+bad one is refused alone (it is a hint only).
+
 A run graded on another exam than its track's is not malformed: it is a run that was not under
 the track's rules, and the statistics list it apart (`toolkit.stats.rules`). Its total is then
 that exam's, so the total is checked only against the track's own exam.
@@ -209,7 +216,9 @@ def _result_files(root: Path, refuse: Callable[[str], None]) -> list[Path]:
 
 def _relative(line: str, results_dir: Path) -> str:
     """A problem's line with the results folder's own path left out (it is shown on pages)."""
-    return one_line(line.replace(f"{results_dir}{os.sep}", ""))
+    for prefix in (os.path.abspath(results_dir), str(results_dir)):
+        line = line.replace(f"{prefix}{os.sep}", "")
+    return one_line(line)
 
 
 def signature_problem(path: Path, reason: str) -> str:
