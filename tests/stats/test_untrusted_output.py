@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,14 @@ def test_tracks_list_shows_a_title_never_obeys_it(tmp_path: Path) -> None:
 def test_csv_on_a_terminal_keeps_its_lines_and_drops_escapes() -> None:
     text = 'model\n"\x1b]52;c;eA==\x07m\x1b[2J"\n"\'=1+1"\n'
     assert terminal_lines(text) == 'model\n"m"\n"\'=1+1"\n'
+
+
+def test_keys_list_shows_a_folder_s_holder_on_one_line(tmp_path: Path) -> None:
+    results = _results(tmp_path, ["m"])
+    keys = json.loads((results / "signing_keys.json").read_text())
+    keys["keys"][0]["holder"] = "lab\x9b2J\u2028[red]x"  # C1 CSI and a line separator
+    (results / "signing_keys.json").write_text(json.dumps(keys))
+    done = CliRunner().invoke(cli, ["keys", "list", "--results", str(results)])
+    assert done.exit_code == 0, done.output
+    assert "\x9b" not in done.output and "\u2028" not in done.output
+    assert "lab\\x9b2J\\u2028[red]x" in done.output
