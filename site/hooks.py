@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +28,10 @@ from toolkit.grading import publish
 from toolkit.results.model import ResultsError
 from toolkit.results.published import UnsafePathError, copy_published
 from toolkit.results.signing import trusted_list_of
+from toolkit.site_policy import NO_SCRIPT_POLICY, inline_scripts, page_policy
 from toolkit.stats import load_results
 from toolkit.stats.site_plan import Copy, SitePlan, plan_site
+from toolkit.stats.untrusted import anchor, markdown_text, site_path
 from toolkit.tracks.model import RegistryError
 
 TEMPLATES = Path(__file__).parent / "overrides" / "ari"
@@ -101,13 +102,6 @@ def _duration(seconds: float | None) -> str:
     return f"{seconds:g} seconds"
 
 
-def _md(text: object) -> str:
-    """Escape markdown's inline specials in data shown inside markdown (model names).
-
-    `<`, `>` and `&` are left to jinja's autoescaping, which runs after this filter."""
-    return re.sub(r"([\\`*_{}\[\]()#+!|])", r"\\\1", str(text))
-
-
 @jinja2.pass_context
 def _stash(context: jinja2.runtime.Context, html: str) -> markupsafe.Markup:
     """Set `html` aside for this page; markdown sees only a comment marking its place."""
@@ -117,8 +111,11 @@ def _stash(context: jinja2.runtime.Context, html: str) -> markupsafe.Markup:
     return markupsafe.Markup(f"\n\n{key}\n\n")
 
 
-def environment() -> jinja2.Environment:
-    """The jinja environment of the site's page templates."""
+def environment(markdown: bool = True) -> jinja2.Environment:
+    """The jinja environment of the site's page templates: `markdown` for the pages that
+    markdown renders, where every value is made plain text at this one place
+    (`toolkit.stats.untrusted.markdown_text`, jinja's `finalize`); otherwise (the log pages,
+    HTML that markdown never reads) jinja's HTML escaping is that boundary."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
@@ -126,13 +123,15 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=markdown_text if markdown else None,
     )
     env.filters.update(
         pct=_pct,
         signed=_signed,
         mb=_megabytes,
         duration=_duration,
-        md=_md,
+        site_path=site_path,
+        anchor=anchor,
         thousands=lambda n: f"{n:,}",
         trusted_list=trusted_list_of,  # which pinned list holds a run's signing key
         # front matter values: JSON strings are valid YAML and survive quotes and colons
@@ -153,13 +152,17 @@ def environment() -> jinja2.Environment:
 
 
 def _add(files: Files, made: File) -> None:
-    if files.get_file_from_path(made.src_uri) is not None:
+    there = files.get_file_from_path(made.src_uri)
+    if there is not None and there.generated_by:  # two names from results/ that meet
+        raise PluginError(f"bad results: two generated pages would both be {made.src_uri}")
+    if there is not None:
         raise PluginError(f"site/docs/{made.src_uri} clashes with a generated page; remove it")
     files.append(made)
 
 
 def _render(plan: SitePlan, files: Files, config: MkDocsConfig) -> None:
-    env = environment()
+    env, html_env = environment(), environment(markdown=False)
+    html_env.globals["csp"] = NO_SCRIPT_POLICY
     _stashed.clear()
     for page in plan.pages:
         store: dict[str, str] = {}
@@ -167,7 +170,7 @@ def _render(plan: SitePlan, files: Files, config: MkDocsConfig) -> None:
         _stashed[page.src_uri] = store
         _add(files, File.generated(config, page.src_uri, content=text))
     for html in plan.html_pages:
-        text = env.get_template(html.template).render(html.context)
+        text = html_env.get_template(html.template).render(html.context)
         _add(files, File.generated(config, html.src_uri, content=text))
     _copies[:] = plan.copies
     for download in plan.texts:
@@ -212,6 +215,36 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
         nav.append({"Docs": docs})
     config.nav = nav
     return files
+
+
+# The theme's inline scripts, each rendered as a page at any depth renders it (`base_url` is
+# part of one of them), so that the policy can name them by hash; nothing from results/ is in
+# them. A page of the site is at most this deep.
+THEME_SCRIPTS = "partials/javascripts/"
+_DEPTHS = (".", "..", "../..", "../../..", "/")
+
+
+def theme_policy(env: jinja2.Environment, config: MkDocsConfig) -> str:
+    """The Content-Security-Policy of the site's pages (`toolkit.site_policy`): the theme's
+    own inline scripts, named by hash, and no other."""
+    hashes: list[str] = []
+    features = config.theme.get("features") or []
+    names = [n for n in env.list_templates() if n.startswith(THEME_SCRIPTS)]
+    for name in names:
+        template = env.get_template(name)
+        for base_url in _DEPTHS:
+            try:
+                text = template.render(config=config, base_url=base_url, features=features)
+            except jinja2.TemplateError:  # needs a page's context: not one of ours to name
+                continue
+            hashes += inline_scripts(text)
+    return page_policy(hashes)
+
+
+def on_env(env: jinja2.Environment, config: MkDocsConfig, **_: Any) -> jinja2.Environment:
+    """Every page's policy, for `site/overrides/main.html` to put at the top of its head."""
+    env.globals["ari_csp"] = theme_policy(env, config)
+    return env
 
 
 def on_page_content(html: str, page: Page, **_: Any) -> str:

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from results_factory import run_dict, track_dict, write_registry, write_run
 
 from toolkit.cli import cli
+from toolkit.results.model import ResultsError
 from toolkit.results.signing import KEYRING_FILE
 from toolkit.stats import leaderboard, load_results, results_problems, to_csv
-from toolkit.tracks.model import RegistryError
 
 
 def _folder(tmp_path: Path) -> Path:
@@ -99,8 +99,13 @@ def test_the_leaderboard_command_flags_unverified_runs(tmp_path: Path) -> None:
     assert "1 unverified run(s) (signature), not counted" in done.output
 
 
-def test_a_bad_key_list_stops_the_load_naming_it(tmp_path: Path) -> None:
+def test_a_bad_key_list_is_refused_naming_it(tmp_path: Path) -> None:
+    """The folder's key list is a hint: a bad one is refused on its own (issue 50: one file
+    costs only itself), and the runs are still checked against the pinned keys."""
     folder = _folder(tmp_path)
     (folder / KEYRING_FILE).write_text('{"keys": [{"id": "nope"}]}')
-    with pytest.raises(RegistryError, match=KEYRING_FILE):
+    with pytest.raises(ResultsError, match=KEYRING_FILE):
         load_results(folder)
+    loaded = load_results(folder, keep_going=True)
+    assert len(loaded.refused) == 1 and KEYRING_FILE in loaded.refused[0]
+    assert loaded.runs

@@ -14,16 +14,8 @@ from toolkit.results.model import RunResult
 from toolkit.runner.audit import encode_arg
 from toolkit.stats import leaderboard, load_results
 from toolkit.stats.chart import means_chart, timeline_chart
-from toolkit.stats.site_plan import (
-    ShownArg,
-    audit_calls,
-    log_pages,
-    pager,
-    paginate,
-    plan_site,
-    root_of,
-    usage_totals,
-)
+from toolkit.stats.log_pages import ShownArg, audit_calls, log_pages, pager, paginate
+from toolkit.stats.site_plan import plan_site, root_of, usage_totals
 
 
 def test_paginate_keeps_every_byte_and_cuts_on_lines() -> None:

@@ -13,9 +13,11 @@ run, a campaign) asks for a *steady* console: its output then goes nowhere and t
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from toolkit.grading.progress_bar import progress_lines
@@ -34,6 +36,38 @@ class SteadyConsole(Console):
             os.dup2(devnull, self.file.fileno())
         finally:
             os.close(devnull)
+
+
+# A terminal escape sequence: CSI (ESC [ or the C1 byte 0x9b ... final byte), OSC (ESC ] or
+# 0x9d ... BEL or ST, e.g. OSC 0 sets the window title, OSC 52 the clipboard), and the other
+# string commands (DCS, SOS, PM, APC) that run to ST; then any single ESC + one character.
+_ESCAPES = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x9d\x90\x98\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b.?",
+    re.DOTALL,
+)
+# Whatever control character is left: C0 (tab and newline too: one value, one line), DEL, C1.
+_CONTROLS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def terminal_text(text: object) -> str:
+    """Text someone else wrote (a model name, a track title, a file name), made safe to print
+    on a terminal: escape sequences removed whole, every other control character removed, and
+    rich's markup (`[bold]`, `[link=...]`) escaped so that it is shown, never interpreted."""
+    plain = _CONTROLS.sub(_blank, _ESCAPES.sub("", str(text)))
+    return escape(plain)
+
+
+def terminal_lines(text: str) -> str:
+    """Lines of someone else's text (a CSV of the board) for a terminal: as `terminal_text`,
+    but the line breaks kept and no markup escaped (nothing here goes through rich)."""
+    return "\n".join(_CONTROLS.sub(_blank, _ESCAPES.sub("", line)) for line in text.split("\n"))
+
+
+def _blank(match: re.Match[str]) -> str:
+    """A tab or line break becomes a space (words stay apart); other controls go."""
+    return " " if match.group() in "\t\n\r" else ""
 
 
 def make_console(

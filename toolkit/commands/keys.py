@@ -7,13 +7,14 @@ from pathlib import Path
 import click
 
 from toolkit.commands.options import results_dir_option
+from toolkit.results.published import one_line
 from toolkit.results.signing import (
     KEYRING_FILE,
     PINNED_FILE,
     SigningError,
     key_path,
     keyring_path,
-    load_keyring,
+    load_folder_keyring,
     local_public,
     pin,
     pinned_keys,
@@ -122,10 +123,10 @@ def list_command(results_dir: Path) -> None:
       toolkit keys list --results results
     """
     path = keyring_path(results_dir)
-    try:
-        keyring = load_keyring(path)
+    try:  # the folder's list: read as every published file is, shown one line per entry
+        keyring = load_folder_keyring(results_dir)
     except SigningError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise click.ClickException(one_line(str(exc))) from exc
     try:
         pinned = {k.id: k for k in pinned_keys()}
     except SigningError as exc:
@@ -137,10 +138,14 @@ def list_command(results_dir: Path) -> None:
     for key in keyring.keys:
         trusted = "pinned" if key.id in pinned else "NOT pinned: untrusted"
         click.echo(
-            f"key {key.id} {key.public_key} ({key.holder}, added {key.added or '?'}; {trusted})"
+            one_line(
+                f"key {key.id} {key.public_key} ({key.holder}, added {key.added or '?'}; {trusted})"
+            )
         )
     for unsigned in keyring.unsigned:
         click.echo(
-            f"unsigned {unsigned.track}/{unsigned.run_id}.json sha256 {unsigned.sha256[:12]}"
-            f"{f': {unsigned.note}' if unsigned.note else ''}"
+            one_line(
+                f"unsigned {unsigned.track}/{unsigned.run_id}.json sha256 {unsigned.sha256[:12]}"
+                f"{f': {unsigned.note}' if unsigned.note else ''}"
+            )
         )

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from pathlib import Path
 
 import click
-from rich.markup import escape
 from rich.table import Table
 
-from toolkit.commands.console import make_console
+from toolkit.commands.console import make_console, terminal_lines, terminal_text
 from toolkit.commands.options import results_dir_option
 from toolkit.results.model import ResultsError
+from toolkit.results.published import one_line
 from toolkit.stats import Row, leaderboard, load_results, to_csv, to_json
 from toolkit.tracks.model import RegistryError, Track
 
@@ -47,7 +48,7 @@ def _flags(row: Row) -> str:
 
 
 def _table(track: Track, rows: list[Row], results_dir: Path) -> Table:
-    title = escape(f"{track.title} [{track.id}] exam {track.exam_sha256[:8]}")
+    title = terminal_text(f"{track.title} [{track.id}] exam {track.exam_sha256[:8]}")
     table = Table(title=title, title_justify="left", header_style="bold")
     for name, justify in [
         ("rank", "right"),
@@ -64,17 +65,17 @@ def _table(track: Track, rows: list[Row], results_dir: Path) -> Table:
     for row in rows:
         table.add_row(
             row.rank_label or "—",
-            escape(row.model),
-            escape(row.effort or ""),
+            terminal_text(row.model),
+            terminal_text(row.effort or ""),
             _score(row),
             f"{row.n}/{row.seeds_required}",
             _num(row.bits_per_byte, "{:.2f}"),
             _num(row.best_public),
             _num(row.gap, "{:+.1f}"),
-            escape(_flags(row)),
+            terminal_text(_flags(row)),
         )
     if not rows:
-        where = escape(str(results_dir))
+        where = terminal_text(str(results_dir))
         table.caption = f"no results yet in {where} (runs written elsewhere: --results DIR)"
     return table
 
@@ -133,17 +134,22 @@ def leaderboard_command(track_id: str | None, results_dir: Path, fmt: str) -> No
     boards = [(t, leaderboard(results, t)) for t in tracks]
     all_rows = [r for _, rows in boards for r in rows]
     if fmt == "csv":
-        click.echo(to_csv(all_rows), nl=False)
+        text = to_csv(all_rows)
+        if sys.stdout.isatty():  # a file gets the cells as they are; a terminal, no escapes
+            text = terminal_lines(text)
+        click.echo(text, nl=False)
     elif fmt == "json":
         click.echo(to_json(all_rows, tracks), nl=False)
     else:
         console = make_console()
         if not tracks:
-            console.print(f"No tracks registered in {results_dir} yet: no results to show.")
+            console.print(
+                terminal_text(f"No tracks registered in {results_dir} yet: no results to show.")
+            )
         for track, rows in boards:
             console.print(_table(track, rows, results_dir))
     for problem in results.refused:  # after the board: each bad file costs its own row only
-        click.echo(f"refused: {problem}", err=True)
+        click.echo(f"refused: {one_line(problem)}", err=True)
     if results.refused:
         click.echo(f"{len(results.refused)} result file(s) refused, left off the board", err=True)
         raise SystemExit(1)

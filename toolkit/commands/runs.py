@@ -23,14 +23,14 @@ from toolkit.results.model import (
     load_run,
     read_result_file,
 )
-from toolkit.results.published import run_folder_problems
+from toolkit.results.published import one_line, run_folder_problems
 from toolkit.results.signing import (
     Keyring,
     SigningError,
     Verdict,
     check,
     keyring_path,
-    load_keyring,
+    load_folder_keyring,
     trusted_keyring,
 )
 from toolkit.run.artifacts import AUDIT_FILE, check_files
@@ -49,18 +49,33 @@ class _Keyrings:
     def __init__(self, keys_file: Path | None) -> None:
         self.extra = (keys_file,) if keys_file else ()
         self.loaded: dict[Path, tuple[Keyring, Keyring]] = {}
+        self.problems: list[str] = []
+        """Folders' own key lists that could not be read (each said once; a hint only)."""
 
     def of(self, result_file: Path) -> tuple[Keyring, Keyring]:
-        """(trusted, the folder's own list) for `result_file`."""
-        path = keyring_path(result_file.parent.parent)
+        """(trusted, the folder's own list) for `result_file`; a folder list that cannot be
+        read is a problem of its own, and no hint."""
+        folder_dir = result_file.parent.parent
+        path = keyring_path(folder_dir)
         if path not in self.loaded:
-            folder = load_keyring(path)
+            try:
+                folder = load_folder_keyring(folder_dir)
+            except SigningError as exc:
+                self.problems.append(one_line(str(exc)))
+                folder = Keyring()
             self.loaded[path] = (trusted_keyring(self.extra), folder)
         return self.loaded[path]
 
     def check(self, result_file: Path) -> Verdict:
         trusted, folder = self.of(result_file)
         return check(read_result_file(result_file), trusted, folder)
+
+
+def _echo(line: str, err: bool = False) -> None:
+    """One line about files someone else wrote: their names and fields are printed with every
+    character that is not printable written as an escape (`one_line`), so a terminal escape
+    in a model name or a file name is shown, never obeyed."""
+    click.echo(one_line(line), err=err)
 
 
 @click.group("runs")
@@ -144,7 +159,7 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None, strict: bo
             links = run_folder_problems(file, result.run_id)
             if links:
                 for problem in links[1:]:
-                    click.echo(f"error: {problem}", err=True)
+                    _echo(f"error: {problem}", err=True)
                     reported.add(problem)
                 raise ResultsError(links[0])
             history = file.parent / result.run_id / HISTORY_FILE
@@ -163,7 +178,7 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None, strict: bo
             if not verdict.verified and not verdict.listed_unsigned:
                 raise ResultsError(signature_problem(file, verdict.reason or ""))
         except (ResultsError, ChainError, SigningError, OSError) as exc:
-            click.echo(f"error: {exc}", err=True)
+            _echo(f"error: {exc}", err=True)
             reported.add(str(exc))
             bad_files.add(str(file))
             bad += 1
@@ -174,7 +189,11 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None, strict: bo
             word, flag = f"ok (unverified: {kind})", f"; {why}" if why else ""
             unverified += 1
         flag += "".join(f"; {note}" for note in notes)
-        click.echo(f"{word}: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
+        _echo(f"{word}: {file} ({result.status}, {result.score.percent:.1f}%{flag})")
+    for problem in keyrings.problems:  # a folder's own key list that could not be read
+        _echo(f"error: {problem}", err=True)
+        reported.add(problem)
+        bad += 1
     # A results folder with its registry is also checked the way the site reads it (tracks,
     # protocol fixes, totals, artifacts, duplicates, signatures): what passes here builds.
     for folder in (p for p in paths if p.is_dir() and (p / "tracks.json").is_file()):
@@ -186,7 +205,7 @@ def validate_command(paths: tuple[Path, ...], keys_file: Path | None, strict: bo
         for problem in problems:
             # A file already reported bad is not reported again in the loader's words.
             if problem not in reported and problem.split(": ", 1)[0] not in bad_files:
-                click.echo(f"error: {problem}", err=True)
+                _echo(f"error: {problem}", err=True)
                 reported.add(problem)
                 bad += 1
     if not files:
@@ -243,11 +262,11 @@ def verify_command(
     links = run_folder_problems(result_file, result.run_id)
     if links:  # nothing is re-graded or read through a link out of the results folder
         for problem in links:
-            click.echo(f"mismatch: {problem}")
+            _echo(f"mismatch: {problem}")
         raise SystemExit(1)
     bad_signature = not verdict.verified and not verdict.listed_unsigned
     if bad_signature:  # known now: said before the re-grade, which takes minutes
-        click.echo(f"mismatch: signature: {verdict.reason}")
+        _echo(f"mismatch: signature: {verdict.reason}")
     try:
         problems, report = verify_run(
             result_file, result, exam, backend=backend, device=device, progress=True
@@ -255,7 +274,7 @@ def verify_command(
     except ExamFileError as exc:
         raise click.UsageError(f"{exc} (pass --exam with the run's exam.jsonl)") from exc
     for problem in problems:
-        click.echo(f"mismatch: {problem}")
+        _echo(f"mismatch: {problem}")
     if problems or bad_signature:
         raise SystemExit(1)
     what = (
@@ -265,7 +284,7 @@ def verify_command(
         else f"nothing to re-grade ({result.status}, no promoted candidate)"
     )
     signed = "signature holds" if verdict.verified else f"unverified: {verdict.reason}"
-    click.echo(f"ok: {result_file} ({result.status}; {what}; {signed}; logs and hashes match)")
+    _echo(f"ok: {result_file} ({result.status}; {what}; {signed}; logs and hashes match)")
 
 
 @runs_group.command("clean")

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from exam_builder.exam_file import MANIFEST_FILE, ExamFileError, load_exam, sha256_file
 from exam_builder.manifest import ManifestError, load_manifest
-from toolkit.commands.console import make_console
+from toolkit.commands.console import make_console, terminal_text
 from toolkit.commands.options import (
     find_registry,
     known_track,
@@ -68,13 +68,14 @@ def list_command(results_dir: Path, registry: Path | None) -> None:
       toolkit tracks list --results /tmp/ari-results
     """
     folder = _registry(results_dir, registry)
-    table = Table(header_style="bold", title=f"tracks in {folder / TRACKS_FILE}")
+    title = terminal_text(f"tracks in {folder / TRACKS_FILE}")
+    table = Table(header_style="bold", title=title)
     for column in ("id", "title", "budget", "exam", "questions", "revision", "kind"):
         table.add_column(column)
-    for t in _load(folder).values():
+    for t in _load(folder).values():  # a registry is someone else's text: shown, never obeyed
         table.add_row(
             t.id,
-            t.title,
+            terminal_text(t.title),
             f"{t.budget_s:.0f}s",
             t.exam_sha256[:8],  # as the site shows it (a hidden exam publishes 8 digits)
             str(t.exam_questions),
@@ -196,7 +197,9 @@ def new_command(
     console.print(f"exam {digest[:8]} ({len(questions)} questions); revision 1")
     console.print(f"chance floor {floor}")
     if description is None:
-        console.print(f"description (--description to write your own): {track.description}")
+        console.print(
+            "description (--description to write your own): " + terminal_text(track.description)
+        )
 
 
 def _chance_floor(folder: Path, digest: str) -> float | None:

@@ -19,11 +19,17 @@ import errno
 import hashlib
 import json
 import os
+import stat
 import threading
 from pathlib import Path
 from typing import Any
 
+from toolkit.results import bounded_json
+
 GENESIS = "0" * 64
+# The largest chained log read (an audit log of a run is far smaller): a larger one, or one
+# that is not a plain file, is a `ChainError`, never read whole or waited on.
+CHAIN_LIMIT = 64 * 1024 * 1024
 
 
 class ChainError(ValueError):
@@ -47,18 +53,26 @@ def line_hash(line: bytes) -> str:
 def read_chain(path: Path) -> list[dict[str, Any]]:
     """Read and verify a chained log; raise `ChainError` naming the first bad line."""
     try:
-        data = path.read_bytes()
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise ChainError(f"{path}: not a plain file")
+        if st.st_size > CHAIN_LIMIT:  # refused by its size, never read whole
+            raise ChainError(f"{path}: {st.st_size:,} bytes, more than {CHAIN_LIMIT:,}")
+        with path.open("rb") as f:
+            data = f.read(CHAIN_LIMIT + 1)
     except FileNotFoundError:
         return []
     except OSError as exc:
         raise ChainError(f"{path}: cannot read: {exc}") from exc
+    if len(data) > CHAIN_LIMIT:
+        raise ChainError(f"{path}: more than {CHAIN_LIMIT:,} bytes")
     if data and not data.endswith(b"\n"):
         raise ChainError(f"{path}: the last line is cut short (no newline): file truncated")
     entries: list[dict[str, Any]] = []
     prev = GENESIS
     for n, line in enumerate(data.splitlines(keepends=True), 1):
         try:
-            entry = json.loads(line)
+            entry = bounded_json.loads(line)
         except json.JSONDecodeError as exc:
             raise ChainError(f"{path}:{n}: not JSON ({exc.msg}): file edited or cut") from exc
         if not isinstance(entry, dict):

@@ -24,7 +24,7 @@ from pydantic import (
     model_validator,
 )
 
-from toolkit.results import signing
+from toolkit.results import bounded_json, signing
 from toolkit.results.published import UnsafePathError, read_published, relative_to_root
 from toolkit.results.signing import Signature
 
@@ -394,6 +394,16 @@ class RunResult(_Model):
         "null only in files written before results were signed.",
     )
 
+    @field_validator("artifacts", "files")
+    @classmethod
+    def _plain_paths(cls, paths: dict[str, str] | None) -> dict[str, str] | None:
+        """A path in the folder is a file name: no NUL or other control character (the
+        system refuses a NUL, and a line break would forge a line of the reports)."""
+        for path in [*(paths or {}).values(), *(paths or {})] if paths else []:
+            if any(not c.isprintable() for c in path):
+                raise ValueError(f"{ascii(path)[:80]}: a control character in a path")
+        return paths
+
     @field_validator("families")
     @classmethod
     def _families_add_up(
@@ -461,7 +471,7 @@ def parse_run(path: Path, data: bytes) -> RunResult:
     """Validate the bytes of the results file `path`, raising `ResultsError` naming the file
     and the field."""
     try:
-        raw = json.loads(data.decode("utf-8"))
+        raw = bounded_json.loads(data.decode("utf-8"))
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
     except UnicodeDecodeError as exc:

@@ -12,7 +12,12 @@ artifacts) opens it here:
 - `..`, absolute paths and empty parts are refused, so what is opened lies under the root;
 - the file must be a regular file (a FIFO would hang the reader: it is opened non-blocking)
   with one name only: a hard link shares its bytes with a file that may lie outside the folder
-  (the signing key, the operator's log), and nothing here can tell where its other name is.
+  (the signing key, the operator's log), and nothing here can tell where its other name is;
+- a file is read up to a size cap (`read_published`'s `limit`; `READ_LIMIT` by default): a
+  larger one is refused by its size before a byte is read, and never more than the cap is
+  read whatever the size said (a sparse file of gigabytes costs nothing);
+- a path with a NUL or another control character is refused as a path, not passed on to
+  the system (which raises on a NUL).
 
 The root itself is the publisher's choice (`--results`, `ARI_RESULTS_DIR`): a link there is
 theirs and is followed. What this does not cover: a bind mount inside the folder (only root can
@@ -31,6 +36,9 @@ from pathlib import Path, PurePosixPath
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 WHAT_TO_DO = "nothing outside the results folder is published: put the file itself there"
+READ_LIMIT = 16 * 1024 * 1024
+"""The most bytes `read_published` reads of one file unless told otherwise: far above any
+result file or registry the toolkit writes (a result file is a few kilobytes)."""
 
 
 class UnsafePathError(ValueError):
@@ -40,6 +48,10 @@ class UnsafePathError(ValueError):
 
 class NotPublishedError(UnsafePathError, FileNotFoundError):
     """A published path with nothing there."""
+
+
+class TooLargeError(UnsafePathError):
+    """A published file larger than its reader's size cap."""
 
 
 def one_line(text: str) -> str:
@@ -54,7 +66,9 @@ def parts_of(rel: str | PurePosixPath) -> list[str]:
     text = str(rel)
     parts = text.split("/")
     if text.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise UnsafePathError(f"'{text}': not a plain path inside the results folder")
+        raise UnsafePathError(f"'{one_line(text)}': not a plain path inside the results folder")
+    if any(not c.isprintable() for c in text):
+        raise UnsafePathError(f"'{one_line(text)}': a control character in a path, refused")
     return parts
 
 
@@ -133,10 +147,27 @@ def open_published(root: Path, rel: str | PurePosixPath) -> int:
     return fd
 
 
-def read_published(root: Path, rel: str | PurePosixPath) -> bytes:
-    """The bytes of `root/rel`, read as `open_published` opens it."""
+def read_published(root: Path, rel: str | PurePosixPath, limit: int = READ_LIMIT) -> bytes:
+    """The bytes of `root/rel`, read as `open_published` opens it; `TooLargeError` when it
+    holds more than `limit` bytes (by its size, or by what a read gives)."""
     with os.fdopen(open_published(root, rel), "rb") as f:
-        return f.read()
+        size = os.fstat(f.fileno()).st_size
+        data = f.read(limit + 1) if size <= limit else b""
+        if size > limit or len(data) > limit:
+            shown = root.joinpath(*parts_of(rel))
+            raise TooLargeError(
+                f"{shown}: {max(size, len(data)):,} bytes, more than the {limit:,} a reader "
+                "takes of it; refused unread"
+            )
+        return data
+
+
+def read_head(root: Path, rel: str | PurePosixPath, limit: int) -> tuple[bytes, int]:
+    """(the first `limit` bytes of `root/rel`, its size), read as `open_published` opens it:
+    what a page shows of a file that may be of any size."""
+    with os.fdopen(open_published(root, rel), "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        return f.read(limit), size
 
 
 def copy_published(root: Path, rel: str | PurePosixPath, target: Path) -> None:
@@ -145,9 +176,13 @@ def copy_published(root: Path, rel: str | PurePosixPath, target: Path) -> None:
         shutil.copyfileobj(source, out, 1 << 20)
 
 
-def check_published(root: Path, rel: str | PurePosixPath) -> None:
-    """Raise as `open_published` would for `root/rel`; nothing is read."""
-    os.close(open_published(root, rel))
+def check_published(root: Path, rel: str | PurePosixPath) -> int:
+    """Raise as `open_published` would for `root/rel`; nothing is read. Its size in bytes."""
+    fd = open_published(root, rel)
+    try:
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
 def check_folder(root: Path, rel: str | PurePosixPath) -> None:

@@ -48,6 +48,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from toolkit.paths import state_dir
+from toolkit.results import bounded_json
+from toolkit.results.published import NotPublishedError, UnsafePathError, one_line, read_published
 
 KEYS_DIR = "keys"
 KEY_FILE = "result-signing.ed25519"
@@ -272,7 +274,7 @@ def check(raw: bytes, keyring: Keyring, hint: Keyring | None = None) -> Verdict:
     the pinned keys, and the folder's list of files from before signing); `hint`, the folder's
     own key list, only names a key it lists that nobody pinned."""
     try:
-        data = json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
+        data = bounded_json.loads(raw.decode("utf-8"), object_pairs_hook=_no_duplicates)
     except (UnicodeDecodeError, ValueError) as exc:
         return Verdict(False, f"not signable JSON: {exc}")
     if not isinstance(data, dict):
@@ -339,19 +341,59 @@ def keyring_path(results_dir: Path) -> Path:
 
 
 def load_keyring(path: Path) -> Keyring:
-    """A key list file (an absent file: no keys). Raises `SigningError` naming file and field."""
+    """A key list file (an absent file: no keys). Raises `SigningError` naming file and field.
+
+    Whoever named the file may follow a link to it (a pinned list is the maintainer's own),
+    but it must be a plain file of at most `KEYRING_LIMIT` bytes: a FIFO or a device there
+    (`/dev/zero`) is refused, never waited on or read without end."""
     try:
-        text = path.read_text(encoding="utf-8")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return Keyring()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SigningError(f"{path}: cannot read: {exc}") from None
+    except OSError as exc:
+        raise SigningError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise SigningError(f"{path}: not a plain file, refused")
+        raw = f.read(KEYRING_LIMIT + 1)
+    if len(raw) > KEYRING_LIMIT:
+        raise SigningError(f"{path}: more than {KEYRING_LIMIT:,} bytes, refused")
+    return _parse_keyring(path, raw)
+
+
+def _parse_keyring(path: Path, raw: bytes) -> Keyring:
+    """A key list's bytes, checked (nesting bounded, then the model)."""
     try:
-        return Keyring.model_validate_json(text)
+        bounded_json.check_depth(raw)
+        return Keyring.model_validate_json(raw)
+    except json.JSONDecodeError as exc:
+        raise SigningError(f"{path}: invalid JSON: {exc.msg}") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "(top level)"
         raise SigningError(f"{path}: field '{field}': {err['msg']}") from None
+
+
+KEYRING_LIMIT = 1024 * 1024
+"""The largest `signing_keys.json` read (a list of keys: a few kilobytes)."""
+
+
+def load_folder_keyring(results_dir: Path) -> Keyring:
+    """A results folder's own `signing_keys.json` (absent: no keys), read as every published
+    file is (`toolkit.results.published`: no link followed, no FIFO or device waited on or
+    read, at most `KEYRING_LIMIT` bytes, nesting bounded). Raises `SigningError` naming the
+    file and what is wrong."""
+    path = keyring_path(results_dir)
+    try:
+        raw = read_published(results_dir, KEYRING_FILE, limit=KEYRING_LIMIT)
+    except NotPublishedError:
+        return Keyring()
+    except UnsafePathError as exc:
+        raise SigningError(one_line(str(exc))) from None
+    except OSError as exc:
+        raise SigningError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    return _parse_keyring(path, raw)
 
 
 def _text(keyring: Keyring) -> str:

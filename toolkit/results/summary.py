@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 
 from toolkit.results.model import ResultsError, RunResult, load_run
-from toolkit.results.signing import SigningError, check, keyring_path, load_keyring, trusted_keyring
+from toolkit.results.signing import SigningError, check, load_folder_keyring, trusted_keyring
 
 
 def print_result(result: RunResult, path: Path, console: Console) -> None:
@@ -90,7 +90,7 @@ def warn_if_in_worktree(results_dir: Path, track_id: str, demo: bool, console: C
 def note_untrusted_key(path: Path, results_dir: Path, console: Console) -> None:
     """The run is signed; say so when no pinned key accepts the signature."""
     try:
-        folder = load_keyring(keyring_path(results_dir))
+        folder = load_folder_keyring(results_dir)
         verdict = check(path.read_bytes(), trusted_keyring(()), folder)
     except (OSError, SigningError) as exc:
         console.print(f"[bold yellow]note:[/bold yellow] cannot check the signature: {exc}")

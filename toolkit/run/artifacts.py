@@ -30,12 +30,13 @@ from pathlib import Path
 
 from toolkit.results.chain import ChainError, chain_head
 from toolkit.results.model import LogHead, RunResult
+from toolkit.results.run_files import CANDIDATES_DIR as CANDIDATES_DIR
+from toolkit.results.run_files import run_folder_check
 from toolkit.run.history import HISTORY_FILE
 
 AUDIT_FILE = "audit.jsonl"
 TRANSCRIPT_FILE = "transcript.txt"
 AGENT_LOG = "agent.log"
-CANDIDATES_DIR = "candidates"
 KNOWN = {AUDIT_FILE: "audit", HISTORY_FILE: "history", TRANSCRIPT_FILE: "transcript"}
 KNOWN[AGENT_LOG] = "agent_log"
 PROMOTED_CODE = "promoted-code.txt"
@@ -173,43 +174,6 @@ def file_hashes(folder: Path, run_id: str) -> dict[str, str]:
 
 
 def check_files(result_file: Path, result: RunResult) -> tuple[list[str], list[str]]:
-    """(problems, notes) of a run folder against the hashes its signed result carries: a file
-    changed, missing, added, or not a plain file is a problem; a candidate archive that is
-    absent (kept out of git) is a note. A result without hashes (written before they were
-    recorded) gives one note."""
-    if result.files is None:
-        return [], ["its artifacts are not bound (written before results hashed them)"]
-    folder = result_file.parent / result.run_id
-    problems: list[str] = []
-    absent: list[str] = []
-    files, odd = _walk(folder) if folder.is_dir() else ([], [])
-    here = {f"{result.run_id}/{p.relative_to(folder).as_posix()}": p for p in files}
-    for path in odd:
-        problems.append(f"{path}: not a plain file (a link or a device): not published by a run")
-    archives = {
-        f"{result.run_id}/{CANDIDATES_DIR}/{c.id}.tar.gz": c.sha256 for c in result.candidates
-    }
-    for rel, sha in sorted(result.files.items()):
-        if rel not in here:
-            if rel.startswith(f"{result.run_id}/{CANDIDATES_DIR}/"):
-                absent.append(rel)
-            else:
-                problems.append(f"{result_file.parent / rel}: missing (the result hashed it)")
-            continue
-        path = here.pop(rel)
-        got = _sha256(path)
-        if got != sha:
-            problems.append(
-                f"{path}: sha256 {got[:12]}, the signed result says {sha[:12]}: changed after "
-                "the run"
-            )
-    for path in sorted(here.values()):
-        problems.append(f"{path}: not in the signed result: added after the run")
-    for rel, sha in sorted(archives.items()):
-        if rel in result.files and result.files[rel] != sha:
-            problems.append(
-                f"{rel}: the result hashes it {result.files[rel][:12]}, its "
-                f"candidate says {sha[:12]}"
-            )
-    notes = [f"{len(absent)} candidate archives not here (kept out of git)"] if absent else []
-    return problems, notes
+    """(problems, notes) of a run folder against the hashes its signed result carries: the
+    check the site and the leaderboard make too (`toolkit.results.run_files`)."""
+    return run_folder_check(result_file, result)

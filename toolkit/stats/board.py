@@ -54,6 +54,9 @@ from toolkit.tracks.model import ProtocolFix, Track
 
 # Below this float gap between two interval ends, the exact comparison decides.
 _FLOAT_MARGIN = 1e-9
+# The longest row slug: it names the row's page file (a model name is someone else's text,
+# and a file name of more than 255 bytes cannot be written).
+SLUG_MAX = 64
 DEFAULT_AGENT = "opencode"  # the scaffold of every model row; others are named in the label
 
 RunRole = Literal["counted", "repeat", "off-rules", "awaiting-rerun", "rerun-done", "unverified"]
@@ -253,6 +256,9 @@ def _slug(model: str, effort: str | None, agent: str, revision: int | None) -> s
     if revision is not None:
         text += f"-legacy-r{revision}"
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "row"
+    if len(slug) > SLUG_MAX:  # a page's file name: cut, and told apart by a hash of the whole
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        slug = f"{slug[: SLUG_MAX - 9].rstrip('-')}-{digest}"
     return slug
 
 
@@ -369,7 +375,12 @@ def _row(
         tokens=_mean_of_all([_run_tokens(r) for r in scored]),
         awaiting_rerun=[e.run_id for e in entries if e.role == "awaiting-rerun"],
         runs=entries,
-        model_free_suspects=[e.run_id for e in entries if by_id[e.run_id].model_free_suspect],
+        # An unverified file's flag is its own word: it badges nothing of the row.
+        model_free_suspects=[
+            e.run_id
+            for e in entries
+            if e.role != "unverified" and by_id[e.run_id].model_free_suspect
+        ],
     )
     return row, interval
 
@@ -389,17 +400,39 @@ def leaderboard(results: ResultsSet, track: Track | str) -> list[Row]:
         groups[(run.model, run.effort or None, run.agent, legacy_rev)].append(run)
     rows: list[Row] = []
     intervals: list[Interval | None] = []
-    used: set[str] = set()
+    slugs = _slugs(groups, unverified)
     rules = TrackRules(track)
-    for key in sorted(groups, key=lambda k: (k[0], k[1] or "", k[2], k[3])):
-        slug = _slug(key[0], key[1], key[2], key[3] or None)
-        if slug in used:  # two spellings that slugify alike: keep both pages apart
-            slug += "-" + hashlib.sha256(repr(key).encode()).hexdigest()[:6]
-        used.add(slug)
-        row, interval = _row(rules, key, groups[key], results.fixes, slug, unverified)
+    for key in sorted(groups, key=_order):
+        row, interval = _row(rules, key, groups[key], results.fixes, slugs[key], unverified)
         rows.append(row)
         intervals.append(interval)
     return _rank(rows, intervals)
+
+
+_Key = tuple[str, str | None, str, int]
+
+
+def _order(key: _Key) -> tuple[str, str, str, int]:
+    return (key[0], key[1] or "", key[2], key[3])
+
+
+def _slugs(groups: dict[_Key, list[RunResult]], unverified: dict[str, str]) -> dict[_Key, str]:
+    """Each row's slug. Two spellings that slugify alike get pages apart (a hash added to the
+    later one); rows with a run whose file holds choose first, so that an unverified file
+    never moves a verified row's page."""
+
+    def verified_first(key: _Key) -> tuple[bool, tuple[str, str, str, int]]:
+        return (all(r.run_id in unverified for r in groups[key]), _order(key))
+
+    slugs: dict[_Key, str] = {}
+    used: set[str] = set()
+    for key in sorted(groups, key=verified_first):
+        slug = _slug(key[0], key[1], key[2], key[3] or None)
+        if slug in used:
+            slug += "-" + hashlib.sha256(repr(key).encode()).hexdigest()[:6]
+        used.add(slug)
+        slugs[key] = slug
+    return slugs
 
 
 def _rank(rows: list[Row], intervals: list[Interval | None]) -> list[Row]:

@@ -78,15 +78,39 @@ def row_record(row: Row, on_front: bool = False) -> dict[str, Any]:
     }
 
 
+# A cell starting with one of these is read as a formula by spreadsheets (OWASP, "CSV
+# injection"): `=HYPERLINK(...)`, `+1+cmd|...`, `@SUM(...)`, and the tab and carriage return
+# that some of them skip before looking.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: object) -> object:
+    """One CSV cell: empty for None; text that a spreadsheet would read as a formula gets a
+    leading single quote (shown as text, never run). Numbers are ours and stay numbers."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def to_csv(rows: list[Row]) -> str:
-    """CSV with a header; empty cells for undefined values (e.g. SE with one run)."""
+    """CSV with a header; empty cells for undefined values (e.g. SE with one run); text cells
+    that would start a spreadsheet formula are quoted (`csv_cell`). Every text cell is in
+    double quotes: Python's writer would leave a carriage return inside a cell bare (it
+    quotes only the characters of its line terminator), splitting the row for a reader."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=[c for c, _ in COLUMNS], lineterminator="\n")
+    writer = csv.DictWriter(
+        out,
+        fieldnames=[c for c, _ in COLUMNS],
+        lineterminator="\n",
+        quoting=csv.QUOTE_NONNUMERIC,
+    )
     writer.writeheader()
     front = front_keys(rows)
     for row in rows:
         record = row_record(row, (row.track, row.slug) in front)
-        writer.writerow({k: ("" if v is None else v) for k, v in record.items()})
+        writer.writerow({k: csv_cell(v) for k, v in record.items()})
     return out.getvalue()
 
 

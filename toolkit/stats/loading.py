@@ -20,6 +20,13 @@ an error here: the run is loaded and flagged `unverified` (with the reason), and
 never count it. `results_problems` (what `toolkit runs validate` reports) does list it, except a
 file a pinned list names as written before signing, unchanged.
 
+A file whose signature holds must also hold its run folder as signed: every file there is
+hashed (`toolkit.results.run_files`, the check `runs validate` makes) and a run whose files
+differ is unverified too, naming the file. Every file is read with a size cap (an artifact over
+`ARTIFACT_LIMIT` refuses its run by its size, unread) and JSON with its nesting bounded, so one
+bad file costs its own line; the folder's own `signing_keys.json` is read the same way, and a
+bad one is refused alone (it is a hint only).
+
 A run graded on another exam than its track's is not malformed: it is a run that was not under
 the track's rules, and the statistics list it apart (`toolkit.stats.rules`). Its total is then
 that exam's, so the total is checked only against the track's own exam.
@@ -46,15 +53,19 @@ from toolkit.results.published import (
     one_line,
     read_published,
 )
+from toolkit.results.run_files import run_folder_check
 from toolkit.results.signing import (
     Keyring,
     SigningError,
     check,
-    keyring_path,
-    load_keyring,
+    load_folder_keyring,
     trusted_keyring,
 )
 from toolkit.tracks.model import ProtocolFix, RegistryError, Track, load_fixes, load_tracks
+
+ARTIFACT_LIMIT = 1024 * 1024 * 1024
+"""The largest artifact a run may publish (a transcript of an hour is megabytes): a larger one,
+a sparse file of gigabytes say, refuses its run by its size, unread."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +76,14 @@ class LoadedRun:
     result: RunResult
     unverified: str | None = None
     """Why the file is not as a listed key signed it; None when its signature holds."""
+    listed_unsigned: bool = False
+    """Written before results were signed, and named so (with its hash) by a pinned list."""
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the file is as the maintainers' keys or pinned lists vouch: only such a run
+        sets anything of the site's totals (its date, its counts, its agent)."""
+        return self.unverified is None or self.listed_unsigned
 
     def artifact_path(self, name: str) -> Path:
         """Absolute path of one of the run's artifacts (listed relative to its JSON file)."""
@@ -84,6 +103,11 @@ class ResultsSet:
     refused: list[str] = field(default_factory=list)
     """One line per result file left out (bad JSON, a field, a link on its path), with
     `load_results(..., keep_going=True)`; otherwise the first such file raises."""
+
+    @property
+    def trusted_runs(self) -> list[LoadedRun]:
+        """The runs whose files hold (`LoadedRun.trusted`)."""
+        return [r for r in self.runs if r.trusted]
 
     def runs_of(self, track_id: str) -> list[LoadedRun]:
         """The runs of one track, in file order."""
@@ -139,11 +163,16 @@ def _check_run(path: Path, run: RunResult, tracks: dict[str, Track], root: Path)
         if target.startswith("../") or target in ("..", ".") or posixpath.isabs(rel):
             raise ResultsError(f"{path}: field 'artifacts.{name}': '{rel}' is outside results/")
         try:
-            check_published(root, target)
+            size = check_published(root, target)
         except NotPublishedError:
             raise ResultsError(f"{path}: field 'artifacts.{name}': no such file '{rel}'") from None
         except UnsafePathError as exc:
             raise ResultsError(f"{path}: field 'artifacts.{name}': {exc}") from None
+        if size > ARTIFACT_LIMIT:
+            raise ResultsError(
+                f"{path}: field 'artifacts.{name}': '{rel}' holds {size:,} bytes, more than "
+                f"{ARTIFACT_LIMIT:,}: refused unread"
+            )
 
 
 def _load(root: Path, path: Path) -> tuple[RunResult, bytes]:
@@ -185,6 +214,13 @@ def _result_files(root: Path, refuse: Callable[[str], None]) -> list[Path]:
     return files
 
 
+def _relative(line: str, results_dir: Path) -> str:
+    """A problem's line with the results folder's own path left out (it is shown on pages)."""
+    for prefix in (os.path.abspath(results_dir), str(results_dir)):
+        line = line.replace(f"{prefix}{os.sep}", "")
+    return one_line(line)
+
+
 def signature_problem(path: Path, reason: str) -> str:
     """The one wording of a file whose signature does not hold (`runs validate`, per file and
     per folder: the two checks report it once)."""
@@ -207,7 +243,6 @@ def _scan(
     tracks = load_tracks(results_dir)
     fixes = load_fixes(results_dir, tracks)
     try:
-        folder_keys = load_keyring(keyring_path(results_dir))
         if keyring is None:
             keyring = trusted_keyring()
     except SigningError as exc:
@@ -223,6 +258,14 @@ def _scan(
         refused.append(problem)
         problems.append(problem)
 
+    # The folder's own key list is a hint (it only words why a signature is not trusted): a
+    # bad one is refused on its own, and every run is still checked against the pinned keys.
+    try:
+        folder_keys = load_folder_keyring(results_dir)
+    except SigningError as exc:
+        refuse(str(exc))
+        folder_keys = Keyring()
+
     for path in _result_files(results_dir, refuse):
         try:
             run, raw = _load(results_dir, path)
@@ -237,9 +280,18 @@ def _scan(
             continue
         seen[run.run_id] = path
         verdict = check(raw, keyring, folder_keys)
-        if problems is not None and not verdict.verified and not verdict.listed_unsigned:
-            problems.append(signature_problem(path, verdict.reason or ""))
-        runs.append(LoadedRun(path=path, result=run, unverified=verdict.reason))
+        reason = verdict.reason
+        if verdict.verified:  # the signature holds: and so must the files it hashed
+            changed, _ = run_folder_check(path, run)
+            if changed:
+                reason = f"its files are not as signed: {_relative(changed[0], results_dir)}"
+        if problems is not None and reason is not None and not verdict.listed_unsigned:
+            problems.append(signature_problem(path, reason))
+        runs.append(
+            LoadedRun(
+                path=path, result=run, unverified=reason, listed_unsigned=verdict.listed_unsigned
+            )
+        )
     return ResultsSet(
         results_dir=results_dir,
         tracks=tracks,

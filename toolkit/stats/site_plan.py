@@ -12,9 +12,8 @@ with `root`, the way back from the page to the site root.
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
-import shlex
 from dataclasses import dataclass, field
 from datetime import UTC
 from pathlib import Path, PurePosixPath
@@ -22,18 +21,26 @@ from typing import Any
 
 from toolkit import __version__
 from toolkit.results.model import RunResult, Usage, json_schema
-from toolkit.results.published import read_published
-from toolkit.runner.audit import decode_arg
+from toolkit.results.published import read_head
 from toolkit.stats.board import Row, RunEntry, leaderboard
 from toolkit.stats.chart import MeansChart, TimelineChart, means_chart, timeline_chart
 from toolkit.stats.cost import CostChart, cost_chart
 from toolkit.stats.export import COLUMNS, to_csv, to_json
 from toolkit.stats.loading import LoadedRun, ResultsSet
+from toolkit.stats.log_pages import log_pages, pager
 from toolkit.tracks.model import ProtocolFix, Track
 
-ARTIFACT_PAGE_BYTES = 96 * 1024  # one page of a transcript view: big enough, fast to load
+# What the log pages show of a run's artifacts, however large they are: the first bytes of
+# each, up to a budget per run (a 500 MB transcript would otherwise make thousands of pages
+# and gigabytes of memory). The page says what is left out; the raw copy holds it all.
+SHOWN_BYTES = 2 * 1024 * 1024  # of one artifact: about 22 pages
+RUN_SHOWN_BYTES = 8 * 1024 * 1024  # of all of one run's artifacts together
+RAW_LIMIT = 64 * 1024 * 1024  # an artifact larger than this is not copied into the site
 TOP_ROWS = 5  # rows shown on the home page per track
-AUDIT_ARTIFACT = "audit"  # the runner's audit log (JSON lines), shown as a table
+# A raw artifact keeps its name only when a web server would serve it as text or data (or,
+# with no suffix, as bytes to download): any other name (`x.html`, `x.svg`, `x.js`) gets
+# `.txt` added, so that no artifact is served as a page or a script of the site.
+RAW_SUFFIXES = ("", ".txt", ".log", ".json", ".jsonl", ".csv", ".gz")
 
 # The site's sections, in navigation order: the mkdocs nav and the log pages' header both.
 REFUSED_PAGE = "refused.md"
@@ -116,9 +123,13 @@ class TrackBoard:
 
     @property
     def set_apart(self) -> int:
-        """Runs listed on row pages but not counted: repeats of a seed, runs off the rules,
-        unverified runs."""
-        return sum(len(r.repeats) + len(r.off_rules) + len(r.unverified) for r in self.rows)
+        """Runs listed on row pages but not counted: repeats of a seed, runs off the rules."""
+        return sum(len(r.repeats) + len(r.off_rules) for r in self.rows)
+
+    @property
+    def unverified(self) -> int:
+        """Runs whose files are not as a pinned key signed them: listed, never counted."""
+        return sum(len(r.unverified) for r in self.rows)
 
     @property
     def awaiting(self) -> int:
@@ -126,7 +137,8 @@ class TrackBoard:
 
     @property
     def runs(self) -> int:
-        return sum(len(r.run_ids) for r in self.rows)
+        """The board's runs whose files hold (an unverified file counts in no total)."""
+        return sum(len(r.run_ids) for r in self.rows) - self.unverified
 
     @property
     def official_rows(self) -> int:
@@ -146,10 +158,11 @@ class ArtifactView:
     """A run artifact: its raw copy and its paged views."""
 
     name: str
-    raw_url: str
+    raw_url: str | None  # None: too large to copy into the site (`RAW_LIMIT`)
     view_url: str  # the log page (and anchor) where it starts
     parts: int  # how many parts it was cut into
     size: int
+    shown: int  # bytes of it on the log pages (`SHOWN_BYTES`)
 
 
 @dataclass
@@ -244,202 +257,30 @@ def current_track(tracks: dict[str, Track]) -> Track | None:
     return listed[0] if listed else None
 
 
-def paginate(text: str, page_bytes: int = ARTIFACT_PAGE_BYTES) -> list[str]:
-    """Split text into pages of about `page_bytes`, on line boundaries (one page at least)."""
-    pages: list[str] = []
-    current: list[str] = []
-    size = 0
-    for line in text.splitlines(keepends=True):
-        if current and size + len(line) > page_bytes:
-            pages.append("".join(current))
-            current, size = [], 0
-        current.append(line)
-        size += len(line)
-    pages.append("".join(current))
-    return pages
-
-
-@dataclass
-class ShownArg:
-    """One argument of a `runner` call, as the audit table shows it.
-
-    `text` is shell-quoted, so that a call reads (and pastes) as the command it was. An argument
-    the log recorded as bytes (`{"b64": ...}`: not UTF-8) is `binary`: shown in bash's `$'...'`
-    quoting with each byte that is not text as `\\xNN`, which gives back its exact bytes. One the
-    log holds in neither form is `unreadable`, shown as the JSON it is.
-    """
-
-    text: str
-    binary: bool = False
-    unreadable: bool = False
-
-
-@dataclass
-class AuditCall:
-    """One `runner` call of the audit log, as a table row."""
-
-    seq: str
-    time: str  # seconds into the run, e.g. '128.4 s'
-    at: str  # wall-clock time (UTC), for the tooltip
-    call: str  # the arguments' texts, joined by spaces
-    status: str  # the exit status, or what the harness noted (refused, timed out...)
-    duration: str
-    args: list[ShownArg] = field(default_factory=list)
-
-
-def _seconds(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-_C_ESCAPES = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
-
-
-def bytes_quoted(data: bytes) -> str:
-    """`data` in bash's `$'...'` quoting: UTF-8 text stays text, every other byte is `\\xNN`."""
-    out = []
-    for ch in data.decode("utf-8", "surrogateescape"):
-        code = ord(ch)
-        if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8
-            out.append(f"\\x{code - 0xDC00:02x}")
-        elif ch in _C_ESCAPES:
-            out.append(_C_ESCAPES[ch])
-        elif code < 0x20 or code == 0x7F:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(ch)
-    return "$'" + "".join(out) + "'"
-
-
-def shown_arg(item: object) -> ShownArg:
-    """One recorded argument (text, or `{"b64": ...}` for bytes) as the table shows it."""
-    if isinstance(item, str):
-        return ShownArg(shlex.quote(item))
-    if isinstance(item, dict) and set(item) == {"b64"} and isinstance(item["b64"], str):
-        try:
-            return ShownArg(bytes_quoted(decode_arg(item)), binary=True)
-        except ValueError:  # not base64 (binascii.Error is a ValueError)
-            pass
-    return ShownArg(json.dumps(item, ensure_ascii=False), unreadable=True)
-
-
-def audit_calls(text: str) -> list[AuditCall]:
-    """The audit log's lines as table rows; a line that is not a JSON object is shown raw."""
-    calls: list[AuditCall] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            entry = None
-        if not isinstance(entry, dict):
-            calls.append(AuditCall("?", "—", "", line, "unreadable line", "—"))
-            continue
-        argv = entry.get("argv")
-        if isinstance(argv, list):
-            args = [shown_arg(a) for a in argv]
-        elif argv is None:  # refused before its arguments could be read: the note says why
-            args = []
-        else:
-            args = [shown_arg(argv)]
-        call = " ".join(a.text for a in args) or "—"
-        start, end = _seconds(entry.get("start_s")), _seconds(entry.get("end_s"))
-        code, note = entry.get("exit_code"), entry.get("note")
-        status = "—" if code is None else str(code)
-        if note:
-            status = f"{status} ({note})" if code is not None else str(note)
-        calls.append(
-            AuditCall(
-                seq=str(entry.get("seq", "?")),
-                time="—" if start is None else f"{start:.1f} s",
-                at=str(entry.get("start", "")),
-                call=call,
-                status=status,
-                duration="—" if start is None or end is None else f"{end - start:.1f} s",
-                args=args,
-            )
-        )
-    return calls
-
-
-@dataclass
-class LogSection:
-    """One part of one artifact, shown on a log page."""
-
-    name: str
-    part: int
-    parts: int
-    text: str
-
-    @property
-    def anchor(self) -> str:
-        return f"{self.name}-{self.part}"
-
-    @property
-    def calls(self) -> list[AuditCall] | None:
-        """The audit log as table rows (other artifacts: None, shown as text)."""
-        return audit_calls(self.text) if self.name == AUDIT_ARTIFACT else None
-
-
-@dataclass
-class PagerLink:
-    """One entry of a log page's pager: a page number, or a gap ('…')."""
-
-    label: str
-    url: str | None
-    current: bool = False
-
-
-def log_pages(
-    artifacts: list[tuple[str, str]], page_bytes: int = ARTIFACT_PAGE_BYTES
-) -> list[list[LogSection]]:
-    """Split a run's artifacts into pages of about `page_bytes`.
-
-    A large artifact is cut into parts on line boundaries; small ones share a page. A run with
-    a few small logs thus makes one page, not one per log: on a large board the number of
-    files written dominated the build time.
-    """
-    sections: list[LogSection] = []
-    for name, text in artifacts:
-        parts = paginate(text, page_bytes)
-        sections += [LogSection(name, i + 1, len(parts), p) for i, p in enumerate(parts)]
-    pages: list[list[LogSection]] = []
-    size = 0
-    for section in sections:
-        if not pages or (size + len(section.text) > page_bytes and pages[-1]):
-            pages.append([])
-            size = 0
-        pages[-1].append(section)
-        size += len(section.text)
-    return pages
-
-
-def pager(urls: list[str], current: int, root: str, reach: int = 2) -> list[PagerLink]:
-    """Page links around page `current` (1-based): the ends, the neighbours, gaps between."""
-    links: list[PagerLink] = []
-    n = len(urls)
-    for i in range(1, n + 1):
-        if i <= 2 or i > n - 2 or abs(i - current) <= reach:
-            links.append(PagerLink(str(i), root + urls[i - 1], current=i == current))
-        elif links and links[-1].url is not None:
-            links.append(PagerLink("…", None))
-    return links
-
-
 def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str) -> list[Any]:
     run = loaded.result
     if not run.artifacts:
         return []
     root_dir = Path(os.path.abspath(results.results_dir))
     texts: list[tuple[str, str]] = []
-    raws: dict[str, tuple[str, int]] = {}
+    raws: dict[str, tuple[str | None, int, int]] = {}
+    budget = RUN_SHOWN_BYTES
     for name in sorted(run.artifacts):
         rel = loaded.artifact_path(name).relative_to(root_dir).as_posix()
-        raw = f"runs/{rel}"
-        plan.copies.append(Copy(src_uri=raw, root=results.results_dir, rel=rel))
-        data = read_published(results.results_dir, rel)
-        texts.append((name, data.decode("utf-8", errors="replace")))
-        raws[name] = (raw, len(data))
+        data, size = read_head(results.results_dir, rel, min(SHOWN_BYTES, budget))
+        if len(data) < size and b"\n" in data:  # cut at a line's end, and say so
+            data = data[: data.rfind(b"\n") + 1]
+        budget -= len(data)
+        raw: str | None = None
+        if size <= RAW_LIMIT:
+            raw = f"runs/{raw_name(rel)}"
+            plan.copies.append(Copy(src_uri=raw, root=results.results_dir, rel=rel))
+        text = data.decode("utf-8", errors="replace")
+        if len(data) < size:
+            where = "the raw file has them all" if raw else "too large to publish here"
+            text += f"[... {size - len(data):,} more bytes of {size:,} not shown ({where})]\n"
+        texts.append((name, text))
+        raws[name] = (raw, size, len(data))
     pages = log_pages(texts)
     urls = [f"logs/{run.track}/{run.run_id}/{i + 1}.html" for i in range(len(pages))]
     first: dict[str, str] = {}
@@ -460,7 +301,7 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
                     "prev": root + urls[i - 1] if i > 0 else None,
                     "next": root + urls[i + 1] if i + 1 < len(pages) else None,
                     "pager": pager(urls, i + 1, root),
-                    "raws": {name: root + url for name, (url, _) in raws.items()},
+                    "raws": {name: root + url for name, (url, _, _) in raws.items() if url},
                     "row_url": root + back,
                     "sections_nav": [(title, root + html_url(src)) for title, src in SECTIONS],
                 },
@@ -473,9 +314,21 @@ def _artifacts(loaded: LoadedRun, results: ResultsSet, plan: SitePlan, back: str
             view_url=first[name],
             parts=max(s.parts for p in pages for s in p if s.name == name),
             size=raws[name][1],
+            shown=raws[name][2],
         )
         for name, _ in texts
     ]
+
+
+def raw_name(rel: str) -> str:
+    """Where the raw copy of the artifact `rel` goes in the site (see `RAW_SUFFIXES`)."""
+    path = PurePosixPath(rel)
+    if path.suffix.lower() in RAW_SUFFIXES:
+        return rel
+    if len((path.name + ".txt").encode()) > 255:  # a file name the system would refuse
+        digest = hashlib.sha256(rel.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        return str(path.with_name(f"{digest}.txt"))
+    return f"{rel}.txt"
 
 
 def _fix_for(fixes: list[ProtocolFix], row: Row) -> ProtocolFix | None:
@@ -483,8 +336,9 @@ def _fix_for(fixes: list[ProtocolFix], row: Row) -> ProtocolFix | None:
 
 
 def last_updated(results: ResultsSet) -> str | None:
-    """The date (UTC) of the newest published run: when the board last changed."""
-    times = [r.result.finished_at or r.result.started_at for r in results.runs]
+    """The date (UTC) of the newest published run whose file holds (`LoadedRun.trusted`: an
+    unsigned file dated 2999 sets nothing): when the board last changed."""
+    times = [r.result.finished_at or r.result.started_at for r in results.trusted_runs]
     if not times:
         return None
     newest = max(t if t.tzinfo else t.replace(tzinfo=UTC) for t in times)
@@ -500,7 +354,7 @@ def refused_lines(results: ResultsSet) -> list[str]:
 
 def agents_used(results: ResultsSet) -> list[str]:
     """The agent scaffolds that produced the published runs (the limitations page says so)."""
-    return sorted({r.result.agent for r in results.runs})
+    return sorted({r.result.agent for r in results.trusted_runs})
 
 
 def plan_site(results: ResultsSet) -> SitePlan:
@@ -534,7 +388,7 @@ def plan_site(results: ResultsSet) -> SitePlan:
         "current": current_track(results.tracks),
         "fixes": results.fixes,
         "columns": COLUMNS,
-        "total_runs": len(results.runs),
+        "total_runs": len(results.trusted_runs),
         "toolkit_version": __version__,
         "top_rows": TOP_ROWS,
         "last_updated": last_updated(results),
@@ -566,7 +420,8 @@ def plan_site(results: ResultsSet) -> SitePlan:
                         best_public=loaded.result.best_public_score,
                     )
                 )
-            usage = usage_totals([rv.run for rv in runs])
+            # An unverified run's usage is its file's word only: in no total.
+            usage = usage_totals([rv.run for rv in runs if rv.entry.role != "unverified"])
             page(
                 src,
                 "row.md",

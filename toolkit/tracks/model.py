@@ -20,6 +20,7 @@ from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from toolkit.results import bounded_json
 from toolkit.results.published import NotPublishedError, UnsafePathError, read_published
 
 T = TypeVar("T")
@@ -94,10 +95,22 @@ class TrainDataRecipe(_Model):
     )
 
 
+# A track id names files of the site beside the site's own (`leaderboards/<id>.html` beside
+# the overview `leaderboards/index.html`, `downloads/<id>.csv` and `.json` beside
+# `leaderboard.csv` and `run-result.schema.json`): these would overwrite them.
+RESERVED_TRACK_IDS = ("index", "leaderboard", "run-result.schema")
+
+
 class Track(_Model):
     """A frozen set of rules under which runs are comparable."""
 
-    id: str = Field(pattern=r"^[a-z0-9][a-z0-9._-]*$", description="Track id, used in paths.")
+    id: str = Field(
+        pattern=r"^[a-z0-9][a-z0-9._-]*$",
+        max_length=64,
+        description="Track id, used in paths (at most 64 characters; not 'index', "
+        "'leaderboard' or 'run-result.schema', the names of the site's own pages and files "
+        "beside the tracks').",
+    )
     title: str = Field(description="Human title, e.g. 'Official: 1 hour on one H100'.")
     description: str = Field(default="", description="One paragraph about the track.")
     benchmark_version: str = Field(description="Benchmark version, e.g. '1.0'.")
@@ -199,6 +212,16 @@ class Track(_Model):
         "any text, or the default corpus.",
     )
 
+    @field_validator("id")
+    @classmethod
+    def _not_reserved(cls, track_id: str) -> str:
+        if track_id in RESERVED_TRACK_IDS:
+            raise ValueError(
+                f"'{track_id}' names a page of the site (reserved: "
+                f"{', '.join(RESERVED_TRACK_IDS)}); choose another id"
+            )
+        return track_id
+
     @field_validator("isolation_floor")
     @classmethod
     def _known_floor(cls, floor: list[str]) -> list[str]:
@@ -271,13 +294,17 @@ class RegistryError(ValueError):
 def _load_list(path: Path, adapter: TypeAdapter[list[T]]) -> list[T]:
     # Read without following a link: the registry is published with the results beside it.
     try:
-        raw = json.loads(read_published(path.parent, path.name).decode("utf-8"))
+        raw = bounded_json.loads(read_published(path.parent, path.name).decode("utf-8"))
     except NotPublishedError:
         return []
     except UnsafePathError as exc:
         raise RegistryError(str(exc)) from None
     except json.JSONDecodeError as exc:
         raise RegistryError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from exc
+    except UnicodeDecodeError as exc:
+        raise RegistryError(f"{path}: not UTF-8 text: {exc.reason}") from exc
+    except OSError as exc:
+        raise RegistryError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     try:
         return adapter.validate_python(raw)
     except ValidationError as exc:

@@ -41,6 +41,7 @@ from toolkit.agents.relay.accounting import LOG_FILE as PROVIDER_LOG
 from toolkit.run import journal, recovery
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE, TRANSCRIPT_FILE
 from toolkit.run.live import read_live
+from toolkit.site_policy import FILE_POLICY, policy_of
 from toolkit.view.questions import questions_section
 from toolkit.view.timeline import read_jsonl, timeline_svg
 
@@ -417,6 +418,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     """Static files of the built site, plus the live pages."""
 
     site_dir: Path
+    _policy_sent = False  # this response's Content-Security-Policy header is out
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         super().__init__(*args, directory=str(self.site_dir), **kwargs)  # type: ignore[arg-type]
@@ -425,6 +427,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
+        self._policy_sent = False
         path = unquote(urlparse(self.path).path)
         if path in ("/live", "/live/"):
             return self._send(live_index(), LIVE_POLICY)
@@ -434,11 +437,20 @@ class Handler(http.server.SimpleHTTPRequestHandler):
                 return self.send_error(404, "no such run on this host")
             return self._send(page, LIVE_POLICY)
         if not (self.site_dir / "index.html").is_file() and path in ("/", "/index.html"):
-            return self._send(_page("ARI Bench", self.server_note(), True))
+            return self._send(_page("ARI Bench", self.server_note(), True), LIVE_POLICY)
         page = self._site_page(path)
-        if page is not None:
-            return self._send(page)
-        return super().do_GET()
+        if page is not None:  # the policy the page carries, as a header too
+            return self._send(page, policy_of(page) or FILE_POLICY)
+        return super().do_GET()  # any other file: `end_headers` adds the strict policy
+
+    def end_headers(self) -> None:
+        """Every response says what may run: a file that is not one of our pages (a raw
+        artifact named .html or .svg is someone else's bytes) runs nothing, and is never
+        sniffed into another type."""
+        if not self._policy_sent:
+            self.send_header("Content-Security-Policy", FILE_POLICY)
+        self.send_header("X-Content-Type-Options", "nosniff")
+        super().end_headers()
 
     def _site_page(self, path: str) -> bytes | None:
         """A page of the built site with a link to the live view added (the published site
@@ -466,6 +478,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         if policy is not None:
             self.send_header("Content-Security-Policy", policy)
+            self._policy_sent = True
         self.end_headers()
         self.wfile.write(body)
 
