@@ -38,7 +38,9 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         per-device counters (in not_isolated, `neighbours`: this host cannot)
     ipcns, utsns        own System V IPC objects and POSIX message queues, own hostname
     no-keyrings         a seccomp filter refuses add_key/request_key/keyctl: the keyrings of
-                        the shared sandbox uid cannot carry data from one sandbox to another
+                        a sandbox uid cannot carry data from one sandbox to another
+    no-file-notify      the same filter refuses inotify, fanotify and fcntl(F_NOTIFY): no
+                        sandbox sees when another opens or reads a file both can see
     userns              (non-root hosts) the namespaces come from a user namespace, and the
                         mounts are locked in it
     host-allowlist      only the system folders (/usr, /bin, /sbin, /lib*, /etc, /dev, /proc,
@@ -47,6 +49,9 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         the explicit mounts only)
     private-home        the caller's home is an empty read-only tmpfs (the sandbox's own paths
                         inside it stay visible), so sandboxed code cannot read its files
+    uid:own             commands run as a uid of the sandbox's own, claimed host-wide from a
+                        range (`local/uids.py`): no per-user counter of the kernel is shared
+                        with another sandbox (sandboxes of one process on one root share it)
     uid:NAME / uid      commands run as that user / as the caller's own uid on the host
     no-new-privs        setuid binaries and file capabilities grant nothing
     cgroup-pids, cgroup-memory, cgroup-cpu, rlimits, memory-per-tree, process-count: how

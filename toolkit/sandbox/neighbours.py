@@ -49,6 +49,14 @@ FIXED = (
     "/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
     "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+    # The kernel's host-wide counters that a sandbox moves at will (issue #50): inodes and
+    # dentries in use (a sender makes files in its private /tmp), open files, asynchronous I/O
+    # contexts, pseudo-terminals, quota operations, every file lock of the host (a sender locks
+    # a file of its own: one more line), and the VM's event counters. No program needs them.
+    "/proc/sys/fs/inode-nr", "/proc/sys/fs/inode-state", "/proc/sys/fs/dentry-state",
+    "/proc/sys/fs/file-nr", "/proc/sys/fs/aio-nr", "/proc/sys/fs/quota", "/proc/sys/kernel/pty/nr",
+    "/proc/locks", "/proc/vmstat", "/proc/softirqs", "/proc/schedstat", "/proc/zoneinfo",
+    "/proc/buddyinfo", "/proc/pagetypeinfo",
 )  # fmt: skip
 """Views to mask whatever the host holds (a path absent on a host is skipped)."""
 

@@ -74,7 +74,7 @@ from toolkit.sandbox.base import (
 )
 from toolkit.sandbox.files import read_under, write_under
 from toolkit.sandbox.local import gpus as gpu_pinning
-from toolkit.sandbox.local import host, layout
+from toolkit.sandbox.local import host, layout, uids
 from toolkit.sandbox.local import process as process_module
 from toolkit.sandbox.local.egress import EgressGate
 from toolkit.sandbox.local.forkserver import ForkServer
@@ -85,6 +85,8 @@ log = logging.getLogger(__name__)
 SETUP_TIMEOUT_S = 60.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PAGE_BYTES = 4096
+SANDBOX_USER = "ari-sandbox"
+"""USER and LOGNAME of a sandbox that runs as a uid of its own (it has no passwd entry)."""
 
 
 def _sandbox_ids() -> tuple[int, int]:
@@ -177,7 +179,6 @@ class LocalSandbox(Sandbox):
         for hidden in self.hide:
             if hidden == self.root or hidden in self.readonly:
                 raise ValueError(f"{hidden} is both hidden and exposed in the sandbox")
-        self.uid, self.gid = _sandbox_ids()
         self.namespaces = self.support.namespaces
         self.userns = self.support.userns
         self.ephemeral_asked = ephemeral_root
@@ -187,6 +188,22 @@ class LocalSandbox(Sandbox):
                 "sandbox: this host cannot overlay %s: commands write to it directly", self.root
             )
         self.drop_uid = self.namespaces and self.support.is_root
+        # A uid of its own (`uids`): per-user counters of the kernel are then its own too.
+        self.uid, self.gid = _sandbox_ids()
+        self._claimed = False
+        if self.drop_uid:
+            self.uid = self.gid = uids.claim(self.root)
+            self._claimed = True
+        try:
+            self._set_up(env, pinned.env, egress)
+        except BaseException:
+            self._release_uid()
+            raise
+
+    def _set_up(
+        self, env: Mapping[str, str] | None, pinned_env: Mapping[str, str], egress: Sequence[Egress]
+    ) -> None:
+        """The rest of `__init__`, once the uid is claimed (given back if this fails)."""
         self.plan: dict[str, object] | None = None
         self.covers_home = False
         if self.namespaces:
@@ -206,8 +223,10 @@ class LocalSandbox(Sandbox):
             "HOME": str(self.root),
             "LANG": "C.UTF-8",
             "TMPDIR": str(self.tmpdir),
+            # A uid without a name: programs that ask for the user's name (getpass) ask these.
+            **({"USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER} if self._claimed else {}),
             **(env or {}),
-            **pinned.env,
+            **pinned_env,
         }
         self.egress = list(egress)
         self._gate = self._egress_gate()
@@ -314,8 +333,8 @@ class LocalSandbox(Sandbox):
             on.append("gpu-pinned")
         elif self.gpus is not None:
             off.append("gpus")  # without mounts only the environment selects the GPUs
-        on += ["no-keyrings"] if s.keyring_filter else []
-        off += [] if s.keyring_filter else ["keyrings"]
+        on += ["no-keyrings", "no-file-notify"] if s.keyring_filter else []
+        off += [] if s.keyring_filter else ["keyrings", "file-notify"]
         if self.egress:
             (on if self._gate is not None else off).append("egress-allowlist")
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
@@ -330,11 +349,18 @@ class LocalSandbox(Sandbox):
         if set(self._rlimits()) - {"core"}:
             on.append("rlimits")
         on.append("no-new-privs")
-        if self.drop_uid:
+        if self._claimed:
+            on.append("uid:own")  # a uid of its own, claimed host-wide (`uids`)
+        elif self.drop_uid:
             on.append(f"uid:{self._user_name()}")
         else:
             off.append("uid")  # commands run as the caller's own uid on the host
         return sorted(set(on)), sorted(set(off))
+
+    def _release_uid(self) -> None:
+        if self._claimed:
+            self._claimed = False
+            uids.release(self.root)
 
     def _user_name(self) -> str:
         try:
@@ -477,6 +503,8 @@ class LocalSandbox(Sandbox):
         self._server.close()
         if self._gate is not None:
             self._gate.close()
+        if not errors:  # a tree too slow to die may still hold the uid: never hand it on
+            self._release_uid()
         if errors:  # only trees too slow to die: still that kind of error (see its docstring)
             slow = all(isinstance(e, SandboxTeardownTimeout) for e in errors)
             kind = SandboxTeardownTimeout if slow else SandboxError
