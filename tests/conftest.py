@@ -38,6 +38,10 @@ if os.environ.get("ARI_HOME") in (None, "", os.environ.get(_OURS)):
 # against 86-90 s. tests/sandbox/test_cores.py unsets the override for its own sizing tests.
 for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "ARI_SANDBOX_THREADS"):
     os.environ.setdefault(_name, "1")
+# A run publishes its hidden grading at the end of the grading's time bucket (a minute for a
+# normal one: a file's ctime cannot be set back). The suite's runs publish at once; the test of
+# that wait (tests/grading/test_channels_ctime.py) sets it back and shortens the bucket.
+os.environ.setdefault("ARI_PUBLISH_WAIT", "none")
 
 
 @pytest.fixture

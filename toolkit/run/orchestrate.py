@@ -64,6 +64,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from toolkit.grading.phases import Progress
+from toolkit.host.grading_lock import HostLock
 from toolkit.results.model import InvalidCheck, RunResult
 from toolkit.run import recovery
 from toolkit.run.agent_log import quiet
@@ -104,6 +105,7 @@ class Run:
         self.tick = tick
         self.grading_progress = grading_progress
         self.timeline = Timeline()  # the step the run is in: live view, interruptions
+        self.host_lock = HostLock()
 
     def execute(self) -> RunResult:
         if self.inputs.spec.backend != "docker":
@@ -114,6 +116,15 @@ class Run:
             return self._execute()
 
     def _execute(self) -> RunResult:
+        # Held shared while this run's sandboxes live; an official hidden grading holds it
+        # alone (`grading_lock`): no other run's agent works beside it on this host.
+        self.host_lock.share()
+        try:
+            return self._execute_shared()
+        finally:
+            self.host_lock.release()
+
+    def _execute_shared(self) -> RunResult:
         inputs = self.inputs
         try:
             parts = self._set_up()
@@ -241,6 +252,7 @@ class Run:
             publication=publication,
             timeline=self.timeline,
             progress=self.grading_progress,
+            host_lock=self.host_lock,
         )
         return publication.publish(grading.result(stop.reason, record), record)  # 6.-7.
 

@@ -189,11 +189,8 @@ class LocalSandbox(Sandbox):
             )
         self.drop_uid = self.namespaces and self.support.is_root
         # A uid of its own (`uids`): per-user counters of the kernel are then its own too.
-        self.uid, self.gid = _sandbox_ids()
-        self._claimed = False
-        if self.drop_uid:
-            self.uid = self.gid = uids.claim(self.root)
-            self._claimed = True
+        self._uid_claim = uids.UidClaim(self.root) if self.drop_uid else None
+        self.uid = self._uid_claim.uid if self._uid_claim else _sandbox_ids()[0]
         try:
             self._set_up(env, pinned.env, egress)
         except BaseException:
@@ -224,7 +221,7 @@ class LocalSandbox(Sandbox):
             "LANG": "C.UTF-8",
             "TMPDIR": str(self.tmpdir),
             # A uid without a name: programs that ask for the user's name (getpass) ask these.
-            **({"USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER} if self._claimed else {}),
+            **({"USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER} if self._uid_claim else {}),
             **(env or {}),
             **pinned_env,
         }
@@ -349,7 +346,7 @@ class LocalSandbox(Sandbox):
         if set(self._rlimits()) - {"core"}:
             on.append("rlimits")
         on.append("no-new-privs")
-        if self._claimed:
+        if self._uid_claim is not None:
             on.append("uid:own")  # a uid of its own, claimed host-wide (`uids`)
         elif self.drop_uid:
             on.append(f"uid:{self._user_name()}")
@@ -357,10 +354,14 @@ class LocalSandbox(Sandbox):
             off.append("uid")  # commands run as the caller's own uid on the host
         return sorted(set(on)), sorted(set(off))
 
+    @property
+    def gid(self) -> int:
+        """A claimed uid's group has its number; else `nobody`'s group."""
+        return self.uid if self._uid_claim is not None else _sandbox_ids()[1]
+
     def _release_uid(self) -> None:
-        if self._claimed:
-            self._claimed = False
-            uids.release(self.root)
+        if self._uid_claim is not None:
+            self._uid_claim.release()
 
     def _user_name(self) -> str:
         try:

@@ -105,6 +105,20 @@ def claim(root: Path, folder: Path | None = None) -> int:
     )
 
 
+class UidClaim:
+    """One sandbox's share of the claim on its root's uid; `release` once (more: no-op)."""
+
+    def __init__(self, root: Path, folder: Path | None = None) -> None:
+        self.root = root
+        self.uid = claim(root, folder)
+        self._held = True
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            release(self.root)
+
+
 def release(root: Path) -> None:
     """One sandbox on `root` is done; the last one gives the uid back."""
     with _lock:
