@@ -18,11 +18,11 @@ receiver reads):
 - `shmem`: writes 64 MiB to its private /dev/shm; Shmem in /proc/meminfo.
 - `loadavg`: starts 64 threads; the task count in /proc/loadavg.
 
-Where a view cannot be read (masked, or the call refused), every reading is the same and the
-decoder guesses: about half the bits wrong, capacity near 0. Reported per channel: slot, bit
-errors, the error rate p and the capacity of a binary symmetric channel, (1 - H(p)) / slot
-bits per second: what this encoder carries at that slot length on this host, at its current
-load (the load average is printed first: say it with the numbers).
+Where a view cannot be read (masked, or the call refused), every reading is the same: the
+decoder can only guess, and the channel is reported closed (capacity 0). Reported per
+channel: slot, bit errors, the error rate p and the capacity of a binary symmetric channel,
+(1 - H(p)) / slot bits per second: what this encoder carries at that slot length on this
+host, at its current load (the load average is printed first: say it with the numbers).
 
     .venv/bin/python scripts/measure-host-channel.py --bits 64 --slot 0.02 0.1 --channel flock
 """
@@ -250,7 +250,7 @@ def decode(values: list[float], rng: random.Random) -> str:
     return "".join(bits)
 
 
-def measure(channel: str, bits: str, slot: float, shared: str) -> tuple[int, float]:
+def measure(channel: str, bits: str, slot: float, shared: str) -> tuple[int, float, bool]:
     limits = Limits(memory_bytes=1024 * 2**20, max_processes=256, cpus=1.0)
     with tempfile.TemporaryDirectory() as folder:
         roots = [Path(folder, name) for name in ("sender", "receiver")]
@@ -268,7 +268,7 @@ def measure(channel: str, bits: str, slot: float, shared: str) -> tuple[int, flo
     values = [float(v) for v in result.stdout.split()]
     decoded = decode(values, random.Random(50))
     errors = sum(a != b for a, b in zip(decoded, bits, strict=True))
-    return errors, errors / len(bits)
+    return errors, errors / len(bits), len(set(values)) == 1
 
 
 def main() -> None:
@@ -289,9 +289,13 @@ def main() -> None:
     print("channel            slot_s  bits  errors  p      capacity_bit_s")
     for channel in args.channel:
         for slot in args.slot:
-            errors, p = measure(channel, bits, slot, args.file)
-            capacity = (1 - entropy(min(p, 1 - p))) / slot
-            print(f"{channel:18} {slot:6.3f}  {args.bits:4}  {errors:6}  {p:.3f}  {capacity:.2f}")
+            errors, p, constant = measure(channel, bits, slot, args.file)
+            capacity = 0.0 if constant else (1 - entropy(min(p, 1 - p))) / slot
+            note = "  (every reading the same: closed; the errors are the decoder's guesses)"
+            print(
+                f"{channel:18} {slot:6.3f}  {args.bits:4}  {errors:6}  {p:.3f}  {capacity:.2f}"
+                + (note if constant else "")
+            )
 
 
 if __name__ == "__main__":
