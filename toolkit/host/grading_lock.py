@@ -21,9 +21,10 @@ Where the operator accepted the measured rate (`campaign run --accept-host-chann
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from toolkit.paths import state_dir
@@ -109,3 +110,22 @@ class HostLock:
             os.close(self._fd)
             self._fd = None
         self.mode = "none"
+
+
+@contextlib.contextmanager
+def alone_on_host(official: bool, waiting: Callable[[str], None] | None = None) -> Iterator[str]:
+    """For a hidden grading outside a run (`toolkit grade`, `runs verify`): on an official
+    track, hold the host's lock alone while it lasts, unless the rate was accepted. Yields
+    what was in force: `hidden-grading-alone`, `host-channel-accepted` or `none`."""
+    if not official:
+        yield "none"
+        return
+    if channel_accepted():
+        yield "host-channel-accepted"
+        return
+    lock = HostLock()
+    lock.exclusive(waiting)
+    try:
+        yield "hidden-grading-alone"
+    finally:
+        lock.release()
