@@ -123,3 +123,22 @@ def test_a_campaign_of_an_official_track_runs_one_at_a_time_unless_the_rate_is_n
         setup.accept_host_channel(official, cpu_slots(2), "1bit/s")
     setup.accept_host_channel(official, cpu_slots(2), rate)
     assert grading_lock.channel_accepted()  # the campaign's runs inherit it
+
+
+def test_the_command_refuses_two_runs_of_an_official_track_on_one_host(tmp_path: Path) -> None:
+    """`campaign run --slots 2` on an official track: refused in one line with the reason and
+    the measured rate, before any work; with a wrong rate too."""
+    from tests.campaign.conftest import toolkit, write_campaign
+
+    path = write_campaign(tmp_path, seeds=[0, 1], budget=10)
+    text = path.read_text().replace('"demo-cpu-3"', '"v1-h100-1h"')
+    path.write_text("\n".join(line for line in text.splitlines() if "budget_s" not in line))
+    before = sorted(p.name for p in (tmp_path / "results").iterdir())
+    out = toolkit("campaign", "run", str(path), "--slots", "2")
+    assert out.returncode != 0, out.stdout + out.stderr
+    rate = grading_lock.accepted_rate()
+    said = " ".join(out.stderr.split())
+    assert "is official" in said and f"--accept-host-channel {rate}" in said, out.stderr
+    wrong = toolkit("campaign", "run", str(path), "--slots", "2", "--accept-host-channel", "9bit/s")
+    assert wrong.returncode != 0 and "name the measured rate" in wrong.stderr, wrong.stderr
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == before

@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from toolkit.sandbox import Limits, Sandbox, create_sandbox
-from toolkit.sandbox.local import uids
+from toolkit.sandbox import Limits, Sandbox, create_sandbox, uids
 
 PY = sys.executable
 LIMITS = Limits(memory_bytes=512 * 2**20, max_processes=256)

@@ -50,7 +50,7 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
     private-home        the caller's home is an empty read-only tmpfs (the sandbox's own paths
                         inside it stay visible), so sandboxed code cannot read its files
     uid:own             commands run as a uid of the sandbox's own, claimed host-wide from a
-                        range (`local/uids.py`): no per-user counter of the kernel is shared
+                        range (`uids.py`): no per-user counter of the kernel is shared
                         with another sandbox (sandboxes of one process on one root share it)
     uid:NAME / uid      commands run as that user / as the caller's own uid on the host
     no-new-privs        setuid binaries and file capabilities grant nothing

@@ -63,7 +63,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from toolkit.sandbox import capped, neighbours
+from toolkit.sandbox import capped, neighbours, uids
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -74,7 +74,7 @@ from toolkit.sandbox.base import (
 )
 from toolkit.sandbox.files import read_under, write_under
 from toolkit.sandbox.local import gpus as gpu_pinning
-from toolkit.sandbox.local import host, layout, uids
+from toolkit.sandbox.local import host, layout
 from toolkit.sandbox.local import process as process_module
 from toolkit.sandbox.local.egress import EgressGate
 from toolkit.sandbox.local.forkserver import ForkServer
