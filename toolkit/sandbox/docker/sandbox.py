@@ -16,9 +16,10 @@ sandboxes share the kernel's per-user counters; the caller's own uid when the ho
 not root), through `ari-init run`, a wrapper that runs as root, drops to that uid for the
 command alone (no capability survives the switch), keeps the command's whole tree together
 and reports its exact status to PID 1 through a FIFO in a root-only tmpfs folder; PID 1
-writes it to its stdout, which only the harness reads (attached through the engine; the container keeps no
-log). So no sandboxed process can write or forge a status, and no host folder is writable
-by the container except its root (the status folder of earlier versions is gone). A kill
+writes it to its stdout, which only the harness reads (attached through the engine; the
+container keeps no log). So no sandboxed process can write or forge a status, and no host
+folder is writable by the container except its root (the status folder of earlier versions
+is gone). A kill
 goes to PID 1 over its stdin (which only the harness holds), and PID 1 also kills any process
 that escapes its command. PID 1 exits when that stdin closes, so a harness that dies takes its
 containers with it; `remove_leftovers` deletes what remains.
