@@ -179,7 +179,7 @@ def create_sandbox(
     cannot (`ephemeral-root` in `not_isolated`), commands write to the root as usual. Nothing
     else may change the root folder while a command runs (the overlay would not notice).
 
-    The sandbox may run commands as another user (`nobody` for the local backend as root): it
+    The sandbox may run commands as another user (as root, a uid of its own: `uids`): it
     is handed the files already in `root` when created; put later files in with `write_file`.
     `egress` (network must be False): the only (host, port) pairs TCP may reach, logged in
     `egress_log`. `gpus`: None = the backend's default (local: the host's GPUs as they are;

@@ -16,7 +16,8 @@ cgroup namespace with only its own cgroups in /sys/fs/cgroup, and the kernel's p
 views (block, loop and network devices, /proc/diskstats, /sys/fs/*: `neighbours.py`)
 covered. It joins per-tree pids and memory cgroups for the limits
 that are set (where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
-scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands are started by
+scrubbed environment, and runs as a uid/gid of its own (`uids`, claimed host-wide; `nobody`
+where it cannot switch) with no_new_privs. Commands are started by
 a fork server (`launcher.py`), one per sandbox. `isolation` lists what was in force; where the
 host cannot, the backend falls back with a logged warning.
 
@@ -35,10 +36,13 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 - the kernel (no system call filter beyond the keyrings), CPU share (unless `Limits.cpus` sets
   a quota, each process tree's own, in a cgroup; `cpu_seconds` caps CPU
   time only), devices in /dev (GPUs stay reachable), the clock;
-- sandboxes running at the same time: all run as `nobody`; they cannot signal, see or write
-  each other, but each may read another's root if it can reach it (keep roots under /tmp, which
-  every sandbox sees as its own, or hide them), and timing or file locks on shared readable
-  files are covert channels between live sandboxes (not persistence: nothing outlives a tree);
+- sandboxes running at the same time: each runs as a uid of its own (no per-user counter of
+  the kernel shared, no file notifications, the kernel's file counters masked); they cannot
+  signal, see or write each other, but each may read another's root if it can reach it (keep
+  roots under /tmp, which every sandbox sees as its own, or hide them), and timing, free
+  memory, the task count and file locks on shared readable files (the system files, the
+  interpreter) are covert channels between live sandboxes, measured in
+  site/docs/security/channels.md (not persistence: nothing outlives a tree);
 - without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
   host, hidden and read-only paths, private places, IPC, the other sandboxes' cgroups, devices
   and processes (`neighbours`), and the uid (commands run as the
