@@ -17,6 +17,8 @@ receiver reads):
 - `file-nr`: opens 900 descriptors; the count in /proc/sys/fs/file-nr.
 - `shmem`: writes 64 MiB to its private /dev/shm; Shmem in /proc/meminfo.
 - `loadavg`: starts 64 threads; the task count in /proc/loadavg.
+- `sysinfo`: the same; the task count of sysinfo(2) (what glibc's getloadavg reads too).
+- `forks`: forks and reaps 100 children; the host's fork count (`processes` in /proc/stat).
 
 Where a view cannot be read (masked, or the call refused), every reading is the same: the
 decoder can only guess, and the channel is reported closed (capacity 0). Reported per
@@ -41,7 +43,7 @@ from toolkit.sandbox import Limits, create_sandbox
 
 CHANNELS = (
     "meminfo", "stat", "timing", "inotify-instances", "inotify-watch", "flock", "inode-nr",
-    "file-nr", "shmem", "loadavg",
+    "file-nr", "shmem", "loadavg", "sysinfo", "forks",
 )  # fmt: skip
 
 PEER = r"""
@@ -99,6 +101,22 @@ def events():
             break
     return count
 
+def sysinfo_procs():
+    buf = ctypes.create_string_buffer(256)
+    if libc.sysinfo(buf) != 0:
+        return 0
+    return int.from_bytes(buf.raw[80:82], "little")  # struct sysinfo: procs after 10 longs
+
+def forks():
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if line.startswith("processes "):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
 def tasks():
     try:
         with open("/proc/loadavg") as f:
@@ -152,8 +170,13 @@ def measure(start, end):
     if channel == "shmem":
         wait_until(at)
         return field("/proc/meminfo", "Shmem:")
+    if channel == "forks":
+        wait_until(start + (end - start) * 0.2)
+        a = forks()
+        wait_until(start + (end - start) * 0.9)
+        return forks() - a
     wait_until(at)
-    return tasks()
+    return sysinfo_procs() if channel == "sysinfo" else tasks()
 
 def send(start, stop):
     if channel == "meminfo":
@@ -207,7 +230,16 @@ def send(start, stop):
             f.write(b"x" * (64 * 2**20))
         wait_until(stop)
         os.unlink(path)
-    elif channel == "loadavg":
+    elif channel == "forks":
+        for _ in range(100):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+            if time.time() >= stop:
+                break
+        wait_until(stop)
+    elif channel in ("loadavg", "sysinfo"):
         done = threading.Event()
         threads = [threading.Thread(target=done.wait) for _ in range(64)]
         for t in threads:

@@ -62,8 +62,43 @@ FIXED = (
     "/proc/sys/fs/file-nr", "/proc/sys/fs/aio-nr", "/proc/sys/fs/quota", "/proc/sys/kernel/pty/nr",
     "/proc/locks", "/proc/vmstat", "/proc/softirqs", "/proc/schedstat", "/proc/zoneinfo",
     "/proc/buddyinfo", "/proc/pagetypeinfo",
+    "/proc/pressure",  # stall times of the whole host's CPU, memory and I/O
 )  # fmt: skip
 """Views to mask whatever the host holds (a path absent on a host is skipped)."""
+
+
+NEUTRAL = ("/proc/stat", "/proc/loadavg")
+"""Views programs read (CPU times, the CPU count's fallback, load averages) whose counters any
+sandbox moves: the busy time, the forks (`processes`) and running tasks of the whole host, the
+task count of /proc/loadavg (issue #50: 4.4 bit/s). The local backend shows each as a file of
+fixed text (`neutral_views`): the same lines, every counter 0."""
+
+
+def neutral_views(proc: str = "/proc") -> list[tuple[str, str]]:
+    """(path, text) for each of `NEUTRAL` this host has: /proc/stat with its own line names
+    (one `cpuN` line per CPU, as glibc may count them) and boot time, every counter 0; a load
+    of 0 with one task."""
+    views: list[tuple[str, str]] = []
+    try:
+        with open(f"{proc}/stat") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    kept = []
+    for line in lines:
+        name, _, rest = line.partition(" ")
+        if name == "btime":  # the host's boot time: fixed while it runs, says nothing
+            kept.append(line)
+        elif name.startswith("cpu"):
+            zeros = " ".join("0" for _ in rest.split())
+            kept.append(f"{name}  {zeros}" if name == "cpu" else f"{name} {zeros}")
+        elif name in ("procs_running", "procs_blocked", "processes", "ctxt", "intr", "softirq"):
+            kept.append(f"{name} {1 if name == 'procs_running' else 0}")
+    if kept:
+        views.append((f"{proc}/stat", "\n".join(kept) + "\n"))
+    if os.path.exists(f"{proc}/loadavg"):
+        views.append((f"{proc}/loadavg", "0.00 0.00 0.00 1/1 1\n"))
+    return views
 
 
 def masked_paths(sysfs: str = "/sys") -> list[str]:

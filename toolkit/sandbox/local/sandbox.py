@@ -277,6 +277,8 @@ class LocalSandbox(Sandbox):
             overlay_options=host.OVERLAY_USERNS if self.userns else "",
         )
         plan["cgroup_view"] = True  # /sys/fs/cgroup: the tree's own cgroups only
+        # Host-wide counters programs read, as files of fixed text (`neighbours.NEUTRAL`).
+        plan["neutral"] = [list(view) for view in neighbours.neutral_views()]
         plan["caps"] = {"tmpfs_source": capped.TMPFS_SOURCE, "image_suffix": capped.IMAGE_SUFFIX}
         return plan
 
