@@ -188,7 +188,10 @@ class FinalGrading:
     def _until_bucket_end(self, bucket: float) -> None:
         """Wait, before the first write after the hidden grading, until the end of the
         published `bucket` of its length (`publish.bucket_end`), counted from its published
-        start (`finished_at`): every file's ctime then tells the bucket and no more."""
+        start (`finished_at`): every file's ctime then tells the bucket and no more. The
+        host's lock goes first: the bundle's sandboxes are gone, other runs may go on."""
+        if self.host_lock is not None and self.host_lock.mode == "exclusive":
+            self.host_lock.release()
         began = self.timeline.hidden_since()
         if began is None or os.environ.get(WAIT_ENV) == "none":
             return

@@ -40,7 +40,10 @@ Order of events (DESIGN §5):
    (`grading.publish`; its progress goes to the operator's terminal only: `grading_progress`):
    `agent.log` stamps every later line with that moment, the result's
    `finished_at` is that moment, `timings.grading_s` is the bucket (the exact time goes to
-   the operator log);
+   the operator log), and nothing is written after the grading until the bucket's end (a
+   file's ctime cannot be set back). On an official track the hidden grading first waits
+   until it is alone on its host (`host.grading_lock`: every run holds that lock shared from
+   before its sandboxes exist to its end; the grading holds it alone until it is over);
 7. the result is written atomically, with the final head of the audit log and of the history
    (so that a log rewritten afterwards is caught) and the SHA-256 of every file of the run
    folder (agent.log's last line is the result's: nothing is written to it afterwards), and
