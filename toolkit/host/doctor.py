@@ -317,7 +317,8 @@ class Doctor:
             f"{neighbours.MEASURED_BITS_PER_S:g}bit/s"
         )
         here = (
-            f"each sandbox sees only its own cgroups, devices and processes; {shared}"
+            f"each sandbox sees only its own cgroups, devices and processes, and (as root) "
+            f"runs as a uid of its own; {shared}"
             if ok
             else f"no: a sandbox here would see the other runs' cgroups and devices; {shared}"
         )
