@@ -42,5 +42,5 @@ def test_sandboxed_code_is_the_oom_killers_first_choice(box: Sandbox) -> None:
     assert done.ok, done.stderr
     mine, child, lowered = done.stdout.decode().split()
     assert mine == child == "1000"
-    if os.geteuid() == 0 and _has_sys_resource() and "uid:nobody" in box.isolation:
+    if os.geteuid() == 0 and _has_sys_resource() and "uid:own" in box.isolation:
         assert lowered == "refused"

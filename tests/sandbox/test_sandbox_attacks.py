@@ -172,7 +172,7 @@ def test_readonly_paths(backend: str, root: Path, tmp_path: Path) -> None:
 
 def test_not_root_and_no_privileges(backend: str, root: Path) -> None:
     with create_sandbox(backend, root=root) as box:
-        needs(box, "uid:nobody")
+        needs(box, "uid:own")
         who = box.exec(["id", "-u"])
         shadow = box.exec(["cat", "/etc/shadow"])
         nnp = box.exec(["grep", "NoNewPrivs", "/proc/self/status"])

@@ -71,7 +71,10 @@ def test_environment_is_scrubbed(backend: str, root: Path, monkeypatch: pytest.M
     allowed = {"PATH", "HOME", "LANG", "TMPDIR", "SANDBOX_VAR", "CALL_VAR", "PWD", "SHLVL", "_"}
     # The harness's own: numeric libraries' thread pools sized to the tree's cores.
     allowed |= set(THREAD_VARS)
+    # A uid of its own has no passwd entry: its name for programs that ask (getpass).
+    allowed |= {"USER", "LOGNAME"}
     assert set(env) <= allowed
+    assert env.get("USER", "ari-sandbox") == env.get("LOGNAME", "ari-sandbox") == "ari-sandbox"
     assert all(env[v].isdigit() for v in THREAD_VARS if v in env)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -16,11 +17,12 @@ from toolkit.campaign.config import (
 from toolkit.campaign.driver import Campaign
 from toolkit.campaign.job import check_training_data
 from toolkit.campaign.local_engine import LocalEngine, Slot, cpu_slots, gpu_slots
+from toolkit.host import grading_lock
 from toolkit.paths import state_dir
 from toolkit.run.inputs import InputError, check_public_set, prepare_data, public_set, resolve_exam
 from toolkit.sandbox.local.gpus import host_gpu_ids, host_gpus
 from toolkit.text.data import DataError
-from toolkit.tracks.model import TRACKS_FILE, RegistryError, get_track, load_tracks
+from toolkit.tracks.model import TRACKS_FILE, RegistryError, Track, get_track, load_tracks
 
 if TYPE_CHECKING:
     from toolkit.campaign.ray_engine import RayEngine
@@ -107,6 +109,30 @@ def local_slots(gpus: str | None, slots: int | None, backend: str = "local") -> 
         return cpu_slots(slots)
     found = host_gpu_ids()
     return gpu_slots(found) if found else cpu_slots(1)
+
+
+def accept_host_channel(track: Track, slots: list[Slot], accepted: str | None) -> None:
+    """Refuse (CampaignError) runs side by side on one host for an official track, unless the
+    operator named the measured rate of what the host still shares between them
+    (`--accept-host-channel`); when named, its runs' hidden gradings go beside other runs
+    (`grading_lock.ACCEPT_ENV`, set here for the campaign's child runs)."""
+    rate = grading_lock.accepted_rate()
+    if accepted is not None and accepted.replace(" ", "") != rate:
+        raise CampaignError(
+            f"--accept-host-channel {accepted}: name the measured rate, {rate} "
+            "(security/channels.md#runs-on-one-host)"
+        )
+    if len(slots) <= 1 or track.demo:
+        return
+    if accepted is None:
+        raise CampaignError(
+            f"track '{track.id}' is official and {len(slots)} runs would share this host: "
+            f"what a host still shares between sandboxes carries {rate} (a file lock, free "
+            "memory, the task count, CPU time: security/channels.md#runs-on-one-host), enough "
+            "for one run's agent to read another's hidden grading. Run one at a time "
+            f"(--slots 1 or --gpus with one id), or accept it: --accept-host-channel {rate}"
+        )
+    os.environ[grading_lock.ACCEPT_ENV] = rate
 
 
 def gpu_ids_problem(ids: list[str], backend: str) -> str | None:

@@ -159,6 +159,13 @@ def plan_command(file: Path, fmt: str, budget: float | None) -> None:
     help="ray: ask each task for one unit of this custom resource instead of a GPU.",
 )
 @click.option(
+    "--accept-host-channel",
+    default=None,
+    metavar="RATE",
+    help="Run an official track with more than one run on this host at once, accepting the "
+    "measured rate of what the host shares between them (give it: see the refusal).",
+)
+@click.option(
     "--skip-failing-models",
     is_flag=True,
     help="Leave out the runs of a model whose provider fails the pre-flight check (with a note) "
@@ -175,6 +182,7 @@ def run_command(
     slots: int | None,
     ray_resource: str | None,
     skip_failing_models: bool,
+    accept_host_channel: str | None,
     budget: float | None,
 ) -> None:
     """Do every run of the campaign that has no final result yet; safe to start again.
@@ -187,6 +195,10 @@ def run_command(
     Before anything starts, each model with runs to do is checked once (one tiny call to its
     provider with its key): a model that fails is named in one line and the campaign refuses
     to start, unless --skip-failing-models leaves that model's runs out.
+
+    On an official track, runs side by side on one host are refused (what a host shares
+    between sandboxes is a channel of measured rate) unless --accept-host-channel names that
+    rate; and every run's hidden grading waits until it is alone on its host.
 
     \b
     Example:
@@ -204,6 +216,7 @@ def run_command(
     try:  # GPU ids this host cannot use: refused before any work
         local = engine == "local"
         the_slots = setup.local_slots(gpus, slots, campaign.file.backend) if local else []
+        setup.accept_host_channel(campaign.track, the_slots, accept_host_channel)
     except CampaignError as exc:
         raise Refused(str(exc)) from None
     try:

@@ -32,6 +32,7 @@ from toolkit.grading import SIZE_LIMIT_BYTES, grade_bundle
 from toolkit.grading.inputs import grade_inputs_problem
 from toolkit.grading.questions import grade_questions, public_marking_problem, questions_table
 from toolkit.grading.summary import print_report
+from toolkit.host.grading_lock import alone_on_host
 from toolkit.results.model import write_json_atomic
 from toolkit.sandbox import BACKENDS
 from toolkit.tracks.model import GradingParams, RegistryError, Track, get_track, load_tracks
@@ -270,22 +271,26 @@ def grade_command(
     if ablation is None:
         ablation = not (public or known)
     ablation = ablation and "generate" in (phases or ("generate",))
+    hidden = not (public or known)
     grade = grade_questions if per_question else grade_bundle
+    official = hidden and (track is None or not track.demo)
+    limit = size_limit or (track.size_limit_bytes if track else SIZE_LIMIT_BYTES)
     try:
-        report = grade(
-            bundle,
-            exam,
-            params=params,
-            size_limit_bytes=size_limit or (track.size_limit_bytes if track else SIZE_LIMIT_BYTES),
-            backend=backend,
-            device=device,
-            phases=phases or ("generate", "bpb"),
-            progress=True,
-            workdir=keep_dir,
-            cpus=cpus,
-            ablation=ablation,
-            hidden=not (public or known),
-        )
+        with alone_on_host(official, waiting=console.print):
+            report = grade(
+                bundle,
+                exam,
+                params=params,
+                size_limit_bytes=limit,
+                backend=backend,
+                device=device,
+                phases=phases or ("generate", "bpb"),
+                progress=True,
+                workdir=keep_dir,
+                cpus=cpus,
+                ablation=ablation,
+                hidden=hidden,
+            )
     except ExamFileError as exc:
         raise click.UsageError(f"{exc} (pass --exam with a built exam.jsonl)") from exc
     except FileExistsError as exc:

@@ -73,6 +73,16 @@ def coarse_seconds(seconds: float) -> float:
     return max(edge for edge in TIME_EDGES_S if seconds >= edge or edge == 0.0)
 
 
+def bucket_end(seconds: float, ceiling_s: float) -> float:
+    """Where the published bucket of a grading that took `seconds` ends: the next edge of
+    `TIME_EDGES_S` above it, or for the last bucket `ceiling_s` (the longest a grading can
+    take). Nothing of the grading may be written before then: a file's ctime cannot be set
+    back, so a write at the grading's end would publish its exact length (`final_grading`)."""
+    bucket = coarse_seconds(seconds)
+    later = [edge for edge in TIME_EDGES_S if edge > bucket]
+    return min(later) if later else max(ceiling_s, seconds)
+
+
 def ablation_step(total: int) -> int:
     """Questions per published step of the ablated pass count: a tenth of the exam, rounded
     up (1 for an exam of 10 questions or fewer)."""

@@ -309,13 +309,16 @@ class Doctor:
         mine = self.local() if self.backend == "local" else self.docker(None)
         ok = mine.available and mine.namespaces
         shared = (
-            "host-wide memory, load and CPU timing stay shared: "
-            f"{neighbours.MEASURED_BITS_PER_S:g} bit/s measured between two runs at once, "
-            "so a hidden grading beside another run's agent is not closed "
-            "(security/channels.md#runs-on-one-host)"
+            "a file lock on a file both read, free memory, the task count and CPU timing "
+            f"stay shared: up to {neighbours.MEASURED_BITS_PER_S:g} bit/s measured between "
+            "two sandboxes at once (each channel: security/channels.md#runs-on-one-host), so "
+            "an official track's hidden grading runs alone on its host and a campaign runs "
+            "one of its runs at a time unless --accept-host-channel "
+            f"{neighbours.MEASURED_BITS_PER_S:g}bit/s"
         )
         here = (
-            f"each sandbox sees only its own cgroups, devices and processes; {shared}"
+            f"each sandbox sees only its own cgroups, devices and processes, and (as root) "
+            f"runs as a uid of its own; {shared}"
             if ok
             else f"no: a sandbox here would see the other runs' cgroups and devices; {shared}"
         )

@@ -7,6 +7,7 @@ bucket. Returns the result to publish.
 
 from __future__ import annotations
 
+import os
 import tarfile
 import time
 import traceback
@@ -17,8 +18,9 @@ from exam_builder.exam_file import sha256_file
 from toolkit.grading import secret_log
 from toolkit.grading.grade import GradingError, failure_name
 from toolkit.grading.phases import Progress
-from toolkit.grading.publish import coarse_seconds
+from toolkit.grading.publish import bucket_end, coarse_seconds
 from toolkit.grading.report import GradeReport
+from toolkit.host.grading_lock import HostLock, accepted_rate, channel_accepted
 from toolkit.results.chain import ChainError
 from toolkit.results.model import FamilyScore, RunResult, Score
 from toolkit.run import reference
@@ -30,6 +32,14 @@ from toolkit.run.start import RunInputs
 from toolkit.run.submissions import Grader
 from toolkit.run.supervise import Session
 from toolkit.sandbox import SandboxError, SandboxTeardownTimeout
+
+WAIT_ENV = "ARI_PUBLISH_WAIT"
+"""`none`: publish right after a hidden grading, without waiting for its bucket's end (the test
+suite, whose thousands of gradings would each wait a minute); the result then lacks
+`ctime-bucketed` in its isolation, so such a run is told apart."""
+GRADING_PHASES = 3
+"""A hidden grading's sandboxed phases (generation, bits per byte, the weights ablation), each
+with its load() and its whole-phase limit: the longest it can take, for the last bucket."""
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,9 @@ class FinalGrading:
     publication: Publication
     timeline: Timeline
     progress: Progress | None = None
+    host_lock: HostLock | None = None
+    """The run's hold on the host (`grading_lock`): taken alone for an official track's
+    hidden grading, unless the operator accepted the measured rate."""
 
     def result(self, stop_reason: str, record: SessionRecord) -> RunResult:
         """The result to publish: the session's checks, then the grading (`stop_reason`: why
@@ -82,6 +95,7 @@ class FinalGrading:
         self, result: RunResult, candidate: str, archive: Path, record: SessionRecord
     ) -> RunResult:
         inputs, log = self.inputs, self.inputs.log
+        self._alone_on_host()  # before the grading starts: the wait is in no published time
         self.timeline.enter(f"the final grading of {candidate}", hidden=True)
         log.hold()  # no published time tells how long the hidden grading took
         self.session.show(record.used_s)
@@ -101,6 +115,8 @@ class FinalGrading:
             # (either may quote the bundle); the operator log has them, agent.log the type.
             # The bundle's code can break its own grading (a tree too slow to die): invalid
             # only if the harness's reference bundle fails too, in fresh sandboxes.
+            grading_s = self._grading_time(started)
+            self._until_bucket_end(grading_s)
             kind = failure_name(exc)
             secret_log.record(f"final grading of {inputs.run_id}", traceback.format_exc())
             log(
@@ -116,16 +132,31 @@ class FinalGrading:
                     "grading-reference",
                 )
             log("the reference bundle graded fine: the failure is the bundle's")
-            result.timings.grading_s = self._grading_time(started)
+            result.timings.grading_s = grading_s
             result.status = "failed"
             result.status_reason = grading_charged_reason(candidate, exc)
             return result
         result.timings.grading_s = self._grading_time(started)
+        self._until_bucket_end(result.timings.grading_s)
         try:  # what scored, for a reviewer to read (listed with the artifacts)
             write_promoted_code(archive, inputs.artifacts, candidate)
         except (OSError, tarfile.TarError) as exc:
             log(f"could not list the promoted bundle's code: {type(exc).__name__}")
         return self._scored(result, candidate, report)
+
+    def _alone_on_host(self) -> None:
+        """An official track's hidden grading waits until it is alone on its host, and the
+        result says so (`hidden-grading-alone`); with the rate accepted, it says that."""
+        if self.host_lock is None or self.inputs.spec.track.demo:
+            return
+        if channel_accepted():
+            self.inputs.log(
+                f"hidden grading beside other runs: the operator accepted {accepted_rate()}"
+            )
+            self.publication.isolation_note("host-channel-accepted")
+            return
+        self.host_lock.exclusive(waiting=self.inputs.log)
+        self.publication.isolation_note("hidden-grading-alone")
 
     def _scored(self, result: RunResult, candidate: str, report: GradeReport) -> RunResult:
         """The result with what the grading found."""
@@ -153,6 +184,23 @@ class FinalGrading:
             result.score = Score(percent=0.0, passed=0, total=report.score.total)
             result.families = {}
         return result
+
+    def _until_bucket_end(self, bucket: float) -> None:
+        """Wait, before the first write after the hidden grading, until the end of the
+        published `bucket` of its length (`publish.bucket_end`), counted from its published
+        start (`finished_at`): every file's ctime then tells the bucket and no more. The
+        host's lock goes first: the bundle's sandboxes are gone, other runs may go on."""
+        if self.host_lock is not None and self.host_lock.mode == "exclusive":
+            self.host_lock.release()
+        began = self.timeline.hidden_since()
+        if began is None or os.environ.get(WAIT_ENV) == "none":
+            return
+        self.publication.isolation_note("ctime-bucketed")
+        params = self.grader.params
+        ceiling = GRADING_PHASES * (params.load_timeout_s + params.total_timeout_s)
+        end = began.timestamp() + bucket_end(bucket, ceiling)
+        while (left := end - time.time()) > 0:
+            time.sleep(min(left, 1.0))
 
     def _grading_time(self, started: float) -> float:
         """The final grading's duration as published (a coarse bucket); exact: operator log."""

@@ -40,7 +40,10 @@ Order of events (DESIGN §5):
    (`grading.publish`; its progress goes to the operator's terminal only: `grading_progress`):
    `agent.log` stamps every later line with that moment, the result's
    `finished_at` is that moment, `timings.grading_s` is the bucket (the exact time goes to
-   the operator log);
+   the operator log), and nothing is written after the grading until the bucket's end (a
+   file's ctime cannot be set back). On an official track the hidden grading first waits
+   until it is alone on its host (`host.grading_lock`: every run holds that lock shared from
+   before its sandboxes exist to its end; the grading holds it alone until it is over);
 7. the result is written atomically, with the final head of the audit log and of the history
    (so that a log rewritten afterwards is caught) and the SHA-256 of every file of the run
    folder (agent.log's last line is the result's: nothing is written to it afterwards), and
@@ -64,6 +67,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from toolkit.grading.phases import Progress
+from toolkit.host.grading_lock import HostLock
 from toolkit.results.model import InvalidCheck, RunResult
 from toolkit.run import recovery
 from toolkit.run.agent_log import quiet
@@ -104,6 +108,7 @@ class Run:
         self.tick = tick
         self.grading_progress = grading_progress
         self.timeline = Timeline()  # the step the run is in: live view, interruptions
+        self.host_lock = HostLock()
 
     def execute(self) -> RunResult:
         if self.inputs.spec.backend != "docker":
@@ -114,6 +119,15 @@ class Run:
             return self._execute()
 
     def _execute(self) -> RunResult:
+        # Held shared while this run's sandboxes live; an official hidden grading holds it
+        # alone (`grading_lock`): no other run's agent works beside it on this host.
+        self.host_lock.share()
+        try:
+            return self._execute_shared()
+        finally:
+            self.host_lock.release()
+
+    def _execute_shared(self) -> RunResult:
         inputs = self.inputs
         try:
             parts = self._set_up()
@@ -241,6 +255,7 @@ class Run:
             publication=publication,
             timeline=self.timeline,
             progress=self.grading_progress,
+            host_lock=self.host_lock,
         )
         return publication.publish(grading.result(stop.reason, record), record)  # 6.-7.
 

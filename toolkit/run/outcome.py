@@ -97,6 +97,11 @@ class Publication:
         self.published = False
         """The result is written: an interruption changes nothing any more."""
 
+    def isolation_note(self, item: str) -> None:
+        """Record one more protection in force (the result's `config.isolation`)."""
+        if item not in self._isolation:
+            self._isolation.append(item)
+
     def skeleton(self, status_reason: str) -> RunResult:
         """The result as far as the run's set-up knows it: `invalid` for `status_reason`,
         scoring 0, with the effective config."""

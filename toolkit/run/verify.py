@@ -35,13 +35,14 @@ from exam_builder.exam_file import sha256_file
 from toolkit.grading import grade_bundle
 from toolkit.grading.publish import BPB_STEP
 from toolkit.grading.report import GradeReport
+from toolkit.host.grading_lock import alone_on_host
 from toolkit.results.chain import ChainError, chain_head, read_chain
 from toolkit.results.model import RunResult
 from toolkit.run.artifacts import CANDIDATES_DIR, check_files
 from toolkit.run.history import check_against
 from toolkit.run.reference import grading_reference
 from toolkit.run.submissions import Grader
-from toolkit.tracks.model import GradingParams
+from toolkit.tracks.model import GradingParams, RegistryError, get_track
 
 BPB_TOLERANCE = BPB_STEP
 """Largest difference in bits per byte between the result and the re-grade: both are published
@@ -99,6 +100,16 @@ def _params(result: RunResult) -> tuple[GradingParams, int, str]:
     params = GradingParams.model_validate(fields)
     size = int(grading.get("size_limit_bytes", 16_000_000))
     return params, size, str(grading.get("device", "cpu"))
+
+
+def _official(result_file: Path, result: RunResult) -> bool:
+    """Whether the run's track is official (a re-grade of its hidden exam then runs alone on
+    its host: `grading_lock`): not a demo track in the registry beside its results, or a
+    track that registry does not name."""
+    try:
+        return not get_track(result_file.parent.parent, result.track).demo
+    except RegistryError:
+        return True
 
 
 def compare(result: RunResult, report: GradeReport) -> list[str]:
@@ -184,16 +195,17 @@ def verify_run(
             f"{promoted.sha256[:12]}: the stored archive was swapped",
         ], None
     params, size_limit, recorded_device = _params(result)
-    report = grade_bundle(
-        archive,
-        exam_file,
-        params=params,
-        size_limit_bytes=size_limit,
-        backend=backend,
-        device=device or recorded_device,
-        progress=progress,
-        hidden=True,
-    )
+    with alone_on_host(_official(result_file, result)):
+        report = grade_bundle(
+            archive,
+            exam_file,
+            params=params,
+            size_limit_bytes=size_limit,
+            backend=backend,
+            device=device or recorded_device,
+            progress=progress,
+            hidden=True,
+        )
     problems += compare(result, report)
     evidence = result.evidence
     blames_grading = evidence is not None and evidence.check == "grading-reference"

@@ -38,7 +38,9 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         per-device counters (in not_isolated, `neighbours`: this host cannot)
     ipcns, utsns        own System V IPC objects and POSIX message queues, own hostname
     no-keyrings         a seccomp filter refuses add_key/request_key/keyctl: the keyrings of
-                        the shared sandbox uid cannot carry data from one sandbox to another
+                        a sandbox uid cannot carry data from one sandbox to another
+    no-file-notify      the same filter refuses inotify, fanotify and fcntl(F_NOTIFY): no
+                        sandbox sees when another opens or reads a file both can see
     userns              (non-root hosts) the namespaces come from a user namespace, and the
                         mounts are locked in it
     host-allowlist      only the system folders (/usr, /bin, /sbin, /lib*, /etc, /dev, /proc,
@@ -47,6 +49,9 @@ The words in `Sandbox.isolation` / `not_isolated` (recorded with every run):
                         the explicit mounts only)
     private-home        the caller's home is an empty read-only tmpfs (the sandbox's own paths
                         inside it stay visible), so sandboxed code cannot read its files
+    uid:own             commands run as a uid of the sandbox's own, claimed host-wide from a
+                        range (`uids.py`): no per-user counter of the kernel is shared
+                        with another sandbox (sandboxes of one process on one root share it)
     uid:NAME / uid      commands run as that user / as the caller's own uid on the host
     no-new-privs        setuid binaries and file capabilities grant nothing
     cgroup-pids, cgroup-memory, cgroup-cpu, rlimits, memory-per-tree, process-count: how
@@ -174,7 +179,7 @@ def create_sandbox(
     cannot (`ephemeral-root` in `not_isolated`), commands write to the root as usual. Nothing
     else may change the root folder while a command runs (the overlay would not notice).
 
-    The sandbox may run commands as another user (`nobody` for the local backend as root): it
+    The sandbox may run commands as another user (as root, a uid of its own: `uids`): it
     is handed the files already in `root` when created; put later files in with `write_file`.
     `egress` (network must be False): the only (host, port) pairs TCP may reach, logged in
     `egress_log`. `gpus`: None = the backend's default (local: the host's GPUs as they are;

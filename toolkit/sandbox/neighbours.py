@@ -19,9 +19,13 @@ Both backends therefore give a sandbox:
   `lifetime_write_kbytes` of another run's loop device);
 - no other process (a PID namespace each: `pidns`).
 
-What stays host-wide (/proc/meminfo, /proc/loadavg, /proc/stat, /proc/pressure, the clock and
-the CPU's own timing) is shared by design of the kernel; its capacity as a channel between two
-concurrent sandboxes is measured and bounded in site/docs/security/channels.md.
+Nor the kernel's host-wide counters that a sandbox moves at will (`FIXED`, issue #50: inodes,
+open files, file locks, aio contexts, stalls); /proc/stat and /proc/loadavg are shown as fixed
+text (`NEUTRAL`, the local backend). What stays host-wide (/proc/meminfo, sysinfo(2), the
+clock and the CPU's own timing, a file lock on a file both read) is shared by design of the
+kernel; its capacity as a channel between two concurrent
+sandboxes is measured in site/docs/security/channels.md, and an official track's hidden
+grading runs alone on its host against it (`toolkit.host.grading_lock`).
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from __future__ import annotations
 import contextlib
 import os
 
-MEASURED_BITS_PER_S = 2.7
-"""The best rate measured through what stays host-wide between two concurrent local sandboxes
-(the speed of a shared core, at 0.1 s a bit: scripts/measure-host-channel.py, on a busy 2-core
-host): what an attacker gets at least, not a ceiling (a quiet host is less noisy). The number
-`toolkit doctor` and site/docs/security/channels.md give."""
+MEASURED_BITS_PER_S = 160.0
+"""The best rate measured between two concurrent local sandboxes through what a sandbox still
+shares with the host (issue #50: a shared `flock` on a file both read, 5 ms a bit, 124 of 128
+bits right, on a 2-core host at a load average of 7.8: scripts/measure-host-channel.py); the
+other channels left (the task count of sysinfo(2): 50 bit/s; free memory, Shmem, CPU timing)
+are slower. What an attacker gets at least, not a ceiling. The number `toolkit doctor`,
+`campaign run --accept-host-channel` and site/docs/security/channels.md give."""
 CLASSES = ("block", "net", "bdi")
 """Device classes whose every device is another run's (or the host's): disks and loop devices,
 network interfaces, and the block devices' writeback (bdi) entries."""
@@ -49,8 +55,51 @@ FIXED = (
     "/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
     "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
     "/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
+    # The kernel's host-wide counters that a sandbox moves at will (issue #50): inodes and
+    # dentries in use (a sender makes files in its private /tmp), open files, asynchronous I/O
+    # contexts, pseudo-terminals, quota operations, every file lock of the host (a sender locks
+    # a file of its own: one more line), and the VM's event counters. No program needs them.
+    "/proc/sys/fs/inode-nr", "/proc/sys/fs/inode-state", "/proc/sys/fs/dentry-state",
+    "/proc/sys/fs/file-nr", "/proc/sys/fs/aio-nr", "/proc/sys/fs/quota", "/proc/sys/kernel/pty/nr",
+    "/proc/locks", "/proc/vmstat", "/proc/softirqs", "/proc/schedstat", "/proc/zoneinfo",
+    "/proc/buddyinfo", "/proc/pagetypeinfo",
+    "/proc/pressure",  # stall times of the whole host's CPU, memory and I/O
 )  # fmt: skip
 """Views to mask whatever the host holds (a path absent on a host is skipped)."""
+
+
+NEUTRAL = ("/proc/stat", "/proc/loadavg")
+"""Views programs read (CPU times, the CPU count's fallback, load averages) whose counters any
+sandbox moves: the busy time, the forks (`processes`) and running tasks of the whole host, the
+task count of /proc/loadavg (issue #50: 4.4 bit/s). The local backend shows each as a file of
+fixed text (`neutral_views`): the same lines, every counter 0."""
+
+
+def neutral_views(proc: str = "/proc") -> list[tuple[str, str]]:
+    """(path, text) for each of `NEUTRAL` this host has: /proc/stat with its own line names
+    (one `cpuN` line per CPU, as glibc may count them) and boot time, every counter 0; a load
+    of 0 with one task."""
+    views: list[tuple[str, str]] = []
+    try:
+        with open(f"{proc}/stat") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        lines = []
+    kept = []
+    for line in lines:
+        name, _, rest = line.partition(" ")
+        if name == "btime":  # the host's boot time: fixed while it runs, says nothing
+            kept.append(line)
+        elif name.startswith("cpu"):
+            zeros = " ".join("0" for _ in rest.split())
+            kept.append(f"{name}  {zeros}" if name == "cpu" else f"{name} {zeros}")
+        elif name in ("procs_running", "procs_blocked", "processes", "ctxt", "intr", "softirq"):
+            kept.append(f"{name} {1 if name == 'procs_running' else 0}")
+    if kept:
+        views.append((f"{proc}/stat", "\n".join(kept) + "\n"))
+    if os.path.exists(f"{proc}/loadavg"):
+        views.append((f"{proc}/loadavg", "0.00 0.00 0.00 1/1 1\n"))
+    return views
 
 
 def masked_paths(sysfs: str = "/sys") -> list[str]:

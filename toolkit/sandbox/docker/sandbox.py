@@ -11,13 +11,15 @@ internal network whose only way out is the egress forwarder, see `egress.py`), a
 capabilities dropped, `no-new-privileges`, memory/pids caps and rlimits from `Limits`, GPUs
 only by device id, and labels that say who made it (`engine.py`).
 
-Commands run as uid/gid 65534 (the caller's own uid when the host side is not root), through
-`ari-init run`, a wrapper that runs as root, drops to that uid for the command alone (no
-capability survives the switch), keeps the command's whole tree together and reports its
-exact status to PID 1 through a FIFO in a root-only tmpfs folder; PID 1 writes it to its
-stdout, which only the harness reads (attached through the engine; the container keeps no
-log). So no sandboxed process can write or forge a status, and no host folder is writable
-by the container except its root (the status folder of earlier versions is gone). A kill
+Commands run as a uid/gid of the sandbox's own (`uids`: claimed host-wide, so no two
+sandboxes share the kernel's per-user counters; the caller's own uid when the host side is
+not root), through `ari-init run`, a wrapper that runs as root, drops to that uid for the
+command alone (no capability survives the switch), keeps the command's whole tree together
+and reports its exact status to PID 1 through a FIFO in a root-only tmpfs folder; PID 1
+writes it to its stdout, which only the harness reads (attached through the engine; the
+container keeps no log). So no sandboxed process can write or forge a status, and no host
+folder is writable by the container except its root (the status folder of earlier versions
+is gone). A kill
 goes to PID 1 over its stdin (which only the harness holds), and PID 1 also kills any process
 that escapes its command. PID 1 exits when that stdin closes, so a harness that dies takes its
 containers with it; `remove_leftovers` deletes what remains.
@@ -43,7 +45,7 @@ from typing import Any
 
 from toolkit.images import INIT_PATH, ImageError, current
 from toolkit.images.resolve import Resolved, resolve
-from toolkit.sandbox import capped, neighbours
+from toolkit.sandbox import capped, neighbours, uids
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -62,7 +64,8 @@ STATUS_TMPFS = "rw,nosuid,nodev,noexec,size=65536,mode=0700"
 STATUS_WAIT_S = 5.0
 """How long a finished command's status may take to arrive through PID 1 (milliseconds,
 normally) before the engine's exit code is taken instead."""
-SANDBOX_UID = 65534
+SANDBOX_USER = "ari-sandbox"
+"""USER and LOGNAME of a sandbox that runs as a claimed uid (no passwd entry in the image)."""
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 SHM_BYTES = 64 * 2**20  # the engine's default /dev/shm
 VAR_TMP_BYTES = 16 * 2**20
@@ -187,11 +190,16 @@ class DockerSandbox(Sandbox):
             if not path.exists():
                 raise ValueError(f"read-only path {path} does not exist")
         self.root_readonly = self.root in self.readonly
-        if os.geteuid() == 0:
-            self.uid = self.gid = SANDBOX_UID
-        else:  # the caller's files are the caller's: run as the caller (no chown possible)
-            self.uid, self.gid = os.getuid(), os.getgid()
-        self.client = connect()
+        # As root, a uid of its own (`uids`): the kernel's per-user counters (inotify
+        # instances and watches, processes) are shared by every container of one uid.
+        self._uid_claim = uids.UidClaim(self.root) if os.geteuid() == 0 else None
+        # Not root: the caller's files are the caller's: run as the caller (no chown possible).
+        self.uid = self._uid_claim.uid if self._uid_claim is not None else os.getuid()
+        try:
+            self.client = connect()
+        except BaseException:
+            self._release_uid()
+            raise
         self.image = _resolve(self.client, image or current().runner, "sandbox")
         self.tmpdir = "/tmp" if self.root_readonly else str(self.root / ".tmp")
         if not self.root_readonly:
@@ -203,6 +211,8 @@ class DockerSandbox(Sandbox):
             "HOME": str(self.root),
             "LANG": "C.UTF-8",
             "TMPDIR": self.tmpdir,
+            # A uid without a name in the image's passwd: for programs that ask (getpass).
+            **({"USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER} if self._uid_claim else {}),
             **(env or {}),
         }
         self.prefix = f"ari-{secrets.token_hex(5)}"
@@ -228,7 +238,7 @@ class DockerSandbox(Sandbox):
             "scrubbed-env", "no-new-privs", "caps-dropped", "readonly-rootfs", "private-tmp",
             "host-allowlist",  # the image and the explicit mounts: nothing else of the host
             "cgroupns", "neighbours-masked",  # own cgroup only, no other sandbox's counters
-            f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
+            "uid:own" if self._uid_claim else f"uid:{self.uid}", f"image:{self.image.id[7:19]}",
         ]  # fmt: skip
         off = ["kernel"]
         if lim.cpus is not None:
@@ -488,6 +498,16 @@ class DockerSandbox(Sandbox):
         if self._open_network is not None:
             with contextlib.suppress(Exception):
                 self.client.api.remove_network(self._open_network)
+        self._release_uid()  # the container is gone, and every process in it
+
+    @property
+    def gid(self) -> int:
+        """A claimed uid's group has its number; else the caller's group."""
+        return self.uid if self._uid_claim is not None else os.getgid()
+
+    def _release_uid(self) -> None:
+        if self._uid_claim is not None:
+            self._uid_claim.release()
 
 
 def _status_line(line: bytes) -> tuple[str, int] | None:

@@ -26,7 +26,9 @@ out with mount calls, in this order:
 6. The cgroup view (`cgroup_view`): /sys/fs/cgroup shows the tree's own cgroups only, each
    hierarchy it joined mounted afresh inside its cgroup namespace (whose root is the tree's
    own cgroup), on an empty tmpfs; no other sandbox's cgroup, nor the host's (issue #38).
-7. Hidden paths: an empty read-only tmpfs over a folder, /dev/null over a file. A hidden path
+7. Hidden paths: an empty read-only tmpfs over a folder, /dev/null over a file. Then the
+   neutral views (`neutral`: /proc/stat, /proc/loadavg): a read-only file of fixed text,
+   made in the places' tmpfs beside the place folders, bound over each. A hidden path
    inside the writable root must still be the file the host meant (same device and inode):
    otherwise another sandbox sharing the root moved it, and the tree is not started. (In an
    ephemeral root that is checked in the root folder itself, just before the overlay is
@@ -297,19 +299,23 @@ def stage_places(
     inner: list[list[Any]],
     options: str,
     root_layer: os.stat_result | None = None,
-) -> tuple[list[int], list[int]]:
+    neutral: list[list[str]] | tuple[()] = (),
+) -> tuple[list[int], list[int], list[int]]:
     """Step 4, first half: the one tmpfs of the private places, mounted over the first place
     (each place's own folder is bound over it later), with a folder per place; with
     `root_layer` (the stat of an ephemeral root), also the overlay's upper and work folders,
     the upper one with the root's owner and mode (the overlay's top folder takes them).
 
-    Returns an O_PATH descriptor per place folder, in the order of `places`, and those of the
-    upper and work folders (none without `root_layer`).
+    With `neutral` ((path, text) pairs), also a read-only file holding each text, beside the
+    place folders (so no place shows it), to be bound over its path (`neutral_views`).
+
+    Returns an O_PATH descriptor per place folder, in the order of `places`, those of the
+    upper and work folders (none without `root_layer`), and those of the neutral files.
     """
     if not places:
         if root_layer is not None:
             raise SetupError("an ephemeral root needs a private place (/tmp) for its writes")
-        return [], []
+        return [], [], []
     staging = open_target(places[0][0])
     try:
         mount("tmpfs", fd_path(staging), "tmpfs", MS_NOSUID | MS_NODEV, f"mode=0755,{options}")
@@ -318,6 +324,7 @@ def stage_places(
     base = os.open(places[0][0], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
     folders: list[int] = []
     layers: list[int] = []
+    files: list[int] = []
     try:
         for index, (_, mode) in enumerate(places):
             os.mkdir(str(index), dir_fd=base)
@@ -334,11 +341,20 @@ def stage_places(
                 layers.append(os.open(name, os.O_PATH | os.O_CLOEXEC, dir_fd=base))
             os.chown("root-upper", root_layer.st_uid, root_layer.st_gid, dir_fd=base)
             os.chmod("root-upper", stat.S_IMODE(root_layer.st_mode), dir_fd=base)
+        for index, (_, text) in enumerate(neutral):
+            name = f"neutral-{index}"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            fd = os.open(name, flags, 0o444, dir_fd=base)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
+            files.append(os.open(name, os.O_PATH | os.O_CLOEXEC, dir_fd=base))
     except OSError as e:
         raise SetupError(f"cannot prepare the private places: {e}") from e
     finally:
         os.close(base)
-    return folders, layers
+    return folders, layers, files
 
 
 def overlay_root(source_fd: int, layers: list[int], path: str, options: str) -> None:
@@ -490,8 +506,9 @@ def build(
     make_host_readonly(how)
     mount_proc(how)
     root_layer = os.fstat(sources[ephemeral]) if ephemeral else None
-    folders, layers = stage_places(
-        plan["places"], plan["place_dirs"], plan["place_options"], root_layer
+    neutral = plan.get("neutral", [])
+    folders, layers, files = stage_places(
+        plan["places"], plan["place_dirs"], plan["place_options"], root_layer, neutral
     )
     place_folder = {place[0]: fd for place, fd in zip(plan["places"], folders, strict=True)}
     hidden = []
@@ -521,9 +538,12 @@ def build(
         cgroup_view(hierarchies, cgroupns, how)
     for path, dev, ino in hidden:
         hide(path, dev, ino)
+    for (path, _), fd in zip(neutral, files, strict=False):  # none without private places
+        if os.path.isfile(path):  # the kernel's view as a file of fixed text (`neutral_views`)
+            bind(fd, path, readonly=True, how=how)
     for fd in covers:
         set_readonly(fd, readonly=True, recursive=False, how=how)
-    for fd in [*sources.values(), *folders, *layers, *covers]:
+    for fd in [*sources.values(), *folders, *layers, *covers, *files]:
         os.close(fd)
     if plan["mqueue"] and os.path.isdir("/dev/mqueue"):
         # POSIX message queues of the tree's own IPC namespace (the host's are out of reach).

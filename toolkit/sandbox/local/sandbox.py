@@ -16,7 +16,8 @@ cgroup namespace with only its own cgroups in /sys/fs/cgroup, and the kernel's p
 views (block, loop and network devices, /proc/diskstats, /sys/fs/*: `neighbours.py`)
 covered. It joins per-tree pids and memory cgroups for the limits
 that are set (where writable), gets rlimits, a seccomp filter that refuses the kernel keyrings and a
-scrubbed environment, and runs as uid/gid `nobody` with no_new_privs. Commands are started by
+scrubbed environment, and runs as a uid/gid of its own (`uids`, claimed host-wide; `nobody`
+where it cannot switch) with no_new_privs. Commands are started by
 a fork server (`launcher.py`), one per sandbox. `isolation` lists what was in force; where the
 host cannot, the backend falls back with a logged warning.
 
@@ -35,10 +36,13 @@ What the local backend does NOT isolate (recorded in `not_isolated`):
 - the kernel (no system call filter beyond the keyrings), CPU share (unless `Limits.cpus` sets
   a quota, each process tree's own, in a cgroup; `cpu_seconds` caps CPU
   time only), devices in /dev (GPUs stay reachable), the clock;
-- sandboxes running at the same time: all run as `nobody`; they cannot signal, see or write
-  each other, but each may read another's root if it can reach it (keep roots under /tmp, which
-  every sandbox sees as its own, or hide them), and timing or file locks on shared readable
-  files are covert channels between live sandboxes (not persistence: nothing outlives a tree);
+- sandboxes running at the same time: each runs as a uid of its own (no per-user counter of
+  the kernel shared, no file notifications, the kernel's file counters masked); they cannot
+  signal, see or write each other, but each may read another's root if it can reach it (keep
+  roots under /tmp, which every sandbox sees as its own, or hide them), and timing, free
+  memory, the task count and file locks on shared readable files (the system files, the
+  interpreter) are covert channels between live sandboxes, measured in
+  site/docs/security/channels.md (not persistence: nothing outlives a tree);
 - without namespaces (non-root hosts without user namespaces): network, mounts, a read-only
   host, hidden and read-only paths, private places, IPC, the other sandboxes' cgroups, devices
   and processes (`neighbours`), and the uid (commands run as the
@@ -63,7 +67,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from toolkit.sandbox import capped, neighbours
+from toolkit.sandbox import capped, neighbours, uids
 from toolkit.sandbox.base import (
     NO_LIMITS,
     Egress,
@@ -85,6 +89,8 @@ log = logging.getLogger(__name__)
 SETUP_TIMEOUT_S = 60.0
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 PAGE_BYTES = 4096
+SANDBOX_USER = "ari-sandbox"
+"""USER and LOGNAME of a sandbox that runs as a uid of its own (it has no passwd entry)."""
 
 
 def _sandbox_ids() -> tuple[int, int]:
@@ -177,7 +183,6 @@ class LocalSandbox(Sandbox):
         for hidden in self.hide:
             if hidden == self.root or hidden in self.readonly:
                 raise ValueError(f"{hidden} is both hidden and exposed in the sandbox")
-        self.uid, self.gid = _sandbox_ids()
         self.namespaces = self.support.namespaces
         self.userns = self.support.userns
         self.ephemeral_asked = ephemeral_root
@@ -187,6 +192,19 @@ class LocalSandbox(Sandbox):
                 "sandbox: this host cannot overlay %s: commands write to it directly", self.root
             )
         self.drop_uid = self.namespaces and self.support.is_root
+        # A uid of its own (`uids`): per-user counters of the kernel are then its own too.
+        self._uid_claim = uids.UidClaim(self.root) if self.drop_uid else None
+        self.uid = self._uid_claim.uid if self._uid_claim else _sandbox_ids()[0]
+        try:
+            self._set_up(env, pinned.env, egress)
+        except BaseException:
+            self._release_uid()
+            raise
+
+    def _set_up(
+        self, env: Mapping[str, str] | None, pinned_env: Mapping[str, str], egress: Sequence[Egress]
+    ) -> None:
+        """The rest of `__init__`, once the uid is claimed (given back if this fails)."""
         self.plan: dict[str, object] | None = None
         self.covers_home = False
         if self.namespaces:
@@ -206,8 +224,10 @@ class LocalSandbox(Sandbox):
             "HOME": str(self.root),
             "LANG": "C.UTF-8",
             "TMPDIR": str(self.tmpdir),
+            # A uid without a name: programs that ask for the user's name (getpass) ask these.
+            **({"USER": SANDBOX_USER, "LOGNAME": SANDBOX_USER} if self._uid_claim else {}),
             **(env or {}),
-            **pinned.env,
+            **pinned_env,
         }
         self.egress = list(egress)
         self._gate = self._egress_gate()
@@ -257,6 +277,8 @@ class LocalSandbox(Sandbox):
             overlay_options=host.OVERLAY_USERNS if self.userns else "",
         )
         plan["cgroup_view"] = True  # /sys/fs/cgroup: the tree's own cgroups only
+        # Host-wide counters programs read, as files of fixed text (`neighbours.NEUTRAL`).
+        plan["neutral"] = [list(view) for view in neighbours.neutral_views()]
         plan["caps"] = {"tmpfs_source": capped.TMPFS_SOURCE, "image_suffix": capped.IMAGE_SUFFIX}
         return plan
 
@@ -314,8 +336,8 @@ class LocalSandbox(Sandbox):
             on.append("gpu-pinned")
         elif self.gpus is not None:
             off.append("gpus")  # without mounts only the environment selects the GPUs
-        on += ["no-keyrings"] if s.keyring_filter else []
-        off += [] if s.keyring_filter else ["keyrings"]
+        on += ["no-keyrings", "no-file-notify"] if s.keyring_filter else []
+        off += [] if s.keyring_filter else ["keyrings", "file-notify"]
         if self.egress:
             (on if self._gate is not None else off).append("egress-allowlist")
         on += ["cgroup-pids"] if s.pids_parent and lim.max_processes is not None else []
@@ -330,11 +352,22 @@ class LocalSandbox(Sandbox):
         if set(self._rlimits()) - {"core"}:
             on.append("rlimits")
         on.append("no-new-privs")
-        if self.drop_uid:
+        if self._uid_claim is not None:
+            on.append("uid:own")  # a uid of its own, claimed host-wide (`uids`)
+        elif self.drop_uid:
             on.append(f"uid:{self._user_name()}")
         else:
             off.append("uid")  # commands run as the caller's own uid on the host
         return sorted(set(on)), sorted(set(off))
+
+    @property
+    def gid(self) -> int:
+        """A claimed uid's group has its number; else `nobody`'s group."""
+        return self.uid if self._uid_claim is not None else _sandbox_ids()[1]
+
+    def _release_uid(self) -> None:
+        if self._uid_claim is not None:
+            self._uid_claim.release()
 
     def _user_name(self) -> str:
         try:
@@ -477,6 +510,8 @@ class LocalSandbox(Sandbox):
         self._server.close()
         if self._gate is not None:
             self._gate.close()
+        if not errors:  # a tree too slow to die may still hold the uid: never hand it on
+            self._release_uid()
         if errors:  # only trees too slow to die: still that kind of error (see its docstring)
             slow = all(isinstance(e, SandboxTeardownTimeout) for e in errors)
             kind = SandboxTeardownTimeout if slow else SandboxError

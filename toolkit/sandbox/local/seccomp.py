@@ -1,11 +1,19 @@
-"""A seccomp filter that takes the kernel keyrings away from sandboxed commands.
+"""A seccomp filter that takes the kernel keyrings and file notifications away from sandboxes.
 
 Keyrings are kept per user (and per user namespace), not per process tree: every command that
 runs as `nobody` on a root host shares one user keyring, and a key added there outlives the
 sandbox. So a bundle could leave the answers it was shown in phase 2 for the next grading, or
 for an agent, under a name both know. No sandboxed program needs keyrings, so `add_key`,
 `request_key` and `keyctl` fail with ENOSYS, as on a kernel built without them (Docker's
-default profile refuses them too). Every other system call is allowed.
+default profile refuses them too).
+
+File notifications (issue #50) are a channel between sandboxes that run at once: every
+sandbox reads the same system files, so one that watches such a file (inotify, fanotify, or
+dnotify's `fcntl(F_NOTIFY)` on its folder) sees when another opens or reads it, and counts it
+in chosen time slots: 48 bits a second. No sandboxed program needs them (`tail -f` and the
+like fall back to polling), so `inotify_init`, `inotify_init1`, `inotify_add_watch`,
+`fanotify_init`, `fanotify_mark` fail with ENOSYS and `fcntl(fd, F_NOTIFY, ...)` with EINVAL,
+as on a kernel built without them. Every other system call is allowed.
 
 The program checks the architecture first: a 64-bit process may still make 32-bit system
 calls (int 0x80 on x86-64, AArch32 on arm64), whose numbers differ. x32 calls on x86-64 carry
@@ -36,11 +44,22 @@ BPF_RET_K = 0x06
 OFFSET_NR, OFFSET_ARCH = 0, 4  # struct seccomp_data
 X32_SYSCALL_BIT = 0x40000000
 
-# Per machine: (audit arch, (add_key, request_key, keyctl), whether the x32 bit is masked).
-KEYRING_CALLS: dict[str, list[tuple[int, tuple[int, ...], bool]]] = {
-    "x86_64": [(0xC000003E, (248, 249, 250), True), (0x40000003, (286, 287, 288), False)],
-    "aarch64": [(0xC00000B7, (217, 218, 219), False), (0x40000028, (309, 310, 311), False)],
+# Per machine: (audit arch, (add_key, request_key, keyctl, inotify_init, inotify_init1,
+# inotify_add_watch, fanotify_init, fanotify_mark: those the table has), whether the x32 bit
+# is masked, the fcntl calls).
+KEYRING_CALLS: dict[str, list[tuple[int, tuple[int, ...], bool, tuple[int, ...]]]] = {
+    "x86_64": [
+        (0xC000003E, (248, 249, 250, 253, 294, 254, 300, 301), True, (72,)),
+        (0x40000003, (286, 287, 288, 291, 332, 292, 338, 339), False, (55, 221)),
+    ],
+    "aarch64": [
+        (0xC00000B7, (217, 218, 219, 26, 27, 262, 263), False, (25,)),
+        (0x40000028, (309, 310, 311, 316, 360, 317, 367, 368), False, (55, 221)),
+    ],
 }
+F_NOTIFY = 1026
+"""fcntl's command for dnotify (a signal when a folder's files are read or changed)."""
+OFFSET_ARG1 = 24  # struct seccomp_data: the low 32 bits of args[1] (little-endian)
 
 
 def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> tuple[int, int, int, int]:
@@ -54,9 +73,10 @@ def program(machine: str | None = None) -> bytes | None:
     if arches is None:
         return None
     insns: list[tuple[int, int, int, int]] = [_insn(BPF_LD_W_ABS, OFFSET_ARCH)]
-    denies: list[int] = []  # indexes of jumps to patch once the deny return's place is known
-    for arch, numbers, x32 in arches:
-        block_len = 1 + int(x32) + len(numbers) + 1
+    denies: list[int] = []  # indexes of jumps to patch once the deny returns' places are known
+    invalid: list[int] = []
+    for arch, numbers, x32, fcntls in arches:
+        block_len = 1 + int(x32) + len(numbers) + 4 * len(fcntls) + 1
         insns.append(_insn(BPF_JEQ_K, arch, 0, block_len))  # another arch: skip the block
         insns.append(_insn(BPF_LD_W_ABS, OFFSET_NR))
         if x32:
@@ -64,13 +84,23 @@ def program(machine: str | None = None) -> bytes | None:
         for number in numbers:
             denies.append(len(insns))
             insns.append(_insn(BPF_JEQ_K, number))
+        for number in fcntls:  # fcntl with F_NOTIFY: EINVAL; any other command: allowed
+            insns.append(_insn(BPF_JEQ_K, number, 0, 3))
+            insns.append(_insn(BPF_LD_W_ABS, OFFSET_ARG1))
+            invalid.append(len(insns))
+            insns.append(_insn(BPF_JEQ_K, F_NOTIFY))
+            insns.append(_insn(BPF_RET_K, SECCOMP_RET_ALLOW))
         insns.append(_insn(BPF_RET_K, SECCOMP_RET_ALLOW))
     insns.append(_insn(BPF_RET_K, SECCOMP_RET_ALLOW))  # an architecture not listed
     deny = len(insns)
     insns.append(_insn(BPF_RET_K, SECCOMP_RET_ERRNO | errno.ENOSYS))
+    insns.append(_insn(BPF_RET_K, SECCOMP_RET_ERRNO | errno.EINVAL))
     for index in denies:
         code, _, jf, k = insns[index]
         insns[index] = (code, deny - index - 1, jf, k)
+    for index in invalid:
+        code, _, jf, k = insns[index]
+        insns[index] = (code, deny + 1 - index - 1, jf, k)
     return b"".join(struct.pack("=HBBI", *insn) for insn in insns)
 
 
