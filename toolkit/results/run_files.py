@@ -103,5 +103,7 @@ def run_folder_check(result_file: Path, result: RunResult) -> tuple[list[str], l
                 f"{rel}: the result hashes it {result.files[rel][:12]}, its "
                 f"candidate says {sha[:12]}"
             )
-    notes = [f"{len(absent)} candidate archives not here (kept out of git)"] if absent else []
+    notes = (
+        [f"{len(absent)} files of {CANDIDATES_DIR}/ not here (kept out of git)"] if absent else []
+    )
     return problems, notes
