@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import resource
 import shutil
 import tempfile
@@ -121,6 +122,25 @@ def _builds_per_module(item: pytest.Item) -> bool:
     return False
 
 
+# The `slow` marker (`make test-quick` runs `-m "not slow"`) comes from measured seconds, not
+# from a hand: tests/slow.json lists every test that took at least its threshold in a recorded
+# run of the suite (`scripts/suite-slow.py` writes it from a CPU log, testing.md "The quick
+# lane"). A test it does not list (a new one) counts as quick until the file is written again.
+SLOW_FILE = Path(__file__).resolve().parent / "slow.json"
+GROUP_SUFFIX = re.compile(r"@(docker|ray|cgroup-kernel|host-scratch|module:[^@\[\]]+)$")
+
+
+def _measured_slow() -> frozenset[str]:
+    if not SLOW_FILE.is_file():
+        return frozenset()
+    return frozenset(json.loads(SLOW_FILE.read_text(encoding="utf-8"))["tests"])
+
+
+def _base_id(nodeid: str) -> str:
+    """A test's id without the xdist group that xdist or `_name_groups` appends ("...@docker")."""
+    return GROUP_SUFFIX.sub("", nodeid)
+
+
 _ORDER = os.environ.get("ARI_TEST_ORDER", "")  # "reverse": run the tests last to first
 
 
@@ -134,7 +154,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.reverse()
     elif _ORDER:
         raise pytest.UsageError(f"ARI_TEST_ORDER={_ORDER!r}: the one order offered is 'reverse'")
+    slow = _measured_slow()
     for item in items:
+        if _base_id(item.nodeid) in slow:
+            item.add_marker(pytest.mark.slow)
         group = _group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))

@@ -8,12 +8,13 @@ under CI=true and skips them elsewhere, with the command that installs it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.agents.fake_provider import FakeProvider
+from tests.agents.relay_calls import RelayFactory, relay_factory
 from toolkit.agents.opencode import OpencodeAgent, _ripgrep
 from toolkit.agents.providers import get_provider
 from toolkit.agents.scaffold import ScaffoldError, require
@@ -39,6 +40,14 @@ def opencode_binary() -> tuple[Path, str]:
     except (ScaffoldError, RuntimeError) as e:
         _missing(str(e))
     return binary, version
+
+
+@pytest.fixture
+def relays(tmp_path: Path) -> Iterator[RelayFactory]:
+    """`relays(provider, kind=..., **options)`: real relays in front of a fake provider, closed
+    at the end; their log is `tmp_path / provider.jsonl`."""
+    with relay_factory(tmp_path) as make:
+        yield make
 
 
 @pytest.fixture(autouse=True)

@@ -380,6 +380,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--eval-every-s", type=float, default=None, help="seconds between validations (preset's)"
     )
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps, if the budget has not stopped it first (a fixed amount "
+        "of work, e.g. for a smoke test: the same model however busy the machine)",
+    )
     return p.parse_args()
 
 
@@ -444,9 +451,11 @@ def main() -> None:
         # or an evaluation can slow down later.)
         deadline = train_deadline - min(3 * eval_s, args.budget_s / 2)
         now = time.monotonic()
-        if now + 2 * step_s >= deadline:
+        if now + 2 * step_s >= deadline or step == args.max_steps:
             break
         progress = (now - train_start) / max(1e-3, deadline - train_start)
+        if args.max_steps:  # the schedule ends with whichever limit comes first
+            progress = max(progress, step / args.max_steps)
         for group in optimizer.param_groups:
             group["lr"] = get_lr(min(1.0, progress), cfg)
         x, y = get_batch(train, cfg, device, rng)
