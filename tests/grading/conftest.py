@@ -14,7 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from grading_helpers import STARTER_BUDGET_S, MakeBundle, MakeExam, TrainedStarter
+from grading_helpers import (
+    STARTER_BUDGET_S,
+    STARTER_STEPS,
+    MakeBundle,
+    MakeExam,
+    TrainedStarter,
+)
 
 from exam_builder.build import build_exam
 from toolkit.text.data import prepare_train_data
@@ -25,10 +31,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def trained_starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrainedStarter]:
-    """The starter trained for a minute (tiny preset, CPU) from a workspace laid out like a
-    run's, and the demo exam: the path every run takes. Made once per test session: under
-    pytest-xdist the first worker to ask trains it in the session's shared temporary folder and
-    the others wait for it (each training costs a minute of a CPU). Tests only read it."""
+    """The starter trained for STARTER_STEPS steps within a minute (tiny preset, CPU) from a
+    workspace laid out like a run's, and the demo exam: the path every run takes. Made once per
+    test session: under pytest-xdist the first worker to ask trains it in the session's shared
+    temporary folder and the others wait for it. Tests only read it."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     root = shared / "trained-starter"
@@ -47,7 +53,8 @@ def trained_starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traine
             started = time.monotonic()
             done = subprocess.run(
                 [sys.executable, "starter/train.py", "--data", "data", "--out", "bundles/b1",
-                 "--budget-s", str(STARTER_BUDGET_S), "--device", "cpu", "--preset", "tiny"],
+                 "--budget-s", str(STARTER_BUDGET_S), "--max-steps", str(STARTER_STEPS),
+                 "--device", "cpu", "--preset", "tiny"],
                 cwd=workspace, capture_output=True, text=True, timeout=STARTER_BUDGET_S * 4,
             )  # fmt: skip
             wall = time.monotonic() - started

@@ -2,7 +2,8 @@
 
     python starter/train.py --data data --out bundles/b1 --budget-s 600
 
-Everything is driven by the clock, because a run is judged on a wall-clock budget:
+Everything is driven by the clock, because a run is judged on a wall-clock budget (`--max-steps`
+also stops it after N steps, for smoke tests):
 the learning rate warms up and then decays linearly to zero exactly at the end of the training
 time, validation runs every few seconds of wall time, and the export (write + reload + re-check)
 is reserved out of the same budget, so the script finishes within `--budget-s` seconds of its
