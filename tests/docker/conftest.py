@@ -7,8 +7,6 @@ without one skips them with the reason; with CI=true they fail.
 from __future__ import annotations
 
 import secrets
-import socket
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.host_listener import host_listener
 from tests.run.conftest import ShellAgent, SpecFactory, spec_factory, write_small_text
 from tests.waiting import wait_for
 from toolkit.agents.scripted import BASELINE_MODEL
@@ -55,27 +54,8 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 def listener() -> Iterator[int]:
     """A TCP server on the host (all addresses) that answers b"host" to anyone connecting."""
-    server = socket.socket()
-    server.bind(("0.0.0.0", 0))
-    server.listen()
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"host")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
+    with host_listener("0.0.0.0") as port:
+        yield port
 
 
 # An HTTP server for the fake provider and the "other host": answers its own name and keeps a
