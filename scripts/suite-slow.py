@@ -4,12 +4,14 @@
     ARI_TEST_CPU_LOG=/tmp/cpu.jsonl CI=true make test TEST_WORKERS=0
     python3 scripts/suite-slow.py /tmp/cpu.jsonl [more logs] [--threshold-s 1.0]
 
-A test is slow when its wall time or its CPU time (its worker's and its children's) reached the
-threshold in the logged run; `tests/conftest.py` marks it so, and `make test-quick` leaves it
-out (`-m "not slow"`). Log the run on one worker (`TEST_WORKERS=0`), so that a test's seconds
-are its own and not its neighbours'. A session-wide set-up (the Docker engine, the trained
-starter) is charged to the first test that asks for it: that test is slow, the others that
-share it may not be. Prints what the quick lane keeps and what it leaves out.
+The file names every test file the logs measured, and in them each test whose wall time or CPU
+time (its worker's and its children's) reached the threshold; `tests/conftest.py` marks those
+`slow`, and also every test of a file the logs did not measure (a new file is slow until it is
+timed). `make test-quick` leaves them out (`-m "not slow"`). Log whole files, on one worker
+(`TEST_WORKERS=0`), so that a test's seconds are its own and not its neighbours': a log cut
+short leaves its last file out (`--drop-last-file`). A session-wide set-up (the Docker engine,
+the trained starter) is charged to the first test that asks for it. With `--merge`, the tests
+and files of the current tests/slow.json stay, and the logs' files replace theirs.
 """
 
 from __future__ import annotations
@@ -24,16 +26,22 @@ REPO = Path(__file__).resolve().parents[1]
 GROUP_SUFFIX = re.compile(r"@(docker|ray|cgroup-kernel|host-scratch|module:[^@\[\]]+)$")
 
 
-def seconds_per_test(logs: list[Path]) -> dict[str, float]:
+def seconds_per_test(log: Path, drop_last_file: bool) -> dict[str, float]:
     """Each test's larger of wall and CPU seconds (the last entry wins where a log repeats it)."""
     seconds: dict[str, float] = {}
-    for log in logs:
-        for line in log.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                e = json.loads(line)
-                cpu = e["cpu_s"] + e["children_cpu_s"]
-                seconds[GROUP_SUFFIX.sub("", e["test"])] = max(e["wall_s"], cpu)
+    for line in log.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            e = json.loads(line)
+            cpu = e["cpu_s"] + e["children_cpu_s"]
+            seconds[GROUP_SUFFIX.sub("", e["test"])] = max(e["wall_s"], cpu)
+    if drop_last_file and seconds:
+        last = file_of(list(seconds)[-1])
+        seconds = {t: s for t, s in seconds.items() if file_of(t) != last}
     return seconds
+
+
+def file_of(test: str) -> str:
+    return test.split("::", 1)[0]
 
 
 def main() -> None:
@@ -42,19 +50,34 @@ def main() -> None:
     parser.add_argument("--threshold-s", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=REPO / "tests" / "slow.json")
     parser.add_argument("--measured", default="", help="what run the logs come from (recorded)")
+    parser.add_argument("--merge", action="store_true", help="keep what --out holds already")
+    parser.add_argument(
+        "--drop-last-file", action="store_true", help="each log's last file was cut short"
+    )
     args = parser.parse_args()
-    seconds = seconds_per_test(args.logs)
-    slow = {t: round(s, 1) for t, s in sorted(seconds.items()) if s >= args.threshold_s}
+    seconds: dict[str, float] = {}
+    for log in args.logs:
+        seconds.update(seconds_per_test(log, args.drop_last_file))
+    files = {file_of(t) for t in seconds}
+    slow = {t: round(s, 1) for t, s in seconds.items() if s >= args.threshold_s}
+    measured = [args.measured] if args.measured else []
+    if args.merge and args.out.is_file():
+        old = json.loads(args.out.read_text(encoding="utf-8"))
+        slow |= {t: s for t, s in old["tests"].items() if file_of(t) not in files}
+        files |= set(old["files"])
+        measured = old["measured"] + measured
     document = {
-        "about": "tests whose wall or CPU seconds reached threshold_s; scripts/suite-slow.py",
-        "measured": args.measured,
+        "about": "tests/conftest.py marks slow the tests below, and every test of a file not "
+        "listed; scripts/suite-slow.py writes this file from CPU logs (testing.md)",
+        "measured": measured,
         "threshold_s": args.threshold_s,
-        "tests": slow,
+        "files": sorted(files),
+        "tests": dict(sorted(slow.items())),
     }
-    args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    args.out.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
     quick = [s for t, s in seconds.items() if t not in slow]
-    print(f"{len(slow)} slow tests ({sum(slow.values()):.0f} s) written to {args.out}")
-    print(f"the quick lane: {len(quick)} tests, {sum(quick):.0f} s on one worker")
+    print(f"{len(files)} files measured; {len(slow)} slow tests written to {args.out}")
+    print(f"the quick lane of these logs: {len(quick)} tests, {sum(quick):.0f} s on one worker")
 
 
 if __name__ == "__main__":
