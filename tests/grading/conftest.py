@@ -23,6 +23,7 @@ from grading_helpers import (
 )
 
 from exam_builder.build import build_exam
+from tests.exams import few_per_family
 from toolkit.text.data import prepare_train_data
 from toolkit.tracks.model import GradingParams
 
@@ -32,9 +33,11 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="session")
 def trained_starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrainedStarter]:
     """The starter trained for STARTER_STEPS steps within a minute (tiny preset, CPU) from a
-    workspace laid out like a run's, and the demo exam: the path every run takes. Made once per
-    test session: under pytest-xdist the first worker to ask trains it in the session's shared
-    temporary folder and the others wait for it. Tests only read it."""
+    workspace laid out like a run's, and three questions of each family of the demo exam (what
+    its tests compare is per question: the whole exam's grading is tested end to end by
+    tests/run/test_run.py). The path every run takes. Made once per test session: under
+    pytest-xdist the first worker to ask trains it in the session's shared temporary folder and
+    the others wait for it. Tests only read it."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     root = shared / "trained-starter"
@@ -61,9 +64,11 @@ def trained_starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traine
             assert done.returncode == 0, done.stdout + done.stderr
             assert "val bpb" in done.stdout
             build_exam(REPO / "exam_builder/banks/public/demo", root / "demo", english_text=None)
+            (root / "few").mkdir()
+            few_per_family(root / "demo/exam.jsonl", 3, root / "few/exam.jsonl")
             made.write_text(json.dumps({"wall_s": wall}))
         wall = json.loads(made.read_text())["wall_s"]
-    yield TrainedStarter(root / "workspace/bundles/b1", root / "demo/exam.jsonl", wall)
+    yield TrainedStarter(root / "workspace/bundles/b1", root / "few/exam.jsonl", wall)
 
 
 @pytest.fixture

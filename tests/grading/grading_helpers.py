@@ -48,7 +48,7 @@ tested on its own in tests/starter/test_train_budget.py."""
 
 class TrainedStarter(NamedTuple):
     bundle: Path
-    exam: Path  # the demo exam
+    exam: Path  # the demo exam's first three questions of each family (24)
     wall_s: float  # train.py's wall time, interpreter start-up included
 
 

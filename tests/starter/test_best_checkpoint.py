@@ -71,7 +71,7 @@ def test_an_overfitting_run_exports_its_best_validation(tmp_path: Path) -> None:
             "--budget-s",
             "120",  # a bound only: the steps below end it (486 steps took 20 s on 2 idle cores)
             "--max-steps",
-            "150",  # 72 steps already overfit by 1.2 bpb; the same steps however busy the box
+            "100",  # 72 steps already overfit by 1.2 bpb; the same steps however busy the box
             "--device",
             "cpu",
             "--preset",
