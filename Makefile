@@ -9,7 +9,7 @@ DEMO_DIR ?= .ari/demo
 # A warnings filter (python -W syntax) for the install: only setuptools' editable-install note.
 QUIET_EDITABLE := ignore:Editable installation:UserWarning
 
-.PHONY: help venv demo test check lint format site clean bench opencode
+.PHONY: help venv demo test test-quick check lint format site clean bench opencode
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' Makefile | sed 's/:.*## /\t/'
@@ -35,6 +35,12 @@ PYTEST_ARGS ?=
 test: $(STAMP)  ## the whole test suite
 	bash scripts/test-setup.sh
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+
+# The inner loop's lane: every test not marked slow; the marker comes from measured seconds
+# (tests/slow.json, written by scripts/suite-slow.py). CI and `make test` run everything.
+test-quick: $(STAMP)  ## the tests measured quick (-m "not slow"), a few minutes
+	bash scripts/test-setup.sh
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
 opencode: $(STAMP)  ## install the pinned opencode scaffold into .tools/opencode (npm), and ripgrep
 	BIN=$(BIN) bash scripts/install-opencode.sh

@@ -53,12 +53,16 @@ class Point(BaseModel):
     exam_bpb: float | None = Field(description="Bits per byte on the exam's answer spans.")
 
 
-def train(workspace: Path, budget_s: float, device: str, preset: str | None) -> dict[str, object]:
+def train(
+    workspace: Path, budget_s: float, device: str, preset: str | None, max_steps: int | None = None
+) -> dict[str, object]:
     out = workspace / f"bundle-{budget_s:g}"
     command = [sys.executable, str(STARTER / "train.py"), "--data", "data", "--out", out.name]
     command += ["--budget-s", str(budget_s), "--device", device]
     if preset:
         command += ["--preset", preset]
+    if max_steps:
+        command += ["--max-steps", str(max_steps)]
     subprocess.run(command, cwd=workspace, check=True, stdout=subprocess.DEVNULL)
     summary: dict[str, object] = json.loads((out / "train_summary.json").read_text())
     summary["bundle"] = str(out)
@@ -68,7 +72,7 @@ def train(workspace: Path, budget_s: float, device: str, preset: str | None) -> 
 def measure(
     workspace: Path, budget_s: float, args: argparse.Namespace, exam: Path, public: Path
 ) -> Point:
-    summary = train(workspace, budget_s, args.device, args.preset)
+    summary = train(workspace, budget_s, args.device, args.preset, args.max_steps)
     bundle = Path(str(summary["bundle"]))
     params = GradingParams()
     grade_device = "cuda" if args.device == "cuda" else "cpu"
@@ -211,6 +215,9 @@ def main(argv: list[str] | None = None) -> list[Point]:
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--preset", default=None, choices=["micro", "tiny", "default"])
     parser.add_argument("--exam", type=Path, default=None, help="exam.jsonl (default: demo exam)")
+    parser.add_argument(
+        "--max-steps", type=int, default=None, help="also stop each training after N steps (smoke)"
+    )
     parser.add_argument(
         "--out",
         type=Path,

@@ -7,11 +7,13 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import re
 import resource
 import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -129,6 +131,37 @@ def _builds_per_module(item: pytest.Item) -> bool:
     return False
 
 
+# The `slow` marker (`make test-quick` runs `-m "not slow"`) comes from measured seconds, not
+# from a hand: tests/slow.json names the test files a recorded run measured, and in them every
+# test that took at least its threshold (`scripts/suite-slow.py` writes it from a CPU log;
+# testing.md, "The quick lane"). A test in a file it does not name (a new file) counts as slow
+# until the file is measured, so the quick lane never grows by a test nobody has timed.
+SLOW_FILE = Path(__file__).resolve().parent / "slow.json"
+GROUP_SUFFIX = re.compile(r"@(docker|ray|cgroup-kernel|host-scratch|module:[^@\[\]]+)$")
+
+
+@dataclass(frozen=True)
+class Measured:
+    files: frozenset[str]  # the test files the recorded run measured whole
+    slow: frozenset[str]  # the tests in them that reached the threshold
+
+    def is_slow(self, nodeid: str) -> bool:
+        test = _base_id(nodeid)
+        return test in self.slow or test.split("::", 1)[0] not in self.files
+
+
+def _measured() -> Measured | None:
+    if not SLOW_FILE.is_file():
+        return None  # no measurement at all: nothing is marked
+    data = json.loads(SLOW_FILE.read_text(encoding="utf-8"))
+    return Measured(frozenset(data["files"]), frozenset(data["tests"]))
+
+
+def _base_id(nodeid: str) -> str:
+    """A test's id without the xdist group that xdist or `_name_groups` appends ("...@docker")."""
+    return GROUP_SUFFIX.sub("", nodeid)
+
+
 _ORDER = os.environ.get("ARI_TEST_ORDER", "")  # "reverse": run the tests last to first
 
 
@@ -142,7 +175,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items.reverse()
     elif _ORDER:
         raise pytest.UsageError(f"ARI_TEST_ORDER={_ORDER!r}: the one order offered is 'reverse'")
+    measured = _measured()
     for item in items:
+        if measured is not None and measured.is_slow(item.nodeid):
+            item.add_marker(pytest.mark.slow)
         group = _group(item)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))

@@ -8,12 +8,14 @@ under CI=true and skips them elsewhere, with the command that installs it.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.agents.fake_provider import FakeProvider
+from tests.agents.relay_calls import RelayFactory, relay_factory
+from tests.exams import few_per_family
 from toolkit.agents.opencode import OpencodeAgent, _ripgrep
 from toolkit.agents.providers import get_provider
 from toolkit.agents.scaffold import ScaffoldError, require
@@ -39,6 +41,14 @@ def opencode_binary() -> tuple[Path, str]:
     except (ScaffoldError, RuntimeError) as e:
         _missing(str(e))
     return binary, version
+
+
+@pytest.fixture
+def relays(tmp_path: Path) -> Iterator[RelayFactory]:
+    """`relays(provider, kind=..., **options)`: real relays in front of a fake provider, closed
+    at the end; their log is `tmp_path / provider.jsonl`."""
+    with relay_factory(tmp_path) as make:
+        yield make
 
 
 @pytest.fixture(autouse=True)
@@ -119,8 +129,18 @@ def demo_track() -> Track:
     return get_track(REPO / "results", "demo-cpu-3")
 
 
+@pytest.fixture(scope="session")
+def few_questions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three questions of each family of the demo exam: these runs test the scaffold, the relay
+    and the harness around a grading, not the exam's size (tests/run grades the whole of it)."""
+    folder = tmp_path_factory.mktemp("few-questions")
+    return few_per_family(built_exam(DEMO_BANK, "demo"), 3, folder / "exam.jsonl")
+
+
 @pytest.fixture
-def make_spec(tmp_path: Path, demo_track: Track, prepared_data: Path) -> SpecFactory:
+def make_spec(
+    tmp_path: Path, demo_track: Track, prepared_data: Path, few_questions: Path
+) -> SpecFactory:
     def make(agent: OpencodeAgent, *, budget: float, per_call: float, reserved: float) -> RunSpec:
         return RunSpec(
             track=demo_track,
@@ -128,7 +148,7 @@ def make_spec(tmp_path: Path, demo_track: Track, prepared_data: Path) -> SpecFac
             effort=agent.effort,
             seed=0,
             agent=agent,
-            exam=built_exam(DEMO_BANK, "demo"),
+            exam=few_questions,
             public_set=public_set(),
             data_dir=prepared_data,
             results_dir=tmp_path / "results",

@@ -9,9 +9,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tests.agents.fake_provider import FakeProvider
+from toolkit.agents.opencode import OpencodeAgent
 from toolkit.agents.provider_api import CREDENTIALS
+from toolkit.agents.providers import Provider
 from toolkit.agents.relay.budget import RelayLimits
 from toolkit.agents.relay.front import ProviderRelay
+from toolkit.results.model import Usage
 
 KEY = "sk-ari-policy-test-77aa"
 MODEL = "fake-model"
@@ -101,3 +104,28 @@ def message(answer: dict[str, object]) -> str:
 def log_entries(tmp_path: Path, kind: str) -> list[dict[str, object]]:
     lines = (tmp_path / "provider.jsonl").read_text().splitlines()
     return [e for e in map(json.loads, lines) if e["kind"] == kind]
+
+
+def fake_provider_entry(url: str = "http://x/v1", cost: dict[str, float] | None = None) -> Provider:
+    """The providers-file entry of a fake openai-compatible provider at `url`."""
+    return Provider(
+        name="fake", kind="openai-compatible", base_url=url, key_env="K", cost=cost or {}
+    )
+
+
+def recorded_usage(relay: ProviderRelay, entry: Provider | None = None) -> Usage:
+    """What the opencode adapter records in the result for this relay's run (the run's teardown
+    closes the relay first, as here)."""
+    relay.close()
+    agent = OpencodeAgent(
+        entry or fake_provider_entry(),
+        model=MODEL,
+        effort=None,
+        api_key=KEY,
+        binary=Path("/nonexistent/opencode"),
+        version="test",
+        ripgrep=Path("/nonexistent/rg"),
+        limits=relay.limits,
+    )
+    agent.relay = relay
+    return agent.usage()

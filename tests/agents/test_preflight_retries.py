@@ -11,7 +11,7 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,29 +19,18 @@ import pytest
 from tests.agents.conftest import AgentFactory, SpecFactory
 from tests.agents.fake_provider import FakeProvider, Reply, Request
 from tests.agents.relay_calls import (
-    KEY,
-    MODEL,
     RelayFactory,
     body_for,
     message,
-    relay_factory,
+    recorded_usage,
     send,
 )
 from tests.waiting import wait_for
-from toolkit.agents.opencode import OpencodeAgent
 from toolkit.agents.provider_api import PROBE_TEXT
-from toolkit.agents.providers import Provider
-from toolkit.agents.relay.front import ProviderRelay
 from toolkit.agents.relay.retry import RetryPolicy, retry_after_s
 from toolkit.run.orchestrate import execute_run
 
 QUICK = RetryPolicy(retries=3, base_s=0.05, max_wait_s=0.5, window_s=30.0, jitter=lambda: 0.5)
-
-
-@pytest.fixture
-def relays(tmp_path: Path) -> Iterator[RelayFactory]:
-    with relay_factory(tmp_path) as make:
-        yield make
 
 
 def _log(tmp_path: Path, kind: str) -> list[dict[str, object]]:
@@ -58,22 +47,6 @@ def _calls_only(script: Callable[[Request], Reply]) -> Callable[[Request], Reply
         return script(request)
 
     return answer
-
-
-def _usage(relay: ProviderRelay) -> object:
-    entry = Provider(name="fake", kind="openai-compatible", base_url="http://x/v1", key_env="K")
-    agent = OpencodeAgent(
-        entry,
-        model=MODEL,
-        effort=None,
-        api_key=KEY,
-        binary=Path("/nonexistent/opencode"),
-        version="test",
-        ripgrep=Path("/nonexistent/rg"),
-        limits=relay.limits,
-    )
-    agent.relay = relay
-    return agent.usage()
 
 
 def test_a_call_answered_503_twice_then_200_succeeds_and_counts_two_retries(
@@ -99,9 +72,9 @@ def test_a_call_answered_503_twice_then_200_succeeds_and_counts_two_retries(
     calls = _log(tmp_path, "call")
     assert calls[0]["retries"] == 2 and calls[0]["status"] == 200 and "retries" not in calls[1]
     # The result counts them; tokens are the answers' (each answer once).
-    usage = _usage(relay)
-    assert usage.provider_retries == 2 and usage.retried_calls == 1  # type: ignore[attr-defined]
-    assert usage.model_calls == 2  # type: ignore[attr-defined]
+    usage = recorded_usage(relay)
+    assert usage.provider_retries == 2 and usage.retried_calls == 1
+    assert usage.model_calls == 2
     assert relay.spend.tokens == 2 * (1000 + 40)
     assert relay.problem() is None and relay.final_problem(exited=True) is None
 

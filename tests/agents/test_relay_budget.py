@@ -8,27 +8,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.agents.fake_provider import FakeProvider, Reply
 from tests.agents.relay_calls import (
-    KEY,
-    MODEL,
     RelayFactory,
     body_for,
+    fake_provider_entry,
     log_entries,
     message,
-    relay_factory,
+    recorded_usage,
     send,
 )
-from toolkit.agents.opencode import OpencodeAgent
 from toolkit.agents.provider_api import PROBE_TEXT, Tokens
-from toolkit.agents.providers import Provider
 from toolkit.agents.relay.budget import RelayLimits, Spend, limits_for
-from toolkit.agents.relay.front import ProviderRelay
 from toolkit.campaign.config import CampaignFile
 from toolkit.campaign.job import make_job
 from toolkit.campaign.plan import RunKey
@@ -36,36 +31,6 @@ from toolkit.results.model import Usage
 from toolkit.tracks.model import Track
 
 PER_CALL = 1000 + 40  # the fake provider's usage of one call: prompt + completion tokens
-
-
-@pytest.fixture
-def relays(tmp_path: Path) -> Iterator[RelayFactory]:
-    with relay_factory(tmp_path) as make:
-        yield make
-
-
-def _provider_entry(url: str, cost: dict[str, float] | None = None) -> Provider:
-    return Provider(
-        name="fake", kind="openai-compatible", base_url=url, key_env="K", cost=cost or {}
-    )
-
-
-def _usage_of(relay: ProviderRelay, entry: Provider) -> Usage:
-    """What the opencode adapter records in the result for this relay's run (the run's teardown
-    closes the relay first, as here)."""
-    relay.close()
-    agent = OpencodeAgent(
-        entry,
-        model=MODEL,
-        effort=None,
-        api_key=KEY,
-        binary=Path("/nonexistent/opencode"),
-        version="test",
-        ripgrep=Path("/nonexistent/rg"),
-        limits=relay.limits,
-    )
-    agent.relay = relay
-    return agent.usage()
 
 
 def test_a_run_that_crosses_its_token_budget_gets_the_budget_error_and_stays_valid(
@@ -83,7 +48,7 @@ def test_a_run_that_crosses_its_token_budget_gets_the_budget_error_and_stays_val
         # Calls refused for the budget are no provider failure: no probe, no verdict.
         assert relay.problem() is None
         assert relay.final_problem(exited=True) is None
-        usage = _usage_of(relay, _provider_entry(p.base_url))
+        usage = recorded_usage(relay, fake_provider_entry(p.base_url))
     for status, answer in answers:
         assert status == 400 and "the run's token budget is spent" in message(answer)
         error = answer["error"]
@@ -131,7 +96,7 @@ def test_a_cost_budget_is_kept_with_the_providers_file_prices(relays: RelayFacto
     with FakeProvider(lambda r: Reply(text="hi")) as p:
         relay = relays(p, limits=limits, prices=prices)
         statuses = [send(relay, "openai-compatible", body_for("chat"))[0] for _ in range(4)]
-        usage = _usage_of(relay, _provider_entry(p.base_url, prices))
+        usage = recorded_usage(relay, fake_provider_entry(p.base_url, prices))
     assert statuses == [200, 200, 400, 400] and len(p.requests) == 2
     assert usage.cost_usd == pytest.approx(2.08) and usage.cost_source == "providers-file"
     assert usage.budget_spent is True and usage.max_cost_usd == 2.06
@@ -146,7 +111,7 @@ def test_a_cost_budget_is_kept_with_the_cost_the_provider_reports(relays: RelayF
     with FakeProvider(lambda r: Reply(text="hi", cost=0.02)) as p:
         relay = relays(p, limits=limits)
         statuses = [send(relay, "openai-compatible", body_for("chat"))[0] for _ in range(4)]
-        usage = _usage_of(relay, _provider_entry(p.base_url))
+        usage = recorded_usage(relay, fake_provider_entry(p.base_url))
     assert statuses == [200, 200, 200, 400]
     assert usage.cost_usd == pytest.approx(0.06) and usage.cost_source == "provider"
 
@@ -171,7 +136,7 @@ def test_a_call_is_counted_before_its_answer_reaches_the_controller_whole(
         # read at once, the relay still open: the counters, the budget, the log
         calls, cost, tokens = relay.totals.calls, relay.spend.cost_usd, relay.spend.tokens
         logged = [e for e in log_entries(tmp_path, "call") if e["outcome"] == "answered"]
-        usage = _usage_of(relay, _provider_entry(p.base_url))
+        usage = recorded_usage(relay, fake_provider_entry(p.base_url))
     assert status == 200 and calls == 1 and len(logged) == 1
     assert cost == pytest.approx(0.02) and tokens == PER_CALL
     assert usage.model_calls == 1 and usage.cost_usd == pytest.approx(0.02)

@@ -12,13 +12,11 @@ weighs a call's input against what is left before passing it on (`relay_budget.p
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.agents.fake_provider import FakeProvider, Reply, Request
-from tests.agents.relay_calls import RelayFactory, body_for, relay_factory, send
+from tests.agents.relay_calls import RelayFactory, body_for, send
 from toolkit.agents.relay.budget import RelayLimits
 
 BUDGET = 5000
@@ -40,12 +38,6 @@ def _greedy(request: Request) -> Reply:
         delay_s=0.2,
         cost=(prompt + cap) * USD_PER_TOKEN,  # reported with the usage, as OpenRouter does
     )
-
-
-@pytest.fixture
-def relays(tmp_path: Path) -> Iterator[RelayFactory]:
-    with relay_factory(tmp_path) as make:
-        yield make
 
 
 def _billed(provider: FakeProvider) -> int:

@@ -26,16 +26,8 @@ from tests.agents.relay_calls import (
     body_for,
     log_entries,
     message,
-    relay_factory,
     send,
 )
-
-
-@pytest.fixture
-def relays(tmp_path: Path) -> Iterator[RelayFactory]:
-    with relay_factory(tmp_path) as make:
-        yield make
-
 
 # -- many answers, huge answers ----------------------------------------------------------------
 

@@ -7,28 +7,23 @@ without one skips them with the reason; with CI=true they fail.
 from __future__ import annotations
 
 import secrets
-import socket
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.run.conftest import ShellAgent
+from tests.host_listener import host_listener
+from tests.run.conftest import ShellAgent, SpecFactory, spec_factory, write_small_text
 from tests.waiting import wait_for
-from toolkit.agents import Agent
 from toolkit.agents.scripted import BASELINE_MODEL
 from toolkit.images import current, pin
-from toolkit.run.inputs import DEMO_BANK, built_exam, prepare_data, public_set
-from toolkit.run.spec import RunSpec
 from toolkit.sandbox.docker import engine as docker_engine
 from toolkit.sandbox.docker.egress import UPSTREAM_ENV, internal_network
-from toolkit.tracks.model import Track, get_track
 
 REPO = Path(__file__).resolve().parents[2]
-__all__ = ["ShellAgent"]
+__all__ = ["ShellAgent", "SpecFactory"]
 
 
 @pytest.fixture(autouse=True)
@@ -59,27 +54,8 @@ def root(tmp_path: Path) -> Path:
 @pytest.fixture
 def listener() -> Iterator[int]:
     """A TCP server on the host (all addresses) that answers b"host" to anyone connecting."""
-    server = socket.socket()
-    server.bind(("0.0.0.0", 0))
-    server.listen()
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"host")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
+    with host_listener("0.0.0.0") as port:
+        yield port
 
 
 # An HTTP server for the fake provider and the "other host": answers its own name and keeps a
@@ -201,44 +177,10 @@ def upstream(client: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]
 
 
 @pytest.fixture
-def demo_track() -> Track:
-    return get_track(REPO / "results", "demo-cpu-3")
-
-
-@pytest.fixture
-def small_text(tmp_path: Path) -> Path:
-    words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while"]
-    lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) for i in range(3000)]
-    path = tmp_path / "text.txt"
-    path.write_text("\n".join(lines))
-    return path
-
-
-SpecFactory = Callable[..., RunSpec]
-
-
-@pytest.fixture
-def make_spec(tmp_path: Path, demo_track: Track, small_text: Path) -> SpecFactory:
+def make_spec(tmp_path: Path) -> SpecFactory:
     """A docker RunSpec on the demo track with scaled-down times and small training data."""
-
-    def make(agent: Agent, *, budget: float, per_call: float, reserved: float) -> RunSpec:
-        data = prepare_data(small_text, tmp_path / "data")
-        return RunSpec(
-            track=demo_track,
-            model=BASELINE_MODEL,
-            seed=0,
-            agent=agent,
-            exam=built_exam(DEMO_BANK, "demo"),
-            public_set=public_set(),
-            data_dir=data,
-            results_dir=tmp_path / "results",
-            backend="docker",
-            budget_s=budget,
-            per_call_limit_s=per_call,
-            reserved_s=reserved,
-        )
-
-    return make
+    text = write_small_text(tmp_path)
+    return spec_factory(tmp_path, text, backend="docker", model=BASELINE_MODEL)
 
 
 def containers_of(client: Any, **label: str) -> list[dict[str, Any]]:

@@ -14,9 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from grading_helpers import STARTER_BUDGET_S, MakeBundle, MakeExam, TrainedStarter
+from grading_helpers import (
+    STARTER_BUDGET_S,
+    STARTER_STEPS,
+    MakeBundle,
+    MakeExam,
+    TrainedStarter,
+)
 
 from exam_builder.build import build_exam
+from tests.exams import few_per_family
 from toolkit.text.data import prepare_train_data
 from toolkit.tracks.model import GradingParams
 
@@ -25,10 +32,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def trained_starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TrainedStarter]:
-    """The starter trained for a minute (tiny preset, CPU) from a workspace laid out like a
-    run's, and the demo exam: the path every run takes. Made once per test session: under
+    """The starter trained for STARTER_STEPS steps within a minute (tiny preset, CPU) from a
+    workspace laid out like a run's, and three questions of each family of the demo exam (what
+    its tests compare is per question: the whole exam's grading is tested end to end by
+    tests/run/test_run.py). The path every run takes. Made once per test session: under
     pytest-xdist the first worker to ask trains it in the session's shared temporary folder and
-    the others wait for it (each training costs a minute of a CPU). Tests only read it."""
+    the others wait for it. Tests only read it."""
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
     root = shared / "trained-starter"
@@ -47,16 +56,19 @@ def trained_starter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Traine
             started = time.monotonic()
             done = subprocess.run(
                 [sys.executable, "starter/train.py", "--data", "data", "--out", "bundles/b1",
-                 "--budget-s", str(STARTER_BUDGET_S), "--device", "cpu", "--preset", "tiny"],
+                 "--budget-s", str(STARTER_BUDGET_S), "--max-steps", str(STARTER_STEPS),
+                 "--device", "cpu", "--preset", "tiny"],
                 cwd=workspace, capture_output=True, text=True, timeout=STARTER_BUDGET_S * 4,
             )  # fmt: skip
             wall = time.monotonic() - started
             assert done.returncode == 0, done.stdout + done.stderr
             assert "val bpb" in done.stdout
             build_exam(REPO / "exam_builder/banks/public/demo", root / "demo", english_text=None)
+            (root / "few").mkdir()
+            few_per_family(root / "demo/exam.jsonl", 3, root / "few/exam.jsonl")
             made.write_text(json.dumps({"wall_s": wall}))
         wall = json.loads(made.read_text())["wall_s"]
-    yield TrainedStarter(root / "workspace/bundles/b1", root / "demo/exam.jsonl", wall)
+    yield TrainedStarter(root / "workspace/bundles/b1", root / "few/exam.jsonl", wall)
 
 
 @pytest.fixture

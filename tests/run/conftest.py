@@ -92,22 +92,29 @@ def starter(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return copy
 
 
-@pytest.fixture
-def small_text(tmp_path: Path) -> Path:
+def write_small_text(folder: Path) -> Path:
+    """A small training text (a few repeated words) in `folder`."""
     words = ["the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while"]
     words += ["seven", "wizards", "quietly", "box"]
     lines = [" ".join(words[(i * 7 + j) % len(words)] for j in range(12)) for i in range(4000)]
-    path = tmp_path / "text.txt"
+    path = folder / "text.txt"
     path.write_text("\n".join(lines))
     return path
+
+
+@pytest.fixture
+def small_text(tmp_path: Path) -> Path:
+    return write_small_text(tmp_path)
 
 
 SpecFactory = Callable[..., RunSpec]
 
 
-@pytest.fixture
-def make_spec(tmp_path: Path, demo_track: Track, starter: Path, small_text: Path) -> SpecFactory:
-    """A RunSpec on the demo track with scaled-down times and small training data."""
+def spec_factory(folder: Path, text: Path, **defaults: object) -> SpecFactory:
+    """`make(agent, budget=, per_call=, reserved=, **kw)`: RunSpecs on the demo track with
+    scaled-down times, training data prepared from `text` into `folder`; `defaults` (a backend,
+    a model, a starter) apply to every spec, `kw` to one. Shared by the local (here) and docker
+    (tests/docker) fixtures, which differ only in their defaults."""
 
     def make(
         agent: Agent,
@@ -119,24 +126,29 @@ def make_spec(tmp_path: Path, demo_track: Track, starter: Path, small_text: Path
         results_dir: Path | None = None,
         **kw: object,
     ) -> RunSpec:
-        data = prepare_data(small_text, tmp_path / "data")
+        data = prepare_data(text, folder / "data")
+        options = {"model": "none", **defaults, **kw}
         return RunSpec(
-            track=demo_track,
-            model="none",
+            track=get_track(REPO / "results", "demo-cpu-3"),
             seed=0,
             agent=agent,
             exam=exam or built_exam(DEMO_BANK, "demo"),
             public_set=public_set(),
             data_dir=data,
-            results_dir=results_dir or tmp_path / "results",
+            results_dir=results_dir or folder / "results",
             budget_s=budget,
             per_call_limit_s=per_call,
             reserved_s=reserved,
-            starter=starter,
-            **kw,  # type: ignore[arg-type]
+            **options,  # type: ignore[arg-type]
         )
 
     return make
+
+
+@pytest.fixture
+def make_spec(tmp_path: Path, starter: Path, small_text: Path) -> SpecFactory:
+    """A RunSpec on the demo track with scaled-down times and small training data."""
+    return spec_factory(tmp_path, small_text, starter=starter)
 
 
 def exam_marks(exam: Path, count: int = 10) -> list[bytes]:

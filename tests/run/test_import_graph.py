@@ -96,8 +96,10 @@ def test_the_leaves_import_nothing_of_the_project() -> None:
     """What LEAVES lets a leaf import is itself a leaf: the package's __init__ imports nothing."""
     init = TOOLKIT / "results" / "__init__.py"
     assert not [m for m in imports_of(init) if m.startswith(("toolkit", "exam_builder"))]
-    assert all(m == "toolkit.results" or m.removeprefix("toolkit.").replace(".", "/") + ".py"
-               in RULES for m in LEAVES)
+    assert all(
+        m == "toolkit.results" or m.removeprefix("toolkit.").replace(".", "/") + ".py" in RULES
+        for m in LEAVES
+    )
 
 
 def test_nothing_imports_the_cli() -> None:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory
+from tests.run.conftest import MAKE_BUNDLE, ShellAgent, SpecFactory, spec_factory
 from tests.teardown_attack import PHASE2_BUNDLE, RUNNER_SCRIPT
+from toolkit.agents.scripted import BASELINE_MODEL
+from toolkit.images import pin
 from toolkit.results.chain import read_chain
 from toolkit.run.artifacts import AGENT_LOG, AUDIT_FILE
 from toolkit.run.orchestrate import execute_run
@@ -59,11 +62,26 @@ def test_promoted_bundle_slow_to_die_in_phase2_fails_the_run(
     assert "the reference bundle graded fine" in log
 
 
+@pytest.fixture(params=["local", "docker"])
+def backend_spec(
+    request: pytest.FixtureRequest, tmp_path: Path, starter: Path, small_text: Path
+) -> Iterator[tuple[str, SpecFactory]]:
+    """The backend and its RunSpec factory, for the attacks that read the same on both: the
+    docker one needs the engine (tests/conftest.py puts these tests in the docker group)."""
+    if request.param == "local":
+        yield "local", spec_factory(tmp_path, small_text, starter=starter)
+        return
+    request.getfixturevalue("docker_engine")
+    yield "docker", spec_factory(tmp_path, small_text, backend="docker", model=BASELINE_MODEL)
+    pin(None)  # a run in-process pinned its images: the next test starts afresh
+
+
 def test_cancelled_runner_call_slow_to_die_is_charged_to_the_call(
-    make_spec: SpecFactory,
+    backend_spec: tuple[str, SpecFactory],
 ) -> None:
     """The agent's call leaves the swarm and is cancelled (SIGTERM to its client): the service
     waits for the teardown (default bound), records the call as killed, and the run goes on."""
+    backend, make_spec = backend_spec
     script = f"""cat > swarm.py <<'PYEOF'
 {RUNNER_SCRIPT}
 PYEOF
@@ -82,12 +100,15 @@ runner promote c001
     assert result.status == "valid", result.status_reason
     audit = read_chain(spec.results_dir / result.track / result.run_id / AUDIT_FILE)
     swarm = [e for e in audit if e.get("argv") and "swarm.py" in json.dumps(e["argv"])]
-    assert len(swarm) == 1 and swarm[0]["exit_code"] == KILLED, swarm
+    # On docker the runner container's own limits may kill it first (its memory cap counts the
+    # kernel's bookkeeping of the mappings): the call's doing either way.
+    killed = (KILLED,) if backend == "local" else (KILLED, -9)
+    assert len(swarm) == 1 and swarm[0]["exit_code"] in killed, swarm
     print(f"\nthe cancelled call lasted {swarm[0]['end_s'] - swarm[0]['start_s']:.1f} s in all")
 
 
 def test_a_harness_fault_that_fails_the_reference_too_is_invalid(
-    make_spec: SpecFactory, monkeypatch: pytest.MonkeyPatch
+    backend_spec: tuple[str, SpecFactory], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Fault injected in the harness: no grading sandbox can be made. The promoted (honest)
     bundle's grading raises, and so does the reference bundle's: the run is `invalid`."""
@@ -96,10 +117,11 @@ def test_a_harness_fault_that_fails_the_reference_too_is_invalid(
         raise SandboxError("injected: the grading sandbox cannot start")
 
     monkeypatch.setattr("toolkit.grading.phases.create_sandbox", broken)
+    _, make_spec = backend_spec
     spec = make_spec(
         ShellAgent(MAKE_BUNDLE + "runner submit bundles/triv\nrunner promote c001\n"),
-        budget=60,
-        per_call=30,
+        budget=90,
+        per_call=60,
         reserved=5,
     )
     result = execute_run(spec)

@@ -202,7 +202,10 @@ sleep {TOKEN}
 
 @pytest.mark.slow
 def test_scripted_run_end_to_end(make_spec: SpecFactory) -> None:
-    spec = make_spec(ScriptedAgent(), budget=100, per_call=60, reserved=10, cpus=1.5)
+    # 30 steps of training: the run crosses every step of a real one (train, submit, promote,
+    # grade) for a fixed amount of work, where a time share made a loaded box's run no cheaper.
+    agent = ScriptedAgent(max_steps=30)
+    spec = make_spec(agent, budget=100, per_call=60, reserved=10, cpus=1.5)
     result = execute_run(spec)
     assert result.status in ("valid", "failed"), result.status_reason
     # A CPU quota for the runner and the gradings: recorded, and enforced where the host can.

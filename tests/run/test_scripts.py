@@ -47,3 +47,23 @@ def test_scripted_agent_is_posix_shell(tmp_path: Path) -> None:
 
 def test_demo_script_parses() -> None:
     assert subprocess.run(["bash", "-n", str(REPO / "scripts" / "demo.sh")]).returncode == 0
+
+
+def test_scripted_agent_passes_a_step_limit_to_the_training_only_when_given(
+    tmp_path: Path,
+) -> None:
+    ctx = AgentContext(
+        model="none",
+        effort=None,
+        seed=0,
+        budget_s=300,
+        reserved_s=30,
+        per_call_limit_s=180,
+        bin_dir=tmp_path,
+    )
+    plain, limited = ScriptedAgent().render(ctx), ScriptedAgent(max_steps=7).render(ctx)
+    assert "--max-steps" not in plain and "__STEPS__" not in plain
+    assert '--seed "$SEED" --max-steps 7 ||' in limited
+    assert plain == limited.replace(" --max-steps 7", "")
+    with pytest.raises(ValueError, match="max_steps"):
+        ScriptedAgent(max_steps=0)

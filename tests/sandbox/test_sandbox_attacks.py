@@ -10,13 +10,13 @@ import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.host_listener import host_listener
 from tests.sandbox.conftest import leftover
 from tests.waiting import wait_for
 from toolkit.sandbox import Limits, Sandbox, create_sandbox
@@ -32,27 +32,8 @@ def needs(box: Sandbox, prop: str) -> None:
 @pytest.fixture
 def listener() -> Iterator[int]:
     """A TCP server on the host's 127.0.0.1 that answers b"host" to anyone who connects."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen()
-    server.settimeout(0.2)
-    stop = threading.Event()
-
-    def serve() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            with conn:
-                conn.sendall(b"host")
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    server.close()
+    with host_listener("127.0.0.1") as port:
+        yield port
 
 
 CONNECT = """

@@ -69,7 +69,9 @@ def test_an_overfitting_run_exports_its_best_validation(tmp_path: Path) -> None:
             "--out",
             str(tmp_path / "b"),
             "--budget-s",
-            "20",  # 486 steps on an idle 2-core box; 72 steps already overfit by 1.2 bpb
+            "120",  # a bound only: the steps below end it (486 steps took 20 s on 2 idle cores)
+            "--max-steps",
+            "100",  # 72 steps already overfit by 1.2 bpb; the same steps however busy the box
             "--device",
             "cpu",
             "--preset",

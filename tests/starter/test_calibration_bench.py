@@ -9,6 +9,8 @@ from types import ModuleType
 import pytest
 
 from tests import benchmark_scripts
+from tests.exams import few_per_family
+from toolkit.run.inputs import DEMO_BANK, built_exam
 
 
 def _bench() -> ModuleType:
@@ -42,8 +44,11 @@ def test_svg_plot_is_drawn_without_matplotlib(tmp_path: Path) -> None:
 def test_smallest_budget_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bench = _bench()
     # The micro preset and 30 s: a few seconds of torch import on a busy machine must still
-    # leave time to train.
-    points = bench.main(["--budgets", "30", "--preset", "micro", "--out", str(tmp_path)])
+    # leave time to train; 40 steps end it sooner (a fixed amount of work, seconds on a CPU).
+    # Graded on three questions a family: the curve's plumbing, not the exam's size.
+    exam = few_per_family(built_exam(DEMO_BANK, "demo"), 3, tmp_path / "exam.jsonl")
+    argv = ["--budgets", "30", "--max-steps", "40", "--preset", "micro", "--exam", str(exam)]
+    points = bench.main([*argv, "--out", str(tmp_path)])
     (point,) = points
     assert point.bytes_seen > 0 and point.val_bpb is not None
     assert point.public_percent is not None and point.exam_percent is not None

@@ -38,7 +38,7 @@ if [ "$train" -lt 5 ]; then
 fi
 say "training the starter for ${train}s of the ${left}s left"
 runner python starter/train.py --data data --out bundles/scripted --budget-s "$train" \
-    --seed "$SEED" || say "training exited with status $?"
+    --seed "$SEED"__STEPS__ || say "training exited with status $?"
 out=$(runner submit bundles/scripted)
 status=$?
 printf '%s\n' "$out"
@@ -59,10 +59,15 @@ class ScriptedAgent(Agent):
     name = "scripted"
     version = __version__
 
-    def __init__(self, share: float = 0.75) -> None:
+    def __init__(self, share: float = 0.75, max_steps: int | None = None) -> None:
+        """`max_steps` also stops the training after that many steps (train.py's
+        `--max-steps`): a test's run does a fixed amount of work, however busy the machine."""
         if not 0 < share <= 1:
             raise ValueError(f"share must be in (0, 1], got {share}")
+        if max_steps is not None and max_steps < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
         self.share = share
+        self.max_steps = max_steps
         self._script = ""
 
     def render(self, ctx: AgentContext) -> str:
@@ -71,6 +76,7 @@ class ScriptedAgent(Agent):
             .replace("__RESERVED__", str(round(ctx.reserved_s)))
             .replace("__PER_CALL__", str(int(ctx.per_call_limit_s)))
             .replace("__SEED__", str(ctx.seed))
+            .replace("__STEPS__", f" --max-steps {self.max_steps}" if self.max_steps else "")
         )
 
     def prepare(self, workspace: Path, ctx: AgentContext) -> None:

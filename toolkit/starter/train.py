@@ -2,7 +2,8 @@
 
     python starter/train.py --data data --out bundles/b1 --budget-s 600
 
-Everything is driven by the clock, because a run is judged on a wall-clock budget:
+Everything is driven by the clock, because a run is judged on a wall-clock budget (`--max-steps`
+also stops it after N steps, for smoke tests):
 the learning rate warms up and then decays linearly to zero exactly at the end of the training
 time, validation runs every few seconds of wall time, and the export (write + reload + re-check)
 is reserved out of the same budget, so the script finishes within `--budget-s` seconds of its
@@ -380,6 +381,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--eval-every-s", type=float, default=None, help="seconds between validations (preset's)"
     )
+    p.add_argument(
+        "--max-steps",
+        type=int,
+        default=None,
+        help="stop after this many steps, if the budget has not stopped it first (a fixed amount "
+        "of work, e.g. for a smoke test: the same model however busy the machine)",
+    )
     return p.parse_args()
 
 
@@ -444,9 +452,11 @@ def main() -> None:
         # or an evaluation can slow down later.)
         deadline = train_deadline - min(3 * eval_s, args.budget_s / 2)
         now = time.monotonic()
-        if now + 2 * step_s >= deadline:
+        if now + 2 * step_s >= deadline or step == args.max_steps:
             break
         progress = (now - train_start) / max(1e-3, deadline - train_start)
+        if args.max_steps:  # the schedule ends with whichever limit comes first
+            progress = max(progress, step / args.max_steps)
         for group in optimizer.param_groups:
             group["lr"] = get_lr(min(1.0, progress), cfg)
         x, y = get_batch(train, cfg, device, rng)
