@@ -18,7 +18,8 @@
 #                                       (bench_calibration.py; about 4 min for 180)
 #   scripts/gpu-check.sh learn OUT      both learners (toolkit learn-exam, then with --randomize)
 #                                       at SCALE (default gpu: the starter's default preset) on
-#                                       the demo exam, LEARN_STEPS steps a family (default: the
+#                                       the demo exam (LEARN_FAMILIES, comma-separated: only
+#                                       those), LEARN_STEPS steps a family (default: the
 #                                       scale's), each family capped so that both together take
 #                                       at most LEARN_S (default 300) seconds of training (about
 #                                       8 min); the untouched starter's own 300-s point is
@@ -48,6 +49,7 @@ PY=${PY:-python3}
 DEVICE=${DEVICE:-cuda} PRESET=${PRESET:-default} TRAIN_S=${TRAIN_S:-60} BUDGET=${BUDGET:-300}
 FROM=${FROM:-v1-h100-1h} REPEAT=${REPEAT:-3} BUDGETS=${BUDGETS:-180}
 SCALE=${SCALE:-gpu} LEARN_S=${LEARN_S:-300} LEARN_STEPS=${LEARN_STEPS:-}
+LEARN_FAMILIES=${LEARN_FAMILIES:-}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$OUT"
 WORK=${WORK:-/tmp/ari-gpu-check}
@@ -192,6 +194,10 @@ PY
         --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 elif [ "$MODE" = learn ]; then
     families=$(grep -c '^family = ' exam_builder/banks/public/demo/bank.toml)
+    only=()
+    if [ -n "$LEARN_FAMILIES" ]; then
+        families=$(count "$LEARN_FAMILIES") only=(--families "$LEARN_FAMILIES")
+    fi
     # Both learners share LEARN_S: each family's cap is a share of it (a family the cap stops
     # before its steps is marked `cut`, and its table's verdict says so).
     per=$(((LEARN_S + 2 * families - 1) / (2 * families)))
@@ -202,7 +208,7 @@ elif [ "$MODE" = learn ]; then
         [ "$side" = public ] && json=$OUT/learn-public.json extra=(--randomize)
         step "learn-$side" $((per * families + families * 30 + 60)) toolkit learn-exam \
             "${extra[@]}" --bank exam_builder/banks/public/demo --exam "$EXAM" \
-            --scale "$SCALE" --seconds "$per" "${steps[@]}" --json "$json"
+            --scale "$SCALE" --seconds "$per" "${steps[@]}" "${only[@]}" --json "$json"
     done
 else  # calibrate
     limit=150  # each budget's training, its start-up and two gradings

@@ -105,16 +105,19 @@ def test_the_mfu_and_calibration_modes_run_every_step(work: Path, tmp_path: Path
 
 
 @pytest.mark.slow
-def test_the_learn_mode_runs_the_reference_learner_on_every_family(
+def test_the_learn_mode_runs_both_learners_on_the_families_it_is_given(
     work: Path, tmp_path: Path
 ) -> None:
-    output, out = rehearse("learn", work, tmp_path, LEARN_STEPS="3")
+    """Two families of the eight (LEARN_FAMILIES): the flags and the tables are what this
+    checks, and each family costs a training and a grading; the cap is shared among them."""
+    output, out = rehearse("learn", work, tmp_path, LEARN_STEPS="3", LEARN_FAMILIES="records,lists")
     assert verdicts(output) == {"learn-own": "PASS", "learn-public": "PASS"}, output[-3000:]
     for name, learner in (("learn.json", "own-bank"), ("learn-public.json", "public-side")):
         table = json.loads((out / name).read_text())
-        assert table["scale"] == "cpu" and table["seconds_per_family"] == 1, name
+        assert table["scale"] == "cpu" and table["seconds_per_family"] == 4, name
         assert table["steps_per_family"] == 3 and table["learner"] == learner, name
-        assert len(table["families"]) == 8 and table["total"]["total"] == 100, name
+        assert sorted(table["families"]) == ["lists", "records"], name
+        assert 0 < table["total"]["total"] < 100, name
 
 
 def test_a_failed_step_is_said_and_the_next_one_still_runs(work: Path, tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from exam_builder.exam_file import Question, load_exam, sha256_file
 from toolkit.grading import ablation as weights_ablation
-from toolkit.grading import publish, secret_log
+from toolkit.grading import publish, secret_log, warm
 from toolkit.grading.pack import BundleError, PackedBundle, extract_bundle, pack_bundle
 from toolkit.grading.phases import Outcome, PhaseWorker, Progress, run_phase1, run_phase2
 from toolkit.grading.progress_bar import ProgressBar
@@ -81,6 +81,8 @@ class _Job:
     prestart: bool = True
     """Each phase's worker starts as the grading begins, before packing (False: each when its
     phase begins; the benchmark's baseline)."""
+    warm_torch: bool = True
+    """The workers import torch before the bundle loads (`warm.names_torch` of the bundle)."""
 
 
 def give_up_bytes(size_limit_bytes: int) -> int:
@@ -172,6 +174,7 @@ def _start_worker(name: str, archive: Path | None, job: _Job, wait: bool = False
         cpus=job.cpus,
         ephemeral=not job.kept,
         wait=wait,
+        warm_torch=job.warm_torch,
     )
 
 
@@ -348,6 +351,7 @@ def grade_bundle(
             exact_lengths=_exact_lengths,
             prestart=_prestart,
             written=_written,
+            warm_torch=warm.names_torch(bundle),
         )
         try:
             out, packed = _grade(bundle, job, started)

@@ -129,8 +129,10 @@ class PhaseWorker:
         cpus: float | None = None,
         ephemeral: bool = True,
         wait: bool = False,
+        warm_torch: bool = True,
     ) -> None:
-        """`wait`: the worker warms up, then loads the bundle only when `go()` says so."""
+        """`wait`: the worker warms up, then loads the bundle only when `go()` says so.
+        `warm_torch` False: its warm-up leaves torch out (`warm.names_torch`)."""
         if archive is None and not wait:
             raise ValueError("a worker started without the bundle must wait for it")
         root.mkdir(parents=True)
@@ -185,7 +187,15 @@ class PhaseWorker:
         try:
             self.session = WorkerSession(
                 self.sandbox,
-                [python, "-I", "worker.py", place, device, *(["wait"] if wait else [])],
+                [
+                    python,
+                    "-I",
+                    "worker.py",
+                    place,
+                    device,
+                    *(["wait"] if wait else []),
+                    *([] if warm_torch else ["cold"]),
+                ],
             )
         except BaseException:
             self.sandbox.cleanup()

@@ -1,9 +1,10 @@
 """The grading worker: runs inside the sandbox, loads the bundle, answers the host's requests.
 
-Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE [wait]`, with the frame nonce in
-the environment variable ARI_GRADER_NONCE. Before the bundle's code runs, the worker warms up:
-it imports numpy and torch (when installed) and, on a GPU, starts CUDA: the start-up nearly
-every bundle needs, done as the harness's own work. With `wait` it then waits for the host's
+Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE [wait] [cold]`, with the frame
+nonce in the environment variable ARI_GRADER_NONCE. Before the bundle's code runs, the worker
+warms up: it imports numpy and torch (when installed) and, on a GPU, starts CUDA: the start-up
+nearly every bundle needs, done as the harness's own work. `cold`: numpy only, for a bundle whose
+Python never names torch (`toolkit/grading/warm.py`). With `wait` it then waits for the host's
 `{"op": "load"}` before it imports the bundle: the host starts both phases' workers as a
 grading begins, before the bundle is even packed, lets phase 1's load once the bundle is
 ready, and phase 2's only once phase 1's worker is gone. A `load` that carries `archive` (the
@@ -92,11 +93,14 @@ def _import_inference(bundle_dir: str) -> ModuleType:
     return module
 
 
-def _warm_up(device: str) -> None:
-    """Import numpy and torch, and on a GPU create the CUDA context; failures are left for the
-    bundle's own load() to meet (and report)."""
+def _warm_up(device: str, torch_too: bool) -> None:
+    """Import numpy and (`torch_too`) torch, and on a GPU create the CUDA context; failures are
+    left for the bundle's own load() to meet (and report)."""
     try:
         import numpy  # noqa: F401
+
+        if not torch_too:
+            return
         import torch
     except BaseException:
         return
@@ -178,7 +182,8 @@ def _logprobs(model: Any, request: dict[str, Any]) -> dict[str, Any]:
 
 def main() -> None:
     bundle_dir, device = os.path.abspath(sys.argv[1]), sys.argv[2]
-    wait = sys.argv[3:] == ["wait"]
+    flags = sys.argv[3:]
+    wait = "wait" in flags
     nonce = os.environ.pop("ARI_GRADER_NONCE", "").encode()
     # Private protocol fds (not inherited by the bundle's subprocesses), then silence 0 and 1.
     channel = Channel(os.dup(0), os.dup(1), nonce)
@@ -186,7 +191,7 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    _warm_up(device)
+    _warm_up(device, torch_too="cold" not in flags)
     archive: bytes | None = None
     early: BaseException | None = None  # what went wrong unpacking a bundle sent ahead
     if wait:
