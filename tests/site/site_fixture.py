@@ -47,8 +47,18 @@ def _build_argv(config: Path, out: Path) -> list[str]:
 
 def build_peak(results: Path, out: Path) -> tuple[int, str, int]:
     """`build`, measured: (exit code, its output, the peak resident memory in KiB of the build
-    and whatever it waited for). Read from the build's own `wait4`, not this process's
-    RUSAGE_CHILDREN, which holds the largest child of every earlier test on this worker."""
+    and whatever it waited for). A small interpreter starts the build and reads its
+    RUSAGE_CHILDREN: neither this process's (it holds the largest child of every earlier test
+    on this worker) nor the build's own `wait4` (a child forked from this large process starts
+    its peak at this process's size, which exec keeps) would measure the build alone."""
+    peak_file = out.parent / "build-peak.txt"
+    measure = (
+        "import resource, subprocess, sys\n"
+        "code = subprocess.run(sys.argv[2:]).returncode\n"
+        "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+        "open(sys.argv[1], 'w').write(str(peak))\n"
+        "sys.exit(code)\n"
+    )
     pins = out.parent / "pinned_keys.json"
     signing.trust_file(pins, signing.local_public())
     env = {
@@ -58,14 +68,16 @@ def build_peak(results: Path, out: Path) -> tuple[int, str, int]:
         "ARI_HOME": str(out.parent / "ari-home"),
         signing.TRUSTED_KEYS_ENV: str(pins),
     }
-    log = out.parent / "build-output.txt"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            _build_argv(REPO / "mkdocs.yml", out), env=env, stdout=sink, stderr=subprocess.STDOUT
-        )
-        _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, log.read_text(errors="replace"), usage.ru_maxrss
+    argv = [
+        sys.executable,
+        "-S",
+        "-c",
+        measure,
+        str(peak_file),
+        *_build_argv(REPO / "mkdocs.yml", out),
+    ]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    return done.returncode, done.stdout + done.stderr, int(peak_file.read_text())
 
 
 TRANSCRIPT_LINES = 8000  # ~270 KB: several pages of the transcript view
