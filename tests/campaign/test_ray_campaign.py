@@ -102,7 +102,7 @@ def test_campaign_on_a_cluster_runs_each_key_once_on_its_own_gpu(
     # Every key has exactly one final result; seed 0 also has the invalid one, rerun.
     for seed in seeds:
         assert counts[("scripted-baseline", None, seed, "final")] == 1, (seed, counts, out)
-    assert counts[("scripted-baseline", None, 0, "invalid")] == 1, counts
+    assert counts[("scripted-baseline", None, 0, "invalid")] == 1, (counts, out)
     assert sum(counts.values()) == len(seeds) + 1
     invalid = next(r for r in runs if r.status == "invalid")
     assert "died" in (invalid.status_reason or ""), invalid.status_reason

@@ -9,13 +9,18 @@ to the moment of the crash.
 
 `recover_runs()` (called by `toolkit run` and `toolkit runs recover`) kills what is left of such
 a run, writes its result as `invalid` with a reason and the candidates it had, and renames the
-marker so it is handled once.
+marker so it is handled once. Many processes may look at once (every run that starts, every
+campaign task whose run process died, on hosts whose runs share one state folder): each run is
+recovered under its own lock (`RECOVERING`), by exactly one of them, and the others wait for it
+and find the marker gone; a marker that cannot be read costs its own run, never the others'.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import logging
 import os
 import signal
 from datetime import UTC, datetime
@@ -34,6 +39,10 @@ from toolkit.sandbox import capped
 
 MARKER = "RUNNING"
 PIDS = "pids"
+LOCK = "RECOVERING"
+"""Held (flock) by the one process that recovers the run: it stays, empty, once done."""
+
+log = logging.getLogger(__name__)
 
 
 class Marker(BaseModel):
@@ -136,11 +145,37 @@ def recover_runs(root: Path | None = None) -> list[Path]:
     root = root or runs_root()
     written: list[Path] = []
     for path in sorted(root.glob(f"*/harness/{MARKER}")):
-        marker = Marker.model_validate_json(path.read_text())
-        if marker.pid != os.getpid() and is_alive(marker.pid, marker.pid_start):
-            continue  # still running
-        written.append(_recover(path.parent, marker))
+        try:
+            out = _recover_locked(path.parent)
+        except Exception as exc:  # one run's broken state (a lost engine...) stops no other's
+            log.warning("recovery: %s could not be recovered: %s", path.parent.parent.name, exc)
+            continue
+        if out is not None:
+            written.append(out)
     return written
+
+
+def _recover_locked(harness: Path) -> Path | None:
+    """Recover the run of `harness` if its harness is dead and nobody did it meanwhile."""
+    try:
+        fd = os.open(harness / LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        log.warning("recovery: cannot lock %s: %s", harness, exc)
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # another process recovering it: wait, then look again
+        try:
+            marker = Marker.model_validate_json((harness / MARKER).read_bytes())
+        except FileNotFoundError:
+            return None  # recovered by another process, or the run just ended
+        except (OSError, ValueError) as exc:
+            log.warning("recovery: unreadable marker in %s: %s", harness, exc)
+            return None
+        if marker.pid != os.getpid() and is_alive(marker.pid, marker.pid_start):
+            return None  # still running
+        return _recover(harness, marker)
+    finally:
+        os.close(fd)  # the lock goes with it
 
 
 def _remove_containers(run_id: str) -> int:
