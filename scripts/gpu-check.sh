@@ -18,11 +18,12 @@
 #                                       (bench_calibration.py; about 4 min for 180)
 #   scripts/gpu-check.sh learn OUT      both learners (toolkit learn-exam, then with --randomize)
 #                                       at SCALE (default gpu: the starter's default preset) on
-#                                       the demo exam (LEARN_FAMILIES, comma-separated: only
-#                                       those), LEARN_STEPS steps a family (default: the
-#                                       scale's), each family capped so that both together take
-#                                       at most LEARN_S (default 300) seconds of training (about
-#                                       8 min); the untouched starter's own 300-s point is
+#                                       the demo exam or LEARN_BANK's (LEARN_FAMILIES,
+#                                       comma-separated: only those), LEARN_STEPS steps a
+#                                       family (default: the scale's), each family capped so
+#                                       that both together take at most LEARN_S (default 300)
+#                                       seconds of training (about 8 min); the untouched
+#                                       starter's own 300-s point is
 #                                       `calibrate` with BUDGETS=300
 #
 # Environment: PY (default python3: the interpreter with CUDA torch), CORPUS (a training text;
@@ -193,7 +194,17 @@ PY
         "$PY" benchmarks/bench_train.py --presets "$PRESETS" --device "$DEVICE" \
         --budget-s "$TRAIN_S" --corpus "$CORPUS" --json "$OUT/bench-train.json"
 elif [ "$MODE" = learn ]; then
-    families=$(grep -c '^family = ' exam_builder/banks/public/demo/bank.toml)
+    # LEARN_BANK: the own-bank learner's bank and the exam both learners are graded on (built
+    # here; a hidden-style bank such as tests/exam_builder/banks/eight); the public-side
+    # learner always trains on the public demo bank.
+    demo=exam_builder/banks/public/demo bank=${LEARN_BANK:-$demo} learn_exam=$EXAM
+    if [ -n "${LEARN_BANK:-}" ]; then
+        learn_exam=$WORK/learn-exam-$(basename "$LEARN_BANK")
+        [ -f "$learn_exam/exam.jsonl" ] || toolkit build-exam --bank "$LEARN_BANK" \
+            --out "$learn_exam" --allow-in-repo --train-data "$CORPUS" >"$OUT/learn-exam.log" 2>&1 ||
+            say "FAIL learn-exam: LEARN_BANK $LEARN_BANK did not build ($OUT/learn-exam.log)"
+    fi
+    families=$(grep -c '^family = ' "$bank/bank.toml")
     only=()
     if [ -n "$LEARN_FAMILIES" ]; then
         families=$(count "$LEARN_FAMILIES") only=(--families "$LEARN_FAMILIES")
@@ -204,10 +215,10 @@ elif [ "$MODE" = learn ]; then
     steps=()
     [ -n "$LEARN_STEPS" ] && steps=(--steps "$LEARN_STEPS")
     for side in own public; do
-        json=$OUT/learn.json extra=()
-        [ "$side" = public ] && json=$OUT/learn-public.json extra=(--randomize)
+        json=$OUT/learn.json extra=(--bank "$bank")
+        [ "$side" = public ] && json=$OUT/learn-public.json extra=(--randomize --bank "$demo")
         step "learn-$side" $((per * families + families * 30 + 60)) toolkit learn-exam \
-            "${extra[@]}" --bank exam_builder/banks/public/demo --exam "$EXAM" \
+            "${extra[@]}" --exam "$learn_exam" \
             --scale "$SCALE" --seconds "$per" "${steps[@]}" "${only[@]}" --json "$json"
     done
 else  # calibrate
