@@ -47,6 +47,20 @@ class LearnRow(_Model):
     cut: bool = Field(
         default=False, description="A cap in seconds stopped it before its budget of steps."
     )
+    draw: int | None = Field(
+        default=None,
+        ge=0,
+        description="With several draws (--draws): the seed of the model kept, the one that "
+        "passed most held-out questions (None: one draw).",
+    )
+    held_out: list[int] | None = Field(
+        default=None,
+        description="With several draws: the held-out questions each draw passed, in seed "
+        "order (documents of the training text's own generator, never the exam).",
+    )
+    held_out_total: int | None = Field(
+        default=None, ge=0, description="With several draws: the held-out questions asked."
+    )
 
 
 class LearnTotal(_Model):
@@ -79,6 +93,12 @@ class LearnReport(_Model):
     )
     seed: int = Field(
         default=0, description="The models' draw: initial weights and batch order (--seed)."
+    )
+    draws: int = Field(
+        default=1,
+        ge=1,
+        description="Models trained per family (seeds seed, seed+1, ...); the one that passed "
+        "most held-out questions is graded (--draws).",
     )
     bank_id: str = Field(description="The bank the training text came from.")
     exam_sha256: str = Field(description="SHA-256 of the exam graded.")

@@ -211,13 +211,15 @@ elif [ "$MODE" = learn ]; then
     fi
     # Both learners share LEARN_S: each family's cap is a share of it (a family the cap stops
     # before its steps is marked `cut`, and its table's verdict says so).
-    per=$(((LEARN_S + 2 * families - 1) / (2 * families)))
-    steps=()
-    [ -n "$LEARN_STEPS" ] && steps=(--steps "$LEARN_STEPS")
+    # LEARN_DRAWS models a family (the best on held-out questions kept) share it too.
+    draws=${LEARN_DRAWS:-1}
+    per=$(((LEARN_S + 2 * families * draws - 1) / (2 * families * draws)))
+    steps=(--draws "$draws")
+    [ -n "$LEARN_STEPS" ] && steps+=(--steps "$LEARN_STEPS")
     for side in own public; do
         json=$OUT/learn.json extra=(--bank "$bank")
         [ "$side" = public ] && json=$OUT/learn-public.json extra=(--randomize --bank "$demo")
-        step "learn-$side" $((per * families + families * 30 + 60)) toolkit learn-exam \
+        step "learn-$side" $(((per + 30) * families * draws + 60)) toolkit learn-exam \
             "${extra[@]}" --exam "$learn_exam" \
             --scale "$SCALE" --seconds "$per" "${steps[@]}" "${only[@]}" --json "$json"
     done

@@ -169,6 +169,8 @@ CHECKS: dict[str, Check] = {
     "--exam ~/secure/exams/hidden": Check(standin="needs a hidden exam: tests/learn"),
     "toolkit learn-exam --bank exam_builder/banks/public/demo --exam /tmp/demo-exam "
     "--families symbolic --seed 1": Check(standin="trains models for minutes: tests/learn"),
+    "toolkit learn-exam --bank exam_builder/banks/public/demo --exam /tmp/demo-exam "
+    "--families symbolic --draws 2": Check(standin="trains models for minutes: tests/learn"),
     "toolkit view --results /tmp/ari-results": Check(standin="a web server: tests/site"),
     "toolkit view --results .ari/demo/results --port 0": Check(standin="a web server"),
 }

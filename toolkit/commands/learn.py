@@ -22,7 +22,7 @@ from exam_builder.build import Learned, PreparedExam
 from exam_builder.exam_file import EXAM_FILE, ExamFileError, Question, load_exam, sha256_file
 from exam_builder.learnability import LearnReport, LearnRow, budget_words, verdict
 from toolkit.commands.console import make_console
-from toolkit.learn.reference import learn_family, report_of
+from toolkit.learn.reference import HELD_OUT_QUESTIONS, MAX_DRAWS, learn_family, report_of
 from toolkit.learn.scale import CPU_STEPS, SCALES, Scale, scale
 from toolkit.results.model import write_json_atomic
 from toolkit.run.interrupt import raise_interrupted
@@ -61,6 +61,7 @@ def learn_table(report: LearnReport) -> Table:
         title=f"{LEARNERS[report.learner]} ({report.scale} scale: {report.model}, "
         f"{budget_words(report)} on {report.device}"
         + (f", seed {report.seed}" if report.seed else "")
+        + (f", best of {report.draws} draws" if report.draws > 1 else "")
         + ")",
         title_justify="left",
         caption_justify="left",
@@ -69,12 +70,15 @@ def learn_table(report: LearnReport) -> Table:
         table.add_column(name, justify="left" if name == "family" else "right", no_wrap=True)
     for name in ("final loss", "seconds"):
         table.add_column(name, justify="right")
+    if report.draws > 1:
+        table.add_column("draw kept (held-out passed per draw)", justify="left")
 
     def add(r: LearnRow) -> None:
         loss = "—" if r.final_loss is None else f"{r.final_loss:.3f}"
         cells = (r.family, str(r.tier), str(r.total), str(r.passed), f"{r.percent:.1f}")
         steps = f"{r.steps:,}" + (" (cut)" if r.cut else "")
-        table.add_row(*cells, steps, f"{r.bytes_seen:,}", loss, f"{r.seconds:.0f}")
+        kept = [] if report.draws == 1 else [_draw_words(r)]
+        table.add_row(*cells, steps, f"{r.bytes_seen:,}", loss, f"{r.seconds:.0f}", *kept)
 
     for row in report.rows:
         add(row)
@@ -93,8 +97,22 @@ def learn_table(report: LearnReport) -> Table:
         f"Each family's model is the starter's, trained only on {trained}, then graded by the "
         "real grader on the family's questions (exact match). (cut): a cap in seconds stopped "
         "it before its steps."
+        + (
+            f" With {report.draws} draws a family, the model kept is the one that passed most "
+            "held-out questions of its own training text's generator (never the exam)."
+            if report.draws > 1
+            else ""
+        )
     )
     return table
+
+
+def _draw_words(row: LearnRow) -> str:
+    """`seed 1 (3, 9 of 24)`: the draw kept and what each draw passed held out."""
+    if row.draw is None or row.held_out is None:
+        return "—"
+    scores = ", ".join(str(n) for n in row.held_out)
+    return f"seed {row.draw} ({scores} of {row.held_out_total})"
 
 
 LEARNERS = {"own-bank": "Reference learner", "public-side": "Public-side learner"}
@@ -110,6 +128,7 @@ class Budget:
     seconds: float | None = None
     seed: int = 0
     randomize: bool = False
+    draws: int = 1
 
 
 def run_learner(
@@ -152,12 +171,14 @@ def run_learner(
                 tick=tick,
                 grading=grading,
                 seed=budget.seed,
+                draws=budget.draws,
             )
             rows += mine
             done = sum(r.passed for r in mine)
             total = sum(r.total for r in mine)
             cut = " (cut short by the cap)" if mine[0].cut else ""
-            console.print(f"{name}: {done}/{total} passed after {mine[0].steps:,} steps{cut}")
+            kept = f", {_draw_words(mine[0])} kept" if budget.draws > 1 else ""
+            console.print(f"{name}: {done}/{total} passed after {mine[0].steps:,} steps{cut}{kept}")
     return report_of(
         rows,
         chosen,
@@ -166,6 +187,7 @@ def run_learner(
         exam_sha256,
         budget.seed,
         budget.randomize,
+        budget.draws,
     )
 
 
@@ -294,6 +316,15 @@ def check_public(bank: Bank, exam: list[Question], hint: str) -> None:
     "changing the family.",
 )
 @click.option(
+    "--draws",
+    type=click.IntRange(min=1, max=MAX_DRAWS),
+    default=1,
+    show_default=True,
+    help="Models trained per family (seeds --seed, --seed+1, ...): each is graded on "
+    f"{HELD_OUT_QUESTIONS} held-out questions of its own training text's generator (never the "
+    "exam) and only the best is graded on the exam. Costs that many trainings.",
+)
+@click.option(
     "--json",
     "json_out",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -308,6 +339,7 @@ def learn_exam_command(
     seconds: float | None,
     randomize: bool,
     seed: int,
+    draws: int,
     json_out: Path | None,
 ) -> None:
     """Train the reference learner on each family's own format and grade it on the exam.
@@ -335,6 +367,8 @@ def learn_exam_command(
           --families symbolic --seed 1
       toolkit learn-exam --randomize --bank exam_builder/banks/public/demo \\
           --exam ~/secure/exams/hidden
+      toolkit learn-exam --bank exam_builder/banks/public/demo --exam /tmp/demo-exam \\
+          --families symbolic --draws 2
     """
     chosen = check_scale(scale_name)
     exam_file = exam_path / EXAM_FILE if exam_path.is_dir() else exam_path
@@ -350,7 +384,7 @@ def learn_exam_command(
         raise click.UsageError(
             f"cannot write --json {json_out}: its folder does not exist or is not writable"
         )
-    budget = Budget(steps or chosen.steps, seconds, seed, randomize)
+    budget = Budget(steps or chosen.steps, seconds, seed, randomize, draws)
     # SIGTERM stops it as Ctrl-C does: its temporary folders (ari-learn-*) are removed.
     signal.signal(signal.SIGTERM, raise_interrupted)
     console = make_console()
@@ -360,6 +394,7 @@ def learn_exam_command(
         f"{bank.id}, {budget.steps:,} steps each at the {chosen.name} scale"
         + (f" (cap {seconds:g} s)" if seconds is not None else "")
         + (f", seed {seed}" if seed else "")
+        + (f", best of {draws} draws" if draws > 1 else "")
     )
     try:
         sha = sha256_file(exam_file)

@@ -8,6 +8,13 @@ sandbox) on the family's questions of the exam, which are written to a scratch e
 their own. The grading is hidden: the report keeps
 only which questions passed, never what the bundle wrote. The table has a row per (family,
 tier): questions, passed and percent, with the family's training figures beside them.
+
+One draw of a small model can miss a look-up that another draw of the same budget learns (a
+lottery measured on half a machine). With `draws` above one, the family trains that many
+models (seeds `seed`, `seed + 1`, ...), each is graded on held-out questions of its own
+training text's generator (`held_out`: documents no training reads, never the exam), and only
+the best is graded on the exam: what an agent would do with the same budget and its own
+validation text.
 """
 
 from __future__ import annotations
@@ -49,6 +56,30 @@ def grade_passed(bundle: Path, questions: list[Question], device: str, work: Pat
     return set(report.passed_ids) if report.ok else set()
 
 
+HELD_OUT_FROM = 1_000_000_000
+"""Held-out documents are numbered from here: far past any training run's (a run reads at
+most a few hundred thousand documents), so no draw has trained on them."""
+HELD_OUT_QUESTIONS = 24
+"""Held-out questions a draw is graded on."""
+MAX_DRAWS = 4
+
+
+def held_out(corpus: Corpus, family: str, n: int = HELD_OUT_QUESTIONS) -> list[Question]:
+    """`n` questions of `corpus`'s own generator (its seed, its parameters: the public bank's
+    for the public-side learner), from documents no training reads: the check that picks a
+    draw. Never the exam: the training text's seed is not the exam's (`corpus.learn_seed`)."""
+    out: list[Question] = []
+    number = HELD_OUT_FROM
+    while len(out) < n:
+        prompts = corpus.document(number).prompts()
+        out += [
+            Question(id=f"held-out-{number}-{span}", family=family, prompt=prompt, answer=answer)
+            for span, (prompt, answer) in enumerate(prompts)
+        ]
+        number += 1
+    return out[:n]
+
+
 def corpus_of(
     bank: Bank, entry: BankFamily, scale: Scale, *, randomize: bool = False, small: bool = False
 ) -> Corpus:
@@ -77,11 +108,16 @@ def learn_family(
     grading: Callable[[], None] | None = None,
     work: Path | None = None,
     seed: int = 0,
+    draws: int = 1,
 ) -> list[LearnRow]:
     """Train on `family`'s text for `steps` (a cap of `seconds` may cut it short), grade on its
     questions of `exam`: a row per tier. `seed` draws the model's initial weights and batch
     windows. `randomize`: the public-side learner, trained on `bank`'s generator with every
-    register parameter drawn per document (`randomized`), never on the exam's own bank."""
+    register parameter drawn per document (`randomized`), never on the exam's own bank.
+    `draws`: models trained (seeds `seed` on), the one that passes most `held_out` questions
+    (then the lowest loss, then the first) graded on the exam."""
+    if not 1 <= draws <= MAX_DRAWS:
+        raise ValueError(f"draws: 1 to {MAX_DRAWS}, not {draws}")
     entry = next((e for e in bank.families if e.family.name == family), None)
     if entry is None:
         known = ", ".join(e.family.name for e in bank.families)
@@ -91,27 +127,55 @@ def learn_family(
         raise BankError(f"the exam has no question of family {family!r}")
     with tempfile.TemporaryDirectory(prefix=f"ari-learn-{family}-", dir=work) as tmp:
         trained_on = focused(entry, scale.train_tiers)
-        corpus = corpus_of(bank, trained_on, scale, randomize=randomize)
-        small: Corpus | None = None
-        if scale.small_share > 0 and randomize and has_register(trained_on):
-            small = corpus_of(bank, trained_on, scale, randomize=True, small=True)
-        elif scale.small_share > 0 and (small_entry := smallest(trained_on)) is not None:
-            small = corpus_of(bank, small_entry, scale)
-        trained = train_family(
-            corpus,
-            scale,
-            Path(tmp) / "bundle",
-            steps=steps,
-            seconds=seconds,
-            small=small,
-            seed=seed,
-            tick=tick,
+        checks = (
+            held_out(corpus_of(bank, trained_on, scale, randomize=randomize), family)
+            if draws > 1
+            else []
         )
+        made: list[tuple[Path, Trained, int]] = []
+        for draw in range(draws):
+            # Each draw reads the same text from its start: only the model's draw differs.
+            corpus = corpus_of(bank, trained_on, scale, randomize=randomize)
+            small: Corpus | None = None
+            if scale.small_share > 0 and randomize and has_register(trained_on):
+                small = corpus_of(bank, trained_on, scale, randomize=True, small=True)
+            elif scale.small_share > 0 and (small_entry := smallest(trained_on)) is not None:
+                small = corpus_of(bank, small_entry, scale)
+            bundle = Path(tmp) / f"bundle-{draw}"
+            trained = train_family(
+                corpus,
+                scale,
+                bundle,
+                steps=steps,
+                seconds=seconds,
+                small=small,
+                seed=seed + draw,
+                tick=tick,
+            )
+            score = 0
+            if draws > 1:
+                check_dir = Path(tmp) / f"held-out-{draw}"
+                check_dir.mkdir()
+                score = len(grade_passed(bundle, checks, scale.device, check_dir))
+            made.append((bundle, trained, score))
+        best = max(range(draws), key=lambda i: (made[i][2], -_loss(made[i][1]), -i))
+        bundle, trained, _ = made[best]
         if grading is not None:
             grading()  # the slow part after training: say so before it starts
-        passed = grade_passed(Path(tmp) / "bundle", questions, scale.device, Path(tmp))
+        passed = grade_passed(bundle, questions, scale.device, Path(tmp))
     tiers = {q.id: question_tier(q, entry.family) for q in questions}
-    return rows_of(family, questions, tiers, passed, trained)
+    rows = rows_of(family, questions, tiers, passed, trained)
+    if draws == 1:
+        return rows
+    scores = [score for _, _, score in made]
+    extra = {"draw": seed + best, "held_out": scores, "held_out_total": len(checks)}
+    return [row.model_copy(update=extra) for row in rows]
+
+
+def _loss(trained: Trained) -> float:
+    """A draw's final loss for the tie-break (none measured: the worst)."""
+    loss = trained.final_loss
+    return loss if loss == loss else float("inf")
 
 
 def rows_of(
@@ -148,6 +212,7 @@ def report_of(
     exam_sha256: str,
     seed: int = 0,
     randomize: bool = False,
+    draws: int = 1,
 ) -> LearnReport:
     """The whole table, with totals per family, per tier and overall (`budget`: the steps
     and the cap in seconds each family had)."""
@@ -165,6 +230,7 @@ def report_of(
         steps_per_family=budget[0],
         learner="public-side" if randomize else "own-bank",
         seed=seed,
+        draws=draws,
         bank_id=bank.id,
         exam_sha256=exam_sha256,
         rows=rows,
