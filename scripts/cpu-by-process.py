@@ -44,7 +44,7 @@ KINDS: list[tuple[str, re.Pattern[str]]] = [
         ("ray", r"\bray\b|raylet|gcs_server|ray::|default_worker\.py|dashboard"),
         ("chromium", r"chrom"),
         ("mkdocs (site build)", r"mkdocs"),
-        ("pytest (worker or controller)", r"pytest|execnet|xdist|sys\.stdin\.readline"),
+        ("pytest (worker or controller)", r"(^|\s)(\S*/)?pytest(\s|$)|-m pytest\b|stdin\.readline"),
         ("compilers (torch.compile)", r"\b(cc1plus|cc1|c\+\+|g\+\+|gcc|ld)\b"),
         ("python, other", r"python"),
         ("shell and tools", r"\b(bash|sh|tar|gzip|git|cp|rm|find|sleep|timeout|make)\b"),
