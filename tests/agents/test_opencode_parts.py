@@ -23,7 +23,7 @@ from toolkit.agents.providers import (
     get_provider,
     load_providers,
 )
-from toolkit.agents.scaffold import OPENCODE_VERSION
+from toolkit.agents.scaffold import OPENCODE_VERSION, ScaffoldError, binary_version
 from toolkit.cli import cli
 
 STEP_FINISH = (
@@ -178,6 +178,27 @@ def test_another_scaffold_version_is_refused_unless_told(
         return  # the rest needs ripgrep, which test-setup installs
     agent = get_agent("opencode", provider="openai", model="gpt-5", any_version=True)
     assert isinstance(agent, OpencodeAgent) and agent.version == "0.9.1"
+
+
+def test_the_version_is_asked_once_per_binary_and_again_when_it_changes(
+    tmp_path: Path,
+) -> None:
+    """`opencode --version` costs the real binary about a CPU second: asked once a process
+    for a binary, again for a binary replaced or rewritten at the same path."""
+    asked = tmp_path / "asked"
+    path = tmp_path / "opencode"
+    path.write_text(f"#!/bin/sh\necho x >> {asked}\necho 1.0.0\n")
+    path.chmod(0o755)
+    assert binary_version(path) == binary_version(path) == "1.0.0"
+    assert asked.read_text() == "x\n"
+    replaced = tmp_path / "new"
+    replaced.write_text(f"#!/bin/sh\necho y >> {asked}\necho 1.0.1\n")
+    replaced.chmod(0o755)
+    replaced.replace(path)
+    assert binary_version(path) == "1.0.1"
+    assert asked.read_text() == "x\ny\n"
+    with pytest.raises(ScaffoldError, match="cannot run"):
+        binary_version(tmp_path / "missing")
 
 
 def test_the_cli_says_what_is_missing_in_one_line(

@@ -80,8 +80,26 @@ def isolated_env(base: Path) -> dict[str, str]:
     return env
 
 
+_VERSIONS: dict[tuple[str, int, int, int, int], str] = {}
+"""`binary_version`'s answers in this process, by the binary's path, device, inode, size and
+mtime: the binary (a JavaScript runtime with the whole scaffold inside) takes about a CPU
+seconds to say its version, and a process that starts several runs asked it for each. A file
+replaced or rewritten at that path has another key, so it is asked again."""
+
+
 def binary_version(binary: Path) -> str:
     """What `opencode --version` says; `ScaffoldError` when it does not run."""
+    try:
+        st = binary.stat()
+    except OSError as e:
+        raise ScaffoldError(f"{binary}: cannot run the opencode binary: {e}") from e
+    key = (str(binary), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    if key not in _VERSIONS:
+        _VERSIONS[key] = _ask_version(binary)
+    return _VERSIONS[key]
+
+
+def _ask_version(binary: Path) -> str:
     with tempfile.TemporaryDirectory(prefix="ari-opencode-") as scratch:
         try:
             done = subprocess.run(
