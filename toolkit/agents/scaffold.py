@@ -83,7 +83,7 @@ def isolated_env(base: Path) -> dict[str, str]:
 _VERSIONS: dict[tuple[str, int, int, int, int], str] = {}
 """`binary_version`'s answers in this process, by the binary's path, device, inode, size and
 mtime: the binary (a JavaScript runtime with the whole scaffold inside) takes about a CPU
-seconds to say its version, and a process that starts several runs asked it for each. A file
+second to say its version, and a process that starts several runs asked it for each. A file
 replaced or rewritten at that path has another key, so it is asked again."""
 
 
