@@ -52,12 +52,30 @@ CASES: dict[str, tuple[dict[str, bytes], bool]] = {
 }
 
 
+NUMPY_CASES: dict[str, tuple[dict[str, bytes], bool]] = {
+    "a rule bundle": ({"table.json": b'{"numpy": 1}'}, False),
+    "numpy": ({"model.py": b"import numpy as np\n"}, True),
+    "torch (which imports numpy)": ({"model.py": b"import torch\n"}, True),
+    "numpyro is not numpy": ({"model.py": b"# numpyro_like\n"}, False),
+    "a compiled module": ({"fast.so": b"\x7fELF"}, True),
+}
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_scan_reads_folders_and_archives_alike(tmp_path: Path, case: str) -> None:
     files, expected = CASES[case]
     folder = _folder(tmp_path, files)
     assert warm.names_torch(folder) is expected
     assert warm.names_torch(_archive(folder)) is expected
+
+
+@pytest.mark.parametrize("case", sorted(NUMPY_CASES))
+def test_the_numpy_scan_reads_folders_and_archives_alike(tmp_path: Path, case: str) -> None:
+    files, expected = NUMPY_CASES[case]
+    folder = _folder(tmp_path, files)
+    assert warm.names_numpy(folder) is expected
+    assert warm.names_numpy(_archive(folder)) is expected
+    assert warm.names_numpy(tmp_path / "absent")  # unreadable: warm
 
 
 def test_anything_it_cannot_read_warms_up(tmp_path: Path) -> None:
@@ -86,10 +104,11 @@ import sys
 class Probe:
     def generate(self, prompts, lengths):
         said = b"yes" if "tor" + "ch" in sys.modules else b"no"  # the scan must not see it
+        said += b"yes" if "num" + "py" in sys.modules else b"no"
         return [said[:n].ljust(n, b"?") for n in lengths]
 
     def next_byte_logprobs(self, contexts):
-        import numpy as np
+        np = __import__("num" + "py")  # the scan must not see it here either
         return np.full((len(contexts), 256), -np.log(256.0), dtype=np.float32)
 
 def load(bundle_dir, device):
@@ -97,14 +116,19 @@ def load(bundle_dir, device):
 """
 
 
-def test_the_worker_warms_up_torch_only_for_a_bundle_that_names_it(
+def test_the_worker_warms_up_torch_and_numpy_only_for_a_bundle_that_names_them(
     make_bundle: MakeBundle, make_exam: MakeExam, tmp_path: Path
 ) -> None:
     pytest.importorskip("torch")  # the grader's interpreter has it in every supported set-up
-    exam = make_exam([{"id": "q0", "family": "f", "prompt": "Say: ", "answer": "yes"}])
+    exam = make_exam([{"id": "q0", "family": "f", "prompt": "Say: ", "answer": "yesyes"}])
     params = GradingParams(load_timeout_s=60, batch_timeout_s=30, total_timeout_s=120)
     said: dict[str, str] = {}
-    for name, files in (("rule", {}), ("named", {"notes.py": b"# trained with torch\n"})):
+    bundles = {
+        "rule": {},
+        "numpy": {"notes.py": b"# fitted with numpy\n"},
+        "named": {"notes.py": b"# trained with torch\n"},
+    }
+    for name, files in bundles.items():
         written: dict[str, bytes] = {}
         grade_bundle(
             make_bundle(PROBE, name=name, files=files),
@@ -115,4 +139,4 @@ def test_the_worker_warms_up_torch_only_for_a_bundle_that_names_it(
             _written=written,
         )
         said[name] = written["q0"].decode().rstrip("?")
-    assert said == {"rule": "no", "named": "yes"}
+    assert said == {"rule": "nono", "numpy": "noyes", "named": "yesyes"}

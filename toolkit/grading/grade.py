@@ -83,6 +83,8 @@ class _Job:
     phase begins; the benchmark's baseline)."""
     warm_torch: bool = True
     """The workers import torch before the bundle loads (`warm.names_torch` of the bundle)."""
+    warm_numpy: bool = True
+    """The workers import numpy before the bundle loads (`warm.names_numpy` of the bundle)."""
 
 
 def give_up_bytes(size_limit_bytes: int) -> int:
@@ -175,6 +177,8 @@ def _start_worker(name: str, archive: Path | None, job: _Job, wait: bool = False
         ephemeral=not job.kept,
         wait=wait,
         warm_torch=job.warm_torch,
+        # Phase 2's worker turns the bundle's log-probabilities into numpy arrays itself.
+        warm_numpy=job.warm_numpy or name == "phase2",
     )
 
 
@@ -352,6 +356,7 @@ def grade_bundle(
             prestart=_prestart,
             written=_written,
             warm_torch=warm.names_torch(bundle),
+            warm_numpy=warm.names_numpy(bundle),
         )
         try:
             out, packed = _grade(bundle, job, started)

@@ -130,9 +130,11 @@ class PhaseWorker:
         ephemeral: bool = True,
         wait: bool = False,
         warm_torch: bool = True,
+        warm_numpy: bool = True,
     ) -> None:
         """`wait`: the worker warms up, then loads the bundle only when `go()` says so.
-        `warm_torch` False: its warm-up leaves torch out (`warm.names_torch`)."""
+        `warm_torch` False: its warm-up leaves torch out (`warm.names_torch`); `warm_numpy`
+        False too: numpy as well (`warm.names_numpy`)."""
         if archive is None and not wait:
             raise ValueError("a worker started without the bundle must wait for it")
         root.mkdir(parents=True)
@@ -195,6 +197,7 @@ class PhaseWorker:
                     device,
                     *(["wait"] if wait else []),
                     *([] if warm_torch else ["cold"]),
+                    *([] if warm_torch or warm_numpy else ["bare"]),
                 ],
             )
         except BaseException:

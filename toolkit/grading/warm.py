@@ -1,10 +1,12 @@
-"""Whether a grading's workers warm up torch before the bundle loads.
+"""Whether a grading's workers warm up torch, and numpy, before the bundle loads.
 
 A grading worker imports torch (and starts CUDA on a GPU) before the bundle's code runs, as the
 harness's own work: nearly every bundle needs it, and done early it overlaps the packing and
 phase 1 instead of eating into `load()`'s limit. It costs about 2 CPU seconds a worker, and a
 grading starts two or three workers. A bundle whose Python never names torch (a rule, a lookup
-table, a numpy model) gets nothing from it, so its workers start without it.
+table, a numpy model) gets nothing from it, so its workers start without it. numpy likewise
+(about 0.15 CPU seconds a worker, and most gradings of the test suite grade rule bundles): a
+bundle that names neither numpy nor torch gets a worker that imports neither.
 
 The decision reads the bundle's own files, which are hostile input; it decides nothing but
 this warm-up. Wherever the answer is not certain (an archive that does not read, a file too
@@ -23,6 +25,8 @@ import zlib
 from pathlib import Path
 
 TORCH = re.compile(rb"\btorch\b")
+NUMPY_OR_TORCH = re.compile(rb"\b(numpy|torch)\b")
+"""torch imports numpy where it is installed: a bundle that names torch needs numpy too."""
 MAX_ENTRIES = 4096
 """Entries (files and folders) a scan looks at before it gives up and warms up."""
 MAX_SOURCE_BYTES = 1 << 20
@@ -34,24 +38,33 @@ OPAQUE = (".so", ".pyd", ".pyc", ".pth", ".egg", ".whl", ".zip")
 def names_torch(bundle: Path) -> bool:
     """True unless every Python file of `bundle` (a folder, or a .tar.gz of one) was read and
     none names torch."""
+    return _names(bundle, TORCH)
+
+
+def names_numpy(bundle: Path) -> bool:
+    """True unless every Python file of `bundle` was read and none names numpy or torch."""
+    return _names(bundle, NUMPY_OR_TORCH)
+
+
+def _names(bundle: Path, pattern: re.Pattern[bytes]) -> bool:
     try:
         if bundle.is_dir() and not bundle.is_symlink():
-            return _folder_names_torch(bundle)
-        return _archive_names_torch(bundle)
+            return _folder_names(bundle, pattern)
+        return _archive_names(bundle, pattern)
     except (OSError, tarfile.TarError, EOFError, zlib.error, ValueError):
         return True
 
 
-def _verdict(name: str, read: bytes | None) -> bool | None:
-    """True: the file names torch, or cannot be read to say; None: it says nothing."""
+def _verdict(name: str, read: bytes | None, pattern: re.Pattern[bytes]) -> bool | None:
+    """True: the file names `pattern`, or cannot be read to say; None: it says nothing."""
     if name.endswith(OPAQUE):
         return True
     if not name.endswith(".py"):
         return None
-    return True if read is None or TORCH.search(read) else None
+    return True if read is None or pattern.search(read) else None
 
 
-def _folder_names_torch(root: Path) -> bool:
+def _folder_names(root: Path, pattern: re.Pattern[bytes]) -> bool:
     seen = 0
     for folder, dirs, files in os.walk(root, followlinks=False):
         seen += len(dirs) + len(files)
@@ -63,7 +76,7 @@ def _folder_names_torch(root: Path) -> bool:
             path = os.path.join(folder, name)
             info = os.lstat(path)
             regular = stat.S_ISREG(info.st_mode) and info.st_size <= MAX_SOURCE_BYTES
-            if _verdict(name, _read(path) if regular else None):
+            if _verdict(name, _read(path) if regular else None, pattern):
                 return True
     return False
 
@@ -80,7 +93,7 @@ def _read(path: str) -> bytes | None:
     return data if len(data) <= MAX_SOURCE_BYTES else None
 
 
-def _archive_names_torch(archive: Path) -> bool:
+def _archive_names(archive: Path, pattern: re.Pattern[bytes]) -> bool:
     with tarfile.open(archive, mode="r:*") as tar:
         for seen, member in enumerate(tar, start=1):
             if seen > MAX_ENTRIES:
@@ -92,6 +105,6 @@ def _archive_names_torch(archive: Path) -> bool:
             if member.isfile() and member.size <= MAX_SOURCE_BYTES:
                 extracted = tar.extractfile(member)
                 read = extracted.read() if extracted is not None else None
-            if _verdict(name, read):
+            if _verdict(name, read, pattern):
                 return True
     return False

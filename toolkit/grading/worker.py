@@ -1,10 +1,11 @@
 """The grading worker: runs inside the sandbox, loads the bundle, answers the host's requests.
 
-Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE [wait] [cold]`, with the frame
+Usage (by the host only): `python worker.py BUNDLE_DIR DEVICE [wait] [cold] [bare]`, with the frame
 nonce in the environment variable ARI_GRADER_NONCE. Before the bundle's code runs, the worker
 warms up: it imports numpy and torch (when installed) and, on a GPU, starts CUDA: the start-up
 nearly every bundle needs, done as the harness's own work. `cold`: numpy only, for a bundle whose
-Python never names torch (`toolkit/grading/warm.py`). With `wait` it then waits for the host's
+Python never names torch; `bare` too: nothing, for one that names neither (`toolkit/grading/
+warm.py`). With `wait` it then waits for the host's
 `{"op": "load"}` before it imports the bundle: the host starts both phases' workers as a
 grading begins, before the bundle is even packed, lets phase 1's load once the bundle is
 ready, and phase 2's only once phase 1's worker is gone. A `load` that carries `archive` (the
@@ -93,9 +94,11 @@ def _import_inference(bundle_dir: str) -> ModuleType:
     return module
 
 
-def _warm_up(device: str, torch_too: bool) -> None:
-    """Import numpy and (`torch_too`) torch, and on a GPU create the CUDA context; failures are
-    left for the bundle's own load() to meet (and report)."""
+def _warm_up(device: str, torch_too: bool, numpy_too: bool = True) -> None:
+    """Import numpy (`numpy_too`) and (`torch_too`) torch, and on a GPU create the CUDA
+    context; failures are left for the bundle's own load() to meet (and report)."""
+    if not numpy_too and not torch_too:
+        return
     try:
         import numpy  # noqa: F401
 
@@ -191,7 +194,7 @@ def main() -> None:
     os.dup2(null, 0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    _warm_up(device, torch_too="cold" not in flags)
+    _warm_up(device, torch_too="cold" not in flags, numpy_too="bare" not in flags)
     archive: bytes | None = None
     early: BaseException | None = None  # what went wrong unpacking a bundle sent ahead
     if wait:
