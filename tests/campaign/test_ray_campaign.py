@@ -65,8 +65,10 @@ def cluster() -> Iterator[Cluster]:
     cluster.shutdown()
 
 
-def _kill_first_run_of(seed: int, timeout: float = 120) -> int:
-    """SIGKILL the run process of `seed` once its run has begun: an infrastructure fault."""
+def _kill_first_run_of(seed: int, timeout: float = 360) -> int:
+    """SIGKILL the run process of `seed` once its run has begun: an infrastructure fault.
+    A run begins (its marker) once its workspace is set up: on a box loaded past its cores
+    (the suite beside three training runs) that took longer than two minutes."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for pid, job in running_children():
