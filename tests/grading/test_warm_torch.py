@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,21 +62,19 @@ NUMPY_CASES: dict[str, tuple[dict[str, bytes], bool]] = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_the_scan_reads_folders_and_archives_alike(tmp_path: Path, case: str) -> None:
-    files, expected = CASES[case]
-    folder = _folder(tmp_path, files)
-    assert warm.names_torch(folder) is expected
-    assert warm.names_torch(_archive(folder)) is expected
+SCANS = [("torch", warm.names_torch, case) for case in sorted(CASES)] + [
+    ("numpy", warm.names_numpy, case) for case in sorted(NUMPY_CASES)
+]
 
 
-@pytest.mark.parametrize("case", sorted(NUMPY_CASES))
-def test_the_numpy_scan_reads_folders_and_archives_alike(tmp_path: Path, case: str) -> None:
-    files, expected = NUMPY_CASES[case]
+@pytest.mark.parametrize(("what", "scan", "case"), SCANS)
+def test_the_scan_reads_folders_and_archives_alike(
+    tmp_path: Path, what: str, scan: Callable[[Path], bool], case: str
+) -> None:
+    files, expected = (CASES if what == "torch" else NUMPY_CASES)[case]
     folder = _folder(tmp_path, files)
-    assert warm.names_numpy(folder) is expected
-    assert warm.names_numpy(_archive(folder)) is expected
-    assert warm.names_numpy(tmp_path / "absent")  # unreadable: warm
+    assert scan(folder) is expected
+    assert scan(_archive(folder)) is expected
 
 
 def test_anything_it_cannot_read_warms_up(tmp_path: Path) -> None:
@@ -96,6 +95,7 @@ def test_anything_it_cannot_read_warms_up(tmp_path: Path) -> None:
     broken.write_bytes(b"\x1f\x8b not really gzip")
     assert warm.names_torch(broken)
     assert warm.names_torch(tmp_path / "absent")
+    assert warm.names_numpy(tmp_path / "absent")  # unreadable: warm
 
 
 PROBE = """

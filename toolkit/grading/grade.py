@@ -336,6 +336,7 @@ def grade_bundle(
     exam_sha = sha256_file(exam_file)
     work = workdir or Path(tempfile.mkdtemp(prefix="ari-grade-"))
     work.mkdir(parents=True, exist_ok=True)
+    warms = warm.named(bundle)  # the bundle's files read once
     try:
         job = _Job(
             questions=questions,
@@ -355,8 +356,8 @@ def grade_bundle(
             exact_lengths=_exact_lengths,
             prestart=_prestart,
             written=_written,
-            warm_torch=warm.names_torch(bundle),
-            warm_numpy=warm.names_numpy(bundle),
+            warm_torch="torch" in warms,
+            warm_numpy=bool(warms),  # torch imports numpy
         )
         try:
             out, packed = _grade(bundle, job, started)

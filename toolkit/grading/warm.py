@@ -24,9 +24,9 @@ import tarfile
 import zlib
 from pathlib import Path
 
-TORCH = re.compile(rb"\btorch\b")
-NUMPY_OR_TORCH = re.compile(rb"\b(numpy|torch)\b")
-"""torch imports numpy where it is installed: a bundle that names torch needs numpy too."""
+NAMES = re.compile(rb"\b(numpy|torch)\b")
+EVERYTHING = frozenset({"numpy", "torch"})
+"""What a scan that cannot be sure answers: warm up both."""
 MAX_ENTRIES = 4096
 """Entries (files and folders) a scan looks at before it gives up and warms up."""
 MAX_SOURCE_BYTES = 1 << 20
@@ -35,50 +35,56 @@ OPAQUE = (".so", ".pyd", ".pyc", ".pth", ".egg", ".whl", ".zip")
 """Files whose imports a text scan cannot see: the workers warm up."""
 
 
+def named(bundle: Path) -> frozenset[str]:
+    """Which of numpy and torch the Python files of `bundle` (a folder, or a .tar.gz of one)
+    name, read once; both unless every Python file was read."""
+    try:
+        if bundle.is_dir() and not bundle.is_symlink():
+            return _folder_names(bundle)
+        return _archive_names(bundle)
+    except (OSError, tarfile.TarError, EOFError, zlib.error, ValueError):
+        return EVERYTHING
+
+
 def names_torch(bundle: Path) -> bool:
-    """True unless every Python file of `bundle` (a folder, or a .tar.gz of one) was read and
-    none names torch."""
-    return _names(bundle, TORCH)
+    """True unless every Python file of `bundle` was read and none names torch."""
+    return "torch" in named(bundle)
 
 
 def names_numpy(bundle: Path) -> bool:
-    """True unless every Python file of `bundle` was read and none names numpy or torch."""
-    return _names(bundle, NUMPY_OR_TORCH)
+    """True unless every Python file of `bundle` was read and none names numpy or torch
+    (torch imports numpy where it is installed)."""
+    return bool(named(bundle))
 
 
-def _names(bundle: Path, pattern: re.Pattern[bytes]) -> bool:
-    try:
-        if bundle.is_dir() and not bundle.is_symlink():
-            return _folder_names(bundle, pattern)
-        return _archive_names(bundle, pattern)
-    except (OSError, tarfile.TarError, EOFError, zlib.error, ValueError):
-        return True
-
-
-def _verdict(name: str, read: bytes | None, pattern: re.Pattern[bytes]) -> bool | None:
-    """True: the file names `pattern`, or cannot be read to say; None: it says nothing."""
+def _found(name: str, read: bytes | None) -> frozenset[str]:
+    """What one file names: both where it cannot be read to say, nothing if not Python."""
     if name.endswith(OPAQUE):
-        return True
+        return EVERYTHING
     if not name.endswith(".py"):
-        return None
-    return True if read is None or pattern.search(read) else None
+        return frozenset()
+    if read is None:
+        return EVERYTHING
+    return frozenset(m.decode() for m in NAMES.findall(read))
 
 
-def _folder_names(root: Path, pattern: re.Pattern[bytes]) -> bool:
+def _folder_names(root: Path) -> frozenset[str]:
+    found: frozenset[str] = frozenset()
     seen = 0
     for folder, dirs, files in os.walk(root, followlinks=False):
         seen += len(dirs) + len(files)
         if seen > MAX_ENTRIES:
-            return True
+            return EVERYTHING
         for name in files:
             if not name.endswith((".py", *OPAQUE)):
                 continue
             path = os.path.join(folder, name)
             info = os.lstat(path)
             regular = stat.S_ISREG(info.st_mode) and info.st_size <= MAX_SOURCE_BYTES
-            if _verdict(name, _read(path) if regular else None, pattern):
-                return True
-    return False
+            found |= _found(name, _read(path) if regular else None)
+            if found == EVERYTHING:
+                return found
+    return found
 
 
 def _read(path: str) -> bytes | None:
@@ -93,11 +99,12 @@ def _read(path: str) -> bytes | None:
     return data if len(data) <= MAX_SOURCE_BYTES else None
 
 
-def _archive_names(archive: Path, pattern: re.Pattern[bytes]) -> bool:
+def _archive_names(archive: Path) -> frozenset[str]:
+    found: frozenset[str] = frozenset()
     with tarfile.open(archive, mode="r:*") as tar:
         for seen, member in enumerate(tar, start=1):
             if seen > MAX_ENTRIES:
-                return True
+                return EVERYTHING
             name = member.name
             if not name.endswith((".py", *OPAQUE)):
                 continue
@@ -105,6 +112,7 @@ def _archive_names(archive: Path, pattern: re.Pattern[bytes]) -> bool:
             if member.isfile() and member.size <= MAX_SOURCE_BYTES:
                 extracted = tar.extractfile(member)
                 read = extracted.read() if extracted is not None else None
-            if _verdict(name, read, pattern):
-                return True
-    return False
+            found |= _found(name, read)
+            if found == EVERYTHING:
+                return found
+    return found
