@@ -31,7 +31,8 @@ from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
 from exam_builder.manifest import Manifest, ManifestError, load_manifest
 from toolkit.commands.console import make_console
 from toolkit.commands.exam_tables import both_sides_table, generic_table, pct, quality_table
-from toolkit.commands.learn import Budget, check_scale, make_learner
+from toolkit.commands.learn import check_scale
+from toolkit.commands.learn_runs import Budget, make_learner
 from toolkit.learn.scale import SCALES
 from toolkit.run.interrupt import raise_interrupted
 from toolkit.text.corpus import CorpusError, default_corpus
