@@ -35,7 +35,7 @@ def test_the_learner_passes_a_learnable_family_and_never_an_unlearnable_one(
     exam: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "learn.json"
-    args = ["--bank", str(BANK), "--exam", str(exam), "--steps", "30", "--json", str(out)]
+    args = ["--bank", str(BANK), "--exam", str(exam), "--steps", "12", "--json", str(out)]
     result = CliRunner().invoke(cli, ["learn-exam", *args])
     assert result.exit_code == 0, result.output
     report = json.loads(out.read_text())

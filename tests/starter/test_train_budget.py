@@ -9,6 +9,7 @@ micro preset, in seconds.
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -47,7 +48,10 @@ def test_training_respects_its_budget(data: Path, tmp_path: Path) -> None:
     # the same CPU can slow the export down after that, so allow a little slack here.
     assert summary["elapsed_s"] <= BUDGET_S * 1.05, summary  # type: ignore[operator]
     assert wall <= BUDGET_S * 1.05 + 5  # interpreter start-up before the script's clock starts
-    assert summary["steps"] > 0 and summary["val_bpb"] < 8.0, stdout  # type: ignore[operator]
+    # What the model learned is not this test's: on a loaded box the start-up can take most of
+    # the 12 s, and one step is then all the rule allows (CI saw 1 step, 8.01 bpb). The
+    # learning is checked in steps, which load does not change (`--max-steps` below).
+    assert summary["steps"] > 0 and math.isfinite(summary["val_bpb"]), stdout  # type: ignore[arg-type]
     assert abs(summary["check_bpb_bundle"] - summary["check_bpb_float"]) < 0.05  # type: ignore[operator]
 
 
@@ -55,4 +59,5 @@ def test_max_steps_stops_the_training_after_that_many_steps(data: Path, tmp_path
     summary, stdout, _ = _train(data, tmp_path / "b", "--budget-s", "120", "--max-steps", "5")
     assert summary["steps"] == 5, stdout
     assert "trained 5 steps" in stdout
+    assert summary["val_bpb"] < 8.0, stdout  # type: ignore[operator]  (it learned: 8 is uniform)
     assert summary["elapsed_s"] < 120  # type: ignore[operator]
