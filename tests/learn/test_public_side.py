@@ -105,9 +105,16 @@ def test_build_exam_prints_both_learners_beside_the_model_free_side(tmp_path: Pa
     assert "public-side learner: trained on bank demo" in result.output
     assert "reference learner" in result.output and "public-side learner" in result.output
     assert "exam refused" in result.output and "reference learner (cpu scale)" in result.output
+    # The gate trains two draws a family by default (one draw proved a lottery: exams.md).
+    assert "2 steps each at the cpu scale, best of 2 draws" in result.output
+    assert "2 steps a family, best of 2 draws)" in result.output
     not_public = CliRunner().invoke(cli, [*args, "--learn-public", str(EIGHT)])
     assert not_public.exit_code == 2 and "not a public bank" in not_public.output
     alone = CliRunner().invoke(
         cli, ["build-exam", "--bank", str(bank), "--check", "--learn-steps", "5"]
     )
     assert alone.exit_code == 2 and "go with --learn" in alone.output
+    draws = CliRunner().invoke(
+        cli, ["build-exam", "--bank", str(bank), "--check", "--learn-draws", "1"]
+    )
+    assert draws.exit_code == 2 and "go with --learn" in draws.output

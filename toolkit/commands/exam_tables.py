@@ -131,7 +131,9 @@ def both_sides_table(manifest: Manifest) -> Table | None:
     report = manifest.quality
     table = Table(
         title=f"Both sides of the gate (percent exact; learner: {learned.scale} scale, "
-        f"{budget_words(learned)})",
+        f"{budget_words(learned)}"
+        + (f", best of {learned.draws} draws" if learned.draws > 1 else "")
+        + ")",
         title_justify="left",
         caption_justify="left",
     )

@@ -175,7 +175,7 @@ def make_learner(
         names = list(dict.fromkeys(q.family for q in exam))
         console.print(
             f"reference learner: {len(names)} families, {budget.steps:,} steps each at the "
-            f"{chosen.name} scale"
+            f"{chosen.name} scale" + (f", best of {budget.draws} draws" if budget.draws > 1 else "")
         )
         sha = prepared.manifest.exam_sha256
         report = run_learner(console, bank, exam, sha, chosen, names, budget)
