@@ -182,6 +182,12 @@ def verdict(report: LearnReport, *, public_bank: bool) -> str:
     return f"verdict: below the gate's floors ({floors}){note}"
 
 
+def draws_words(draws: int) -> str:
+    """ ", best of 2 draws" where a family trained several models, else nothing: what every
+    title and header line of the learners appends."""
+    return f", best of {draws} draws" if draws > 1 else ""
+
+
 def budget_words(report: LearnReport) -> str:
     """A family's budget in a few words, as the tables' titles say it."""
     if report.steps_per_family is None:  # a table from before steps: a time budget

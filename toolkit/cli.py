@@ -28,7 +28,8 @@ def cli() -> None:
 from toolkit.commands.leaderboard import leaderboard_command  # noqa: E402
 
 cli.add_command(leaderboard_command)
-from toolkit.commands.exam import build_exam_command, verify_exam_command  # noqa: E402
+from toolkit.commands.exam import build_exam_command  # noqa: E402
+from toolkit.commands.verify_exam import verify_exam_command  # noqa: E402
 
 cli.add_command(build_exam_command)
 cli.add_command(verify_exam_command)

@@ -1,4 +1,4 @@
-"""`toolkit build-exam` and `toolkit verify-exam`: make an exam from a bank, check one by hash.
+"""`toolkit build-exam`: make an exam from a bank (`verify_exam.py` checks one by hash).
 
 The engine is `exam_builder` (which knows nothing of the toolkit); this module only adds the
 command line: it loads the English text for the quality report's context-free baseline (the
@@ -8,7 +8,6 @@ one-line errors into clean exits.
 
 from __future__ import annotations
 
-import re
 import signal
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,8 +26,8 @@ from rich.progress import (
 
 from exam_builder.bank import Bank, BankError, load_bank, weak_seed
 from exam_builder.build import BuildError, build_exam, prepare_exam, with_learnability
-from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
-from exam_builder.manifest import Manifest, ManifestError, load_manifest
+from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE
+from exam_builder.manifest import Manifest
 from toolkit.commands.console import make_console
 from toolkit.commands.exam_tables import both_sides_table, generic_table, pct, quality_table
 from toolkit.commands.learn import check_scale
@@ -162,11 +161,10 @@ def _bank_or_usage(path: Path) -> Bank:
 @click.option(
     "--learn-draws",
     type=click.IntRange(min=1, max=MAX_DRAWS),
-    default=GATE_DRAWS,
-    show_default=True,
-    help="Models trained per family for --learn (toolkit learn-exam --draws): the one that "
-    "passes most held-out questions of its own training text is graded on the exam. One draw "
-    "can miss a look-up that the next one learns.",
+    default=None,
+    help=f"Models trained per family for --learn (toolkit learn-exam --draws; default "
+    f"{GATE_DRAWS}): the one that passes most held-out questions of its own training text is "
+    "graded on the exam. One draw can miss a look-up that the next one learns.",
 )
 @click.option(
     "--learn-public",
@@ -185,7 +183,7 @@ def build_exam_command(
     learn_scale: str | None,
     learn_steps: int | None,
     learn_seconds: float | None,
-    learn_draws: int,
+    learn_draws: int | None,
     learn_public: Path | None,
 ) -> None:
     """Build an exam (exam.jsonl + manifest.json) from a bank and print its hash and quality.
@@ -215,7 +213,7 @@ def build_exam_command(
         # SIGTERM stops the learner as Ctrl-C does: its ari-learn-* folders are removed.
         signal.signal(signal.SIGTERM, raise_interrupted)
         chosen = check_scale(learn_scale)
-        budget = Budget(learn_steps or chosen.steps, learn_seconds, draws=learn_draws)
+        budget = Budget(learn_steps or chosen.steps, learn_seconds, draws=learn_draws or GATE_DRAWS)
         if learn_public is not None and not _bank_or_usage(learn_public).public:
             raise click.BadParameter(
                 f"{learn_public} is not a public bank (`public = true`): the public-side "
@@ -227,7 +225,7 @@ def build_exam_command(
         learn_steps is not None
         or learn_seconds is not None
         or learn_public is not None
-        or learn_draws != GATE_DRAWS
+        or learn_draws is not None
     ):
         raise click.UsageError(
             "--learn-steps, --learn-seconds, --learn-draws and --learn-public go with "
@@ -275,61 +273,3 @@ def _warn_weak_seed(bank_dir: Path) -> None:
         raise click.ClickException(str(exc)) from exc
     if reason is not None:
         click.echo(f"warning: {reason}", err=True)
-
-
-@click.command("verify-exam")
-@click.argument("exam", type=click.Path(exists=True, path_type=Path))
-@click.option(
-    "--sha256",
-    "expected",
-    required=True,
-    metavar="HEX",
-    help=f"The published exam hash: all 64 hex digits, or a prefix of at least {SHORT_HASH}.",
-)
-def verify_exam_command(exam: Path, expected: str) -> None:
-    """Check that an exam file is the published one: its SHA-256 must match HEX.
-
-    EXAM is an exam.jsonl (or a directory holding one). HEX may be the full hash or a
-    published short hash (a prefix of at least 8 hex digits). Exits non-zero on a
-    mismatch and shows both hashes.
-
-    \b
-    Example:
-      toolkit verify-exam /tmp/demo-exam/exam.jsonl --sha256 c23cb953
-    """
-    path = exam / EXAM_FILE if exam.is_dir() else exam
-    want = expected.strip().lower()
-    if not re.fullmatch(rf"[0-9a-f]{{{SHORT_HASH},64}}", want):
-        raise click.BadParameter(
-            f"{expected!r} is not a SHA-256 or a prefix of at least {SHORT_HASH} hex digits",
-            param_hint="--sha256",
-        )
-    try:
-        actual = sha256_file(path)
-    except OSError as exc:
-        raise click.ClickException(f"{path}: cannot read: {exc}") from exc
-    if not actual.startswith(want):
-        click.echo(f"MISMATCH {path}", err=True)
-        click.echo(f"  expected {want}", err=True)
-        click.echo(f"  actual   {actual}", err=True)
-        raise SystemExit(1)
-    kind = "full hash" if len(want) == 64 else f"{len(want)}-digit prefix"
-    click.echo(f"OK {path}: sha256 {actual} (matches the {kind})")
-    _check_manifest(path.parent / MANIFEST_FILE, actual)
-
-
-def _check_manifest(path: Path, actual: str) -> None:
-    """Warn when the manifest beside the exam describes another file (a stale copy)."""
-    if not path.is_file():
-        return
-    try:
-        recorded = load_manifest(path).exam_sha256
-    except ManifestError as exc:
-        click.echo(f"warning: {exc}", err=True)
-        return
-    if recorded != actual:
-        click.echo(
-            f"warning: {path} records exam sha256 {recorded}, not this file's: "
-            "the manifest is stale or belongs to another exam",
-            err=True,
-        )

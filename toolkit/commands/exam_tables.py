@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from exam_builder.learnability import EXAM_FLOOR, GATED_SCALE, TIER1_FLOOR, budget_words
+from exam_builder.learnability import (
+    EXAM_FLOOR,
+    GATED_SCALE,
+    TIER1_FLOOR,
+    budget_words,
+    draws_words,
+)
 from exam_builder.manifest import Manifest
 from exam_builder.quality import GENERIC_LIMIT, FamilyQuality
 
@@ -131,9 +137,7 @@ def both_sides_table(manifest: Manifest) -> Table | None:
     report = manifest.quality
     table = Table(
         title=f"Both sides of the gate (percent exact; learner: {learned.scale} scale, "
-        f"{budget_words(learned)}"
-        + (f", best of {learned.draws} draws" if learned.draws > 1 else "")
-        + ")",
+        f"{budget_words(learned)}{draws_words(learned.draws)})",
         title_justify="left",
         caption_justify="left",
     )

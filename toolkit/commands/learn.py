@@ -14,7 +14,7 @@ import click
 
 from exam_builder.bank import Bank, BankError, load_bank
 from exam_builder.exam_file import EXAM_FILE, ExamFileError, Question, load_exam, sha256_file
-from exam_builder.learnability import verdict
+from exam_builder.learnability import draws_words, verdict
 from toolkit.commands.console import make_console
 from toolkit.commands.learn_runs import Budget, learn_table, run_learner
 from toolkit.learn.reference import HELD_OUT_QUESTIONS, MAX_DRAWS
@@ -222,7 +222,7 @@ def learn_exam_command(
         f"{bank.id}, {budget.steps:,} steps each at the {chosen.name} scale"
         + (f" (cap {seconds:g} s)" if seconds is not None else "")
         + (f", seed {seed}" if seed else "")
-        + (f", best of {draws} draws" if draws > 1 else "")
+        + draws_words(draws)
     )
     try:
         sha = sha256_file(exam_file)

@@ -17,7 +17,7 @@ from rich.table import Table
 from exam_builder.bank import Bank, load_bank
 from exam_builder.build import Learned, PreparedExam
 from exam_builder.exam_file import Question
-from exam_builder.learnability import LearnReport, LearnRow, budget_words
+from exam_builder.learnability import LearnReport, LearnRow, budget_words, draws_words
 from toolkit.learn.reference import learn_family, report_of
 from toolkit.learn.scale import Scale
 
@@ -28,7 +28,7 @@ def learn_table(report: LearnReport) -> Table:
         title=f"{LEARNERS[report.learner]} ({report.scale} scale: {report.model}, "
         f"{budget_words(report)} on {report.device}"
         + (f", seed {report.seed}" if report.seed else "")
-        + (f", best of {report.draws} draws" if report.draws > 1 else "")
+        + draws_words(report.draws)
         + ")",
         title_justify="left",
         caption_justify="left",
@@ -175,7 +175,7 @@ def make_learner(
         names = list(dict.fromkeys(q.family for q in exam))
         console.print(
             f"reference learner: {len(names)} families, {budget.steps:,} steps each at the "
-            f"{chosen.name} scale" + (f", best of {budget.draws} draws" if budget.draws > 1 else "")
+            f"{chosen.name} scale{draws_words(budget.draws)}"
         )
         sha = prepared.manifest.exam_sha256
         report = run_learner(console, bank, exam, sha, chosen, names, budget)
