@@ -11,7 +11,9 @@ worker, the starter's training, the Docker engine, Ray, Chromium, opencode...). 
 starts and ends between two samples is not seen: its time is the line "not seen (short
 processes)", the difference between the box's busy time (/proc/stat) and the sum of the kinds,
 which also holds whatever else ran on the box. Prints a table (CPU seconds and share per kind)
-and writes it as JSON with --out. The sampler itself costs about 1% of a core.
+and writes it as JSON with --out, with the box's busy cores in each `--window` of seconds
+(`timeline`: where a suite leaves cores idle, e.g. while its workers wait on containers). The
+sampler itself costs about 1% of a core.
 """
 
 from __future__ import annotations
@@ -92,9 +94,11 @@ def snapshot() -> dict[int, tuple[float, str]]:
 
 
 class Sampler(threading.Thread):
-    def __init__(self, interval: float) -> None:
+    def __init__(self, interval: float, window: float) -> None:
         super().__init__(daemon=True)
         self.interval = interval
+        self.window = window
+        self.timeline: list[float] = []  # busy cores (CPU s / s) of each window
         self.by_kind: dict[str, float] = defaultdict(float)
         self.by_command: dict[str, float] = defaultdict(float)
         self.stop = threading.Event()
@@ -102,7 +106,12 @@ class Sampler(threading.Thread):
 
     def run(self) -> None:
         last = snapshot()
+        window_start, window_busy = time.monotonic(), busy_seconds()
         while not self.stop.wait(self.interval):
+            if time.monotonic() - window_start >= self.window:
+                clock, busy = time.monotonic(), busy_seconds()
+                self.timeline.append(round((busy - window_busy) / (clock - window_start), 2))
+                window_start, window_busy = clock, busy
             now = snapshot()
             for pid, (used, command) in now.items():
                 if pid == self.me:
@@ -131,6 +140,13 @@ def table(result: dict[str, object]) -> str:
         lines += ["", "| the costliest command lines (first words) | CPU s |", "| --- | ---: |"]
         for command, seconds in sorted(commands.items(), key=lambda kv: -kv[1])[:25]:
             lines.append(f"| `{command}` | {seconds:.0f} |")
+    timeline: list[float] = result.get("timeline", [])  # type: ignore[assignment]
+    if timeline:
+        window = result.get("window_s", 0)
+        lines += ["", f"busy cores in each {window} s (from the start):"]
+        lines += [
+            " ".join(f"{b:4.2f}" for b in timeline[i : i + 10]) for i in range(0, len(timeline), 10)
+        ]
     return "\n".join(lines)
 
 
@@ -138,6 +154,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, help="write the table as JSON here")
     parser.add_argument("--interval", type=float, default=0.25)
+    parser.add_argument("--window", type=float, default=10.0, help="seconds per timeline entry")
     parser.add_argument("--report", type=Path, help="print the table of an earlier --out")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args()
@@ -147,7 +164,7 @@ def main() -> int:
     command = [c for c in args.command if c != "--"] if args.command else []
     if not command:
         parser.error("give a command after --, or --report FILE")
-    sampler = Sampler(args.interval)
+    sampler = Sampler(args.interval, args.window)
     busy0, wall0 = busy_seconds(), time.monotonic()
     sampler.start()
     code = subprocess.call(command)
@@ -163,6 +180,8 @@ def main() -> int:
         "busy_s": busy,
         "kinds": kinds,
         "commands": dict(sorted(sampler.by_command.items(), key=lambda kv: -kv[1])[:200]),
+        "window_s": args.window,
+        "timeline": sampler.timeline,
     }
     print(table(result), file=sys.stderr)
     if args.out:

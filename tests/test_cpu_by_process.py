@@ -20,7 +20,8 @@ def test_busy_children_are_charged_to_their_kinds(tmp_path: Path) -> None:
     other.write_text(BUSY)
     out = tmp_path / "cpu.json"
     done = subprocess.run(
-        [sys.executable, str(SCRIPT), "--out", str(out), "--interval", "0.1", "--",
+        [sys.executable, str(SCRIPT), "--out", str(out), "--interval", "0.1",
+         "--window", "0.5", "--",
          "sh", "-c", f"{sys.executable} {train} && {sys.executable} {other}; exit 3"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
@@ -30,8 +31,12 @@ def test_busy_children_are_charged_to_their_kinds(tmp_path: Path) -> None:
     assert kinds["starter training (train.py)"] >= 0.7, kinds
     assert kinds["python, other"] >= 0.7, kinds
     assert result["busy_s"] >= 1.8
+    # The timeline: the box's busy cores, window by window; a busy child fills about one.
+    assert result["window_s"] == 0.5 and len(result["timeline"]) >= 3, result
+    assert max(result["timeline"]) >= 0.7, result["timeline"]
     assert "| starter training (train.py) |" in done.stderr
     again = subprocess.run(
         [sys.executable, str(SCRIPT), "--report", str(out)], capture_output=True, text=True
     )
     assert again.returncode == 0 and "| kind of process | CPU s | share |" in again.stdout
+    assert "busy cores in each 0.5 s" in again.stdout
