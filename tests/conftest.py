@@ -14,6 +14,7 @@ import shutil
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -184,15 +185,18 @@ _ORDER = os.environ.get("ARI_TEST_ORDER", "")  # "reverse": run the tests last t
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark each test's xdist group; with ARI_TEST_ORDER=reverse, reverse the order first.
+    """Mark each test's xdist group; under xdist, spread each file's tests over the run; with
+    ARI_TEST_ORDER=reverse, reverse the order.
 
     A test that passes only after some other test ran (it reads state they share: the
     worker's operator log, its ARI_HOME) passes in the usual order and fails reversed: a
     maintainer's check, one suite run (testing.md, "Order")."""
+    if _ORDER not in ("", "reverse"):
+        raise pytest.UsageError(f"ARI_TEST_ORDER={_ORDER!r}: the one order offered is 'reverse'")
+    if config.getoption("loadgroup", False):  # on a worker of `--dist loadgroup`
+        items[:] = _spread(items)
     if _ORDER == "reverse":
         items.reverse()
-    elif _ORDER:
-        raise pytest.UsageError(f"ARI_TEST_ORDER={_ORDER!r}: the one order offered is 'reverse'")
     measured = _measured()
     for item in items:
         if measured is not None and measured.is_slow(item.nodeid):
@@ -202,6 +206,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group(group))
     if config.getoption("loadgroup", False):  # set on a worker of `--dist loadgroup`
         _name_groups(items)
+
+
+def _spread(items: list[pytest.Item]) -> list[pytest.Item]:
+    """Each test file's tests spread evenly over the whole run, in their own order.
+
+    The workers take the tests about in collection order, so in file order the three of them
+    were in one folder at a time: all in tests/agents, whose relays and providers mostly wait
+    (a minute of idle cores on 2), then all in tests/grading, which wants more than 2 cores.
+    Spread out, each stretch of the run mixes the folders. File F's test i sits at
+    (i + u_F) / n_F, where n_F is F's count and u_F in [0, 1) a fixed hash of F's name: the
+    order is the same on every worker (xdist requires it) and from run to run. Groups are not
+    affected: xdist sends each group whole, first, in its own order. Only under xdist: a
+    single process would set up a module's fixtures again each time it came back to it."""
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+    placed: list[tuple[float, int, pytest.Item]] = []
+    for name, tests in files.items():
+        offset = zlib.crc32(name.encode()) / 2**32
+        placed += [((i + offset) / len(tests), len(placed) + i, t) for i, t in enumerate(tests)]
+    return [item for _, _, item in sorted(placed, key=lambda p: p[:2])]
 
 
 def _name_groups(items: list[pytest.Item]) -> None:

@@ -108,3 +108,33 @@ def test_the_tests_of_a_group_run_on_one_worker(tmp_path: Path) -> None:
     assert len(seen) == 2, seen  # both workers had tests: the group could have been split
     assert len(grouped) == 1, f"the group's tests ran on {sorted(grouped)}"
     assert len(module) == 1, f"the module-scoped fixture was built on {sorted(module)}"
+
+
+class _Test:
+    def __init__(self, nodeid: str) -> None:
+        self.nodeid = nodeid
+
+
+def test_each_files_tests_are_spread_over_the_run_in_their_own_order() -> None:
+    """Under xdist the workers take the tests about in the order given: in file order all of
+    them were in one folder at once (tests/agents, which mostly waits: idle cores). Spread,
+    every stretch of the run holds a share of each file, and the order is the same each time."""
+    from tests.conftest import _spread
+
+    sizes = {"tests/agents/test_relay.py": 40, "tests/grading/test_x.py": 20}
+    sizes |= {f"tests/run/test_{i}.py": 1 for i in range(12)}
+    items = [_Test(f"{f}::t{i}") for f, n in sizes.items() for i in range(n)]
+    spread = _spread(items)  # type: ignore[arg-type]
+    assert sorted(t.nodeid for t in spread) == sorted(t.nodeid for t in items)
+    assert [t.nodeid for t in _spread(items)] == [t.nodeid for t in spread]  # type: ignore[arg-type]
+    for file, n in sizes.items():
+        mine = [t.nodeid for t in spread if t.nodeid.startswith(file + "::")]
+        assert mine == [f"{file}::t{i}" for i in range(n)]  # a file's own order is kept
+    for quarter in range(4):  # each quarter of the run: about a quarter of each large file
+        part = spread[quarter * len(spread) // 4 : (quarter + 1) * len(spread) // 4]
+        for file in ("tests/agents/test_relay.py", "tests/grading/test_x.py"):
+            share = sum(t.nodeid.startswith(file) for t in part) / sizes[file]
+            assert 0.15 <= share <= 0.35, (quarter, file, share)
+    # The one-test files are not bunched at one place (all at "half way"): spread too.
+    places = [i for i, t in enumerate(spread) if t.nodeid.startswith("tests/run/")]
+    assert places[-1] - places[0] > len(spread) // 2, places
