@@ -242,9 +242,11 @@ def test_the_limits_are_the_tracks_unless_the_run_sets_its_own(tmp_path: Path) -
 def test_toolkit_run_takes_the_budget_flags() -> None:
     from click.testing import CliRunner
 
-    from toolkit.commands.run import run_command
+    from toolkit.cli import cli
 
-    shown = CliRunner().invoke(run_command, ["--help"]).output
+    # Through `cli`, as a user calls it: click keeps the help option a command first made,
+    # and one made for `run` invoked alone would know "--help" only, not the group's "-h".
+    shown = CliRunner().invoke(cli, ["run", "--help"]).output
     assert "--max-tokens-total" in shown and "--max-cost-usd" in shown
-    refused = CliRunner().invoke(run_command, ["--seed", "0", "--max-tokens-total", "0"])
+    refused = CliRunner().invoke(cli, ["run", "--seed", "0", "--max-tokens-total", "0"])
     assert refused.exit_code == 2 and "max-tokens-total" in refused.output
