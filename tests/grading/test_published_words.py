@@ -34,7 +34,10 @@ def _help_texts() -> dict[str, str]:
     out: dict[str, str] = {}
 
     def walk(command: click.Command, name: str, parent: click.Context | None) -> None:
-        ctx = click.Context(command, info_name=name, parent=parent)
+        # With the command's own settings, as `make_context` gives them: click keeps the help
+        # option a command first made, and one made under a bare context (no "-h") stays so
+        # for every later test on the worker (`toolkit run -h` would then be refused).
+        ctx = click.Context(command, info_name=name, parent=parent, **command.context_settings)
         out[name] = command.get_help(ctx)
         if isinstance(command, click.Group):
             for sub_name, sub in command.commands.items():
