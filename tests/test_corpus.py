@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from toolkit.text.corpus import default_corpus, extract_articles, wiki_to_text
 
 
@@ -49,15 +51,38 @@ def test_processes_extracting_into_one_state_dir_at_once_all_succeed(tmp_path: P
     import subprocess
     import sys
 
-    code = "from toolkit.text.corpus import default_corpus_path as d; print(d())"
+    # Each also says whether it imported gensim: the dump is found without it (its import was
+    # most of an extraction's CPU).
+    code = (
+        "import sys; from toolkit.text.corpus import default_corpus_path as d; "
+        "print(d(), 'gensim' in sys.modules)"
+    )
     for attempt in range(2):
         home = tmp_path / f"home{attempt}"
         home.mkdir()
         env = dict(os.environ, ARI_HOME=str(home))
         procs = [
-            subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE)
+            subprocess.Popen(
+                [sys.executable, "-c", code],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             for _ in range(4)
         ]
-        errors = [p.communicate(timeout=300)[1].decode() for p in procs]
-        assert all(p.returncode == 0 for p in procs), errors
+        said = [p.communicate(timeout=300) for p in procs]
+        assert all(p.returncode == 0 for p in procs), [err.decode() for _, err in said]
+        assert all(out.split()[-1] == b"False" for out, _ in said), said
         assert not [n for n in os.listdir(home) if n.endswith(".tmp")]
+
+
+def test_without_gensim_the_error_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolkit.text import corpus
+
+    monkeypatch.setenv("ARI_HOME", str(tmp_path))
+    monkeypatch.setattr(corpus, "SOURCE_PACKAGE", "no_such_package_ari")
+    with pytest.raises(corpus.CorpusError, match=r"pip install gensim.*--train-data"):
+        corpus.default_corpus_path()
+    assert not list(tmp_path.iterdir())  # nothing half-written

@@ -29,7 +29,7 @@ def _imported() -> set[str]:
                 elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                     names.add(node.module.split(".")[0])
                 elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                    names.add(node.value)  # importlib.resources.files("gensim") and the like
+                    names.add(node.value)  # importlib.util.find_spec("gensim") and the like
     return names
 
 
