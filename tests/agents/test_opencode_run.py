@@ -338,7 +338,9 @@ def test_a_model_cannot_find_the_key_nor_void_its_own_run(
         Reply(calls=[bash("runner submit bundles/t")]),
         _promote_submitted,
         Reply(calls=[bash(ABUSE)]),
-        Reply(calls=[bash(f"{RELAY_URL}; for i in 1 2 3 4 5 6; do {FAILING_CALL}; sleep 2; done")]),
+        # Each failing call takes about 5 s (the relay retries it 3 times, backing off): 4 of
+        # them fail for about three times the stall limit (7.5 s), so the harness probes.
+        Reply(calls=[bash(f"{RELAY_URL}; for i in 1 2 3 4; do {FAILING_CALL}; done")]),
         Reply(calls=[bash(FORGE)]),
         Reply(calls=[bash(f"echo {POISON}")]),
         Reply(text="done"),  # never answered: the provider fails the poisoned conversation
@@ -369,7 +371,7 @@ def test_a_model_cannot_find_the_key_nor_void_its_own_run(
         assert int(text.rsplit("proc-files=", 1)[1].split()[0]) >= 4, (where, text)
     assert "KEY-SEARCH found=0" in probe, probe  # the grading sandbox of public scoring
     assert results[7].strip() == "models=405 other=403 search=403 effort=403 files=403"
-    assert results[8].split() == ["500"] * 6
+    assert results[8].split() == ["500"] * 4
     forge = results[9].rsplit("forge=", 1)[1].split()[0]
     assert (
         forge in ("ok", "denied") and "scaffold=" in results[9] and "scaffold= " not in results[9]

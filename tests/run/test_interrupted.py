@@ -43,7 +43,9 @@ def _on_sigterm(signum: int, _frame: object) -> None:
 def test_a_run_stopped_during_its_final_grading_is_recorded_at_once(
     make_spec: SpecFactory,
 ) -> None:
-    spec = make_spec(ShellAgent(SLOW_BUNDLE), budget=60, per_call=30, reserved=5)
+    # A short per-call limit: c002's public scoring (at its submit) loads just as slowly, and
+    # is cut at that limit (at 30 s it held the test 40 s before the final grading began).
+    spec = make_spec(ShellAgent(SLOW_BUNDLE), budget=60, per_call=6, reserved=5)
     previous = signal.signal(signal.SIGTERM, _on_sigterm)
     fired: list[str] = []
 

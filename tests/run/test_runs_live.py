@@ -47,7 +47,6 @@ def test_list_show_tail_and_kill_a_running_run(tmp_path: Path) -> None:
         assert run_id in table.stdout and "running" in table.stdout, table.stdout
         shown = _toolkit(env, "runs", "show", run_id[:20])
         assert shown.returncode == 0 and "state: running" in shown.stdout, shown
-        time.sleep(3)  # some runner calls
         # The harness says what the run does now, for `toolkit view` (toolkit.run.live): the
         # scripted agent's training call is in flight within seconds of its start.
         harness = tmp_path / "home" / "runs" / run_id / "harness"
