@@ -26,11 +26,12 @@ from toolkit.results.model import RunResult
 from toolkit.run.final_grading import WAIT_ENV
 from toolkit.run.orchestrate import execute_run
 
-EDGE_S = 45.0
-"""The first bucket's end, shortened from a minute."""
-SLEEPS_S = (0.1, 8.0)
+EDGE_S = 25.0
+"""The first bucket's end, shortened from a minute: twice the slow grading on a loaded box."""
+SLEEPS_S = (0.1, 3.0)
 """What each bundle sleeps in every generate() of its final grading (phase 1 and the weights
-ablation): about a 4 s grading against a 20 s one, the issue's pair."""
+ablation): about a 4 s grading against a 10 s one (13.2 s on a loaded box), far more apart
+than `SLACK_S`. (8 s sleeps and a 45-s edge, the issue's pair, held a worker 45 s.)"""
 SLACK_S = 3.0
 """Publishing itself (hashing, signing, writing) after the bucket's end: the same work for
 both runs, whatever the bundle did, on a box other jobs load."""

@@ -23,8 +23,10 @@ from toolkit.host import grading_lock
 from toolkit.run.orchestrate import execute_run
 
 REPO = Path(__file__).resolve().parents[2]
-HOLD_S = 15.0
-"""How long the other run's session lasts: longer than this run's own session."""
+HOLD_S = 1.0
+"""How long the other run's session lasts once this run's grading waits for it."""
+LIMIT_S = 120.0
+"""The most this run may take to reach its grading (it never waited: the test fails)."""
 
 HOLDER = """
 import sys
@@ -58,8 +60,16 @@ def test_an_official_hidden_grading_waits_for_the_other_runs_session(
     )
     assert holder.stdout is not None and holder.stdout.readline() == "shared\n"
     released: list[datetime] = []
+    waits = threading.Event()  # the run's grading said it waits (its stamped log line, echoed)
+
+    def heard(line: str) -> None:
+        if "waiting for the other runs on this host to end" in line:
+            waits.set()
 
     def end_session_later() -> None:
+        # The other session ends a moment after the grading began to wait for it (a fixed
+        # 15 s, meant to outlast this run's session, held the test that long).
+        waits.wait(LIMIT_S)
         time.sleep(HOLD_S)
         released.append(datetime.now(UTC))
         assert holder.stdin is not None
@@ -68,10 +78,11 @@ def test_an_official_hidden_grading_waits_for_the_other_runs_session(
     ender = threading.Thread(target=end_session_later)
     ender.start()
     try:
-        result = execute_run(spec)
+        result = execute_run(spec, echo=heard)
     finally:
         ender.join()
         holder.wait(30)
+    assert waits.is_set(), "the grading never waited for the other session"
     assert result.status == "valid", result.status_reason
     assert "hidden-grading-alone" in result.config.isolation
     assert result.finished_at is not None and result.finished_at >= released[0]
