@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 EXAM_FILE = "exam.jsonl"
 MANIFEST_FILE = "manifest.json"
+SHORT_HASH = 8
+"""Hex digits of an exam's published short hash (and the fewest `verify-exam` accepts)."""
 
 
 class Question(BaseModel):

@@ -222,11 +222,11 @@ def _spread(items: list[pytest.Item]) -> list[pytest.Item]:
     files: dict[str, list[pytest.Item]] = {}
     for item in items:
         files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    placed: list[tuple[float, int, pytest.Item]] = []
+    placed: list[tuple[float, pytest.Item]] = []
     for name, tests in files.items():
         offset = zlib.crc32(name.encode()) / 2**32
-        placed += [((i + offset) / len(tests), len(placed) + i, t) for i, t in enumerate(tests)]
-    return [item for _, _, item in sorted(placed, key=lambda p: p[:2])]
+        placed += [((i + offset) / len(tests), t) for i, t in enumerate(tests)]
+    return [item for _, item in sorted(placed, key=lambda p: p[0])]  # stable: ties keep order
 
 
 def _name_groups(items: list[pytest.Item]) -> None:

@@ -26,7 +26,7 @@ from rich.progress import (
 
 from exam_builder.bank import Bank, BankError, load_bank, weak_seed
 from exam_builder.build import BuildError, build_exam, prepare_exam, with_learnability
-from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE
+from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, SHORT_HASH
 from exam_builder.manifest import Manifest
 from toolkit.commands.console import make_console
 from toolkit.commands.exam_tables import both_sides_table, generic_table, pct, quality_table
@@ -41,9 +41,6 @@ GATE_DRAWS = 2
 """The learnable side's draws a family by default: one draw of the cpu scale proved a lottery
 on a named register (the `eight` bank's extraction wording, 2,000 steps: seeds 0, 1 and 2
 passed 1, 35 and 40 of 40; site/docs/maintainers/exams.md)."""
-
-SHORT_HASH = 8
-"""Hex digits of a published short hash (and the fewest `verify-exam` accepts)."""
 
 
 def _english_text(train_data: Path | None) -> bytes:
@@ -221,12 +218,7 @@ def build_exam_command(
                 param_hint="--learn-public",
             )
         learner = make_learner(console, bank_dir, chosen, budget, learn_public)
-    elif (
-        learn_steps is not None
-        or learn_seconds is not None
-        or learn_public is not None
-        or learn_draws is not None
-    ):
+    elif any(v is not None for v in (learn_steps, learn_seconds, learn_draws, learn_public)):
         raise click.UsageError(
             "--learn-steps, --learn-seconds, --learn-draws and --learn-public go with "
             "--learn cpu|gpu"

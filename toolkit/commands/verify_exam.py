@@ -8,9 +8,8 @@ from pathlib import Path
 
 import click
 
-from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, sha256_file
+from exam_builder.exam_file import EXAM_FILE, MANIFEST_FILE, SHORT_HASH, sha256_file
 from exam_builder.manifest import ManifestError, load_manifest
-from toolkit.commands.exam import SHORT_HASH
 
 
 @click.command("verify-exam")
